@@ -1,0 +1,297 @@
+//! Algorithm builders: one call's description ([`CallSpec`]) + an [`Algorithm`] -> the
+//! [`Program`] of one rank. Builders are pure: integers in, ops out.
+//!
+//! Every builder of every algorithm is run end to end on the simulated transport against a
+//! sequential rank-order oracle (see `tests` in [`crate::transport::sim`]).
+
+pub mod binomial;
+pub mod butterfly;
+pub mod circulant;
+pub mod greedy;
+pub mod pipeline;
+pub mod ring;
+pub mod util;
+
+use crate::error::Error;
+use crate::plan::Program;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// The four collectives pcoll serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Collective {
+    Reduce,
+    Allreduce,
+    ReduceScatter,
+    Allgatherv,
+}
+
+impl Collective {
+    pub const ALL: [Collective; 4] = [
+        Collective::Reduce,
+        Collective::Allreduce,
+        Collective::ReduceScatter,
+        Collective::Allgatherv,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Collective::Reduce => "reduce",
+            Collective::Allreduce => "allreduce",
+            Collective::ReduceScatter => "reduce_scatter",
+            Collective::Allgatherv => "allgatherv",
+        }
+    }
+    /// Environment variable that forces an algorithm for this collective.
+    pub fn env_var(self) -> &'static str {
+        match self {
+            Collective::Reduce => "PCOLL_REDUCE",
+            Collective::Allreduce => "PCOLL_ALLREDUCE",
+            Collective::ReduceScatter => "PCOLL_REDUCE_SCATTER",
+            Collective::Allgatherv => "PCOLL_ALLGATHERV",
+        }
+    }
+    pub fn index(self) -> usize {
+        self as usize
+    }
+    /// True for the collectives that combine data with an op.
+    pub fn reduces(self) -> bool {
+        self != Collective::Allgatherv
+    }
+}
+
+impl fmt::Display for Collective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Collective {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Collective::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("unknown collective '{s}' (accepted: reduce, allreduce, reduce_scatter, allgatherv)"))
+    }
+}
+
+/// The algorithms, one name each, used everywhere (tuning.toml, env vars, logs, stats).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Algorithm {
+    Native,
+    Binomial,
+    Pipeline,
+    Greedy,
+    GreedyUni,
+    Circulant,
+    Butterfly,
+    Ring,
+}
+
+impl Algorithm {
+    pub const ALL: [Algorithm; 8] = [
+        Algorithm::Native,
+        Algorithm::Binomial,
+        Algorithm::Pipeline,
+        Algorithm::Greedy,
+        Algorithm::GreedyUni,
+        Algorithm::Circulant,
+        Algorithm::Butterfly,
+        Algorithm::Ring,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Native => "native",
+            Algorithm::Binomial => "binomial",
+            Algorithm::Pipeline => "pipeline",
+            Algorithm::Greedy => "greedy",
+            Algorithm::GreedyUni => "greedy_uni",
+            Algorithm::Circulant => "circulant",
+            Algorithm::Butterfly => "butterfly",
+            Algorithm::Ring => "ring",
+        }
+    }
+    pub fn accepted() -> String {
+        Algorithm::ALL
+            .iter()
+            .map(|a| a.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Which algorithms exist for a collective (native always).
+    pub fn available(coll: Collective) -> &'static [Algorithm] {
+        use Algorithm::*;
+        match coll {
+            Collective::Reduce => &[
+                Native, Binomial, Pipeline, Greedy, GreedyUni, Circulant, Butterfly,
+            ],
+            Collective::Allreduce => &[Native, Binomial, Greedy, Circulant, Butterfly, Ring],
+            Collective::ReduceScatter => &[Native, Binomial, Circulant, Butterfly, Ring],
+            Collective::Allgatherv => &[Native, Binomial, Circulant, Butterfly, Ring],
+        }
+    }
+
+    /// Does this algorithm keep canonical rank order (valid for non-commutative ops)?
+    pub fn order_preserving(self, coll: Collective) -> bool {
+        use Algorithm::*;
+        match self {
+            Native | Binomial | Pipeline | Butterfly => true,
+            Ring => coll == Collective::Allgatherv,
+            Circulant => coll == Collective::Allgatherv,
+            Greedy | GreedyUni => false,
+        }
+    }
+
+    /// Checks the algorithm's preconditions for a call; `Err` names the failed one.
+    pub fn check(self, spec: &CallSpec) -> Result<(), String> {
+        if !Algorithm::available(spec.coll).contains(&self) {
+            return Err(format!("{} has no {} algorithm", spec.coll, self));
+        }
+        if spec.coll.reduces() && !spec.commutative && !self.order_preserving(spec.coll) {
+            return Err(format!("{} {} needs a commutative op", spec.coll, self));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Algorithm {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim().to_ascii_lowercase();
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.name() == t)
+            .ok_or_else(|| {
+                format!(
+                    "unknown algorithm '{s}' (accepted: {})",
+                    Algorithm::accepted()
+                )
+            })
+    }
+}
+
+/// Cost parameters in the alpha-beta-gamma model (seconds, seconds per byte). Greedy
+/// schedules are computed from these, so they must be identical on every rank: they come
+/// from the tuning table or the built-in constants, never from a local measurement.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CostParams {
+    pub alpha: f64,
+    pub beta: f64,
+    pub gamma: f64,
+}
+
+impl Default for CostParams {
+    /// Shared-memory numbers measured on the development machine (see README).
+    fn default() -> Self {
+        CostParams {
+            alpha: 2.0e-6,
+            beta: 2.0e-10,
+            gamma: 2.5e-10,
+        }
+    }
+}
+
+/// Everything a builder needs to know about one call. Identical on all ranks except `rank`
+/// (and `in_place`, which only changes which memory `In` is bound to).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallSpec {
+    pub coll: Collective,
+    /// Communicator size and this process's rank.
+    pub p: usize,
+    pub rank: usize,
+    /// Root of a reduce (0 otherwise).
+    pub root: usize,
+    /// reduce/allreduce: `[count]`; reduce_scatter: `recvcounts` (p entries); allgatherv:
+    /// `recvcounts` (p entries). Elements.
+    pub counts: Vec<usize>,
+    /// allgatherv: `displs` (p entries, elements); empty otherwise.
+    pub displs: Vec<usize>,
+    pub commutative: bool,
+    /// Bytes of data in one element (MPI type size); used for segmenting and the model.
+    pub elem_bytes: usize,
+    /// Segment (block) size in elements; 0 = let the algorithm choose from the model.
+    pub seg_elems: usize,
+    pub params: CostParams,
+}
+
+impl CallSpec {
+    /// Element count of a reduce/allreduce, or the sum of counts otherwise.
+    pub fn total(&self) -> usize {
+        match self.coll {
+            Collective::Reduce | Collective::Allreduce => self.counts[0],
+            _ => self.counts.iter().sum(),
+        }
+    }
+    /// Message size in bytes as the tuning table keys it.
+    pub fn bytes(&self) -> usize {
+        self.total() * self.elem_bytes
+    }
+    /// Length of `In` on this rank.
+    pub fn in_len(&self) -> usize {
+        match self.coll {
+            Collective::Reduce | Collective::Allreduce | Collective::ReduceScatter => self.total(),
+            Collective::Allgatherv => self.counts[self.rank],
+        }
+    }
+    /// Length of `Out` on this rank (None: not bound).
+    pub fn out_len(&self) -> Option<usize> {
+        match self.coll {
+            Collective::Reduce => (self.rank == self.root).then_some(self.counts[0]),
+            Collective::Allreduce => Some(self.counts[0]),
+            Collective::ReduceScatter => Some(self.counts[self.rank]),
+            Collective::Allgatherv => Some(
+                (0..self.p)
+                    .map(|j| self.displs[j] + self.counts[j])
+                    .max()
+                    .unwrap_or(0),
+            ),
+        }
+    }
+    /// A copy of this spec for another rank.
+    pub fn for_rank(&self, rank: usize) -> CallSpec {
+        CallSpec {
+            rank,
+            ..self.clone()
+        }
+    }
+}
+
+/// Build the program of `spec.rank` for `alg`. `Native` has no program.
+pub fn build(alg: Algorithm, spec: &CallSpec) -> Result<Program, Error> {
+    alg.check(spec).map_err(Error::Unsupported)?;
+    use Algorithm::*;
+    use Collective::*;
+    match (spec.coll, alg) {
+        (_, Native) => Err(Error::Unsupported("native has no program".into())),
+        (Reduce, Binomial) => Ok(binomial::reduce(spec)),
+        (Allreduce, Binomial) => Ok(binomial::allreduce(spec)),
+        (ReduceScatter, Binomial) => Ok(binomial::reduce_scatter(spec)),
+        (Allgatherv, Binomial) => Ok(binomial::allgatherv(spec)),
+        (Allgatherv, Ring) => Ok(ring::allgatherv(spec)),
+        (Allreduce, Ring) => Ok(ring::allreduce(spec)),
+        (ReduceScatter, Ring) => Ok(ring::reduce_scatter(spec)),
+        (Reduce, Pipeline) => Ok(pipeline::reduce(spec)),
+        (Reduce, Greedy) => greedy::reduce(spec, true),
+        (Reduce, GreedyUni) => greedy::reduce(spec, false),
+        (Allreduce, Greedy) => greedy::allreduce(spec),
+        (Reduce, Circulant) => circulant::reduce(spec),
+        (Allreduce, Circulant) => circulant::allreduce(spec),
+        (ReduceScatter, Circulant) => circulant::reduce_scatter(spec),
+        (Allgatherv, Circulant) => circulant::allgatherv(spec),
+        (Reduce, Butterfly) => butterfly::reduce(spec),
+        (Allreduce, Butterfly) => butterfly::allreduce(spec),
+        (ReduceScatter, Butterfly) => butterfly::reduce_scatter(spec),
+        (Allgatherv, Butterfly) => butterfly::allgatherv(spec),
+        (c, a) => Err(Error::Unsupported(format!("{c} has no {a} algorithm"))),
+    }
+}

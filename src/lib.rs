@@ -1,0 +1,18 @@
+//! pcoll core: schedules, programs, executor, tuning table, cost model and simulator.
+//!
+//! Pure Rust: no MPI and no `unsafe` (`#![forbid(unsafe_code)]`). The `pcoll-mpi` crate in
+//! `cdylib/` puts this behind the MPI C ABI.
+#![forbid(unsafe_code)]
+
+pub mod algo;
+pub mod error;
+pub mod exec;
+pub mod model;
+pub mod plan;
+pub mod sched;
+pub mod transport;
+pub mod tuning;
+
+pub use algo::{Algorithm, CallSpec, Collective, CostParams};
+pub use error::Error;
+pub use plan::{Buf, Op, Piece, Program};

@@ -1,0 +1,1 @@
+//! Alpha-beta-gamma cost model. (To be written.)

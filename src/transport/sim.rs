@@ -1,0 +1,446 @@
+//! The simulated transport: p ranks as threads in one process.
+//!
+//! Strict on purpose, so that algorithm bugs show here and not under MPI:
+//! * **rendezvous sends**: a send completes only once the matching receive is posted, so any
+//!   program that would deadlock under a real MPI's rendezvous protocol deadlocks here, and
+//!   the deadlock is detected (every live rank blocked) and reported, never a hang;
+//! * matching is FIFO per (sender, receiver) pair, as MPI's non-overtaking rule;
+//! * a received message must have exactly the posted length;
+//! * a send buffer modified before its send completed is reported;
+//! * `MPI_IN_PLACE` is modelled by binding `In` to a range of `Out` (real aliasing);
+//! * every rank keeps a Lamport clock (a send takes one round of the sender's port, a
+//!   receive completes no earlier than the round it was sent in), so tests can read the
+//!   rounds a program actually took.
+
+use crate::algo::{build, Algorithm, CallSpec};
+use crate::error::Error;
+use crate::exec;
+use crate::plan::{Buf, Piece};
+use crate::transport::Transport;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// A reduction operator on fixed-size elements: `inout[i] := in[i] ⊕ inout[i]`.
+pub trait SimOp: Send + Sync {
+    fn elem_bytes(&self) -> usize;
+    fn commutative(&self) -> bool;
+    fn apply(&self, inp: &[u8], inout: &mut [u8]);
+}
+
+/// Wrapping sum of u64 (commutative).
+pub struct SumU64;
+impl SimOp for SumU64 {
+    fn elem_bytes(&self) -> usize {
+        8
+    }
+    fn commutative(&self) -> bool {
+        true
+    }
+    fn apply(&self, inp: &[u8], inout: &mut [u8]) {
+        for (a, b) in inp.chunks_exact(8).zip(inout.chunks_exact_mut(8)) {
+            let v = u64::from_le_bytes(a.try_into().unwrap())
+                .wrapping_add(u64::from_le_bytes((&*b).try_into().unwrap()));
+            b.copy_from_slice(&v.to_le_bytes());
+        }
+    }
+}
+
+/// Composition of affine maps `t -> a t + b` (mod 2^64): associative, not commutative.
+/// `x ⊕ y` = "x, then y" = `(a_x a_y, a_y b_x + b_y)`. Detects wrong order, lost and
+/// duplicated contributions.
+pub struct Affine;
+impl Affine {
+    pub fn combine(x: (u64, u64), y: (u64, u64)) -> (u64, u64) {
+        (
+            x.0.wrapping_mul(y.0),
+            y.0.wrapping_mul(x.1).wrapping_add(y.1),
+        )
+    }
+    pub fn get(b: &[u8]) -> (u64, u64) {
+        (
+            u64::from_le_bytes(b[0..8].try_into().unwrap()),
+            u64::from_le_bytes(b[8..16].try_into().unwrap()),
+        )
+    }
+    pub fn put(b: &mut [u8], v: (u64, u64)) {
+        b[0..8].copy_from_slice(&v.0.to_le_bytes());
+        b[8..16].copy_from_slice(&v.1.to_le_bytes());
+    }
+}
+impl SimOp for Affine {
+    fn elem_bytes(&self) -> usize {
+        16
+    }
+    fn commutative(&self) -> bool {
+        false
+    }
+    fn apply(&self, inp: &[u8], inout: &mut [u8]) {
+        for (a, b) in inp.chunks_exact(16).zip(inout.chunks_exact_mut(16)) {
+            let v = Affine::combine(Affine::get(a), Affine::get(b));
+            Affine::put(b, v);
+        }
+    }
+}
+
+#[derive(Default)]
+struct Pair {
+    sends: VecDeque<(u64, Vec<u8>, u64)>, // (id, data, timestamp)
+    recvs: VecDeque<u64>,
+}
+
+#[derive(Default)]
+struct World {
+    pairs: HashMap<(usize, usize), Pair>,
+    delivered: HashMap<u64, (Vec<u8>, u64)>,
+    matched: HashSet<u64>,
+    next_id: u64,
+    blocked: usize,
+    finished: usize,
+    /// Bumped on every post and every wake-up: a deadlock is "all blocked, no progress".
+    epoch: u64,
+    deadlock: bool,
+}
+
+struct Shared {
+    p: usize,
+    world: Mutex<World>,
+    cv: Condvar,
+}
+
+impl Shared {
+    fn try_match(w: &mut World, key: (usize, usize)) {
+        let pair = w.pairs.entry(key).or_default();
+        let mut done = Vec::new();
+        while !pair.sends.is_empty() && !pair.recvs.is_empty() {
+            let (sid, data, ts) = pair.sends.pop_front().unwrap();
+            let rid = pair.recvs.pop_front().unwrap();
+            done.push((sid, rid, data, ts));
+        }
+        for (sid, rid, data, ts) in done {
+            w.matched.insert(sid);
+            w.delivered.insert(rid, (data, ts));
+        }
+    }
+}
+
+/// One rank's memory and its view of the world.
+pub struct SimTransport {
+    shared: Arc<Shared>,
+    rank: usize,
+    op: Arc<dyn SimOp>,
+    eb: usize,
+    pub input: Vec<u8>,
+    pub out: Option<Vec<u8>>,
+    /// `Some(off)`: `In` is bound to `Out[off..]` (MPI_IN_PLACE).
+    pub in_alias: Option<usize>,
+    tmp: Vec<Vec<u8>>,
+    pub clock: u64,
+}
+
+pub enum SimReq {
+    Send(u64, Vec<Piece>, Vec<u8>),
+    Recv(u64, Vec<Piece>),
+}
+
+impl SimTransport {
+    fn bytes(&self, pc: &Piece) -> Result<&[u8], Error> {
+        let (lo, hi) = (pc.off * self.eb, pc.end() * self.eb);
+        let v: &[u8] = match (pc.buf, self.in_alias) {
+            (Buf::In, None) => &self.input,
+            (Buf::In, Some(a)) => {
+                let o = self
+                    .out
+                    .as_deref()
+                    .ok_or_else(|| Error::Internal("In aliased to unbound Out".into()))?;
+                return o
+                    .get(lo + a * self.eb..hi + a * self.eb)
+                    .ok_or_else(|| Error::Internal(format!("{pc} out of range")));
+            }
+            (Buf::Out, _) => self
+                .out
+                .as_deref()
+                .ok_or_else(|| Error::Internal(format!("{pc}: Out not bound")))?,
+            (Buf::Tmp(k), _) => self
+                .tmp
+                .get(k as usize)
+                .ok_or_else(|| Error::Internal(format!("{pc}: no tmp")))?,
+        };
+        v.get(lo..hi)
+            .ok_or_else(|| Error::Internal(format!("{pc} out of range")))
+    }
+    fn bytes_mut(&mut self, pc: &Piece) -> Result<&mut [u8], Error> {
+        let (lo, hi) = (pc.off * self.eb, pc.end() * self.eb);
+        let v: &mut [u8] = match pc.buf {
+            Buf::In => return Err(Error::Internal(format!("write into In {pc}"))),
+            Buf::Out => self
+                .out
+                .as_deref_mut()
+                .ok_or_else(|| Error::Internal(format!("{pc}: Out not bound")))?,
+            Buf::Tmp(k) => self
+                .tmp
+                .get_mut(k as usize)
+                .ok_or_else(|| Error::Internal(format!("{pc}: no tmp")))?,
+        };
+        v.get_mut(lo..hi)
+            .ok_or_else(|| Error::Internal(format!("{pc} out of range")))
+    }
+    fn gather(&self, pieces: &[Piece]) -> Result<Vec<u8>, Error> {
+        let mut v = Vec::new();
+        for pc in pieces {
+            v.extend_from_slice(self.bytes(pc)?);
+        }
+        Ok(v)
+    }
+    fn block_until<F: Fn(&World) -> bool>(
+        &self,
+        cond: F,
+    ) -> Result<std::sync::MutexGuard<'_, World>, Error> {
+        let mut w = self.shared.world.lock().unwrap();
+        if cond(&w) {
+            return Ok(w);
+        }
+        w.blocked += 1;
+        loop {
+            if w.deadlock {
+                return Err(Error::Internal(format!(
+                    "deadlock detected (rank {})",
+                    self.rank
+                )));
+            }
+            if w.blocked + w.finished == self.shared.p {
+                // Everybody looks blocked, but a woken rank may not have run yet: declare a
+                // deadlock only if nothing moves for a while.
+                let epoch = w.epoch;
+                let (g, _) = self
+                    .shared
+                    .cv
+                    .wait_timeout(w, std::time::Duration::from_millis(200))
+                    .unwrap();
+                w = g;
+                if w.epoch == epoch && w.blocked + w.finished == self.shared.p && !cond(&w) {
+                    w.deadlock = true;
+                    self.shared.cv.notify_all();
+                    return Err(Error::Internal(format!(
+                        "deadlock detected (rank {})",
+                        self.rank
+                    )));
+                }
+            } else {
+                w = self.shared.cv.wait(w).unwrap();
+            }
+            if cond(&w) {
+                w.blocked -= 1;
+                w.epoch += 1;
+                return Ok(w);
+            }
+        }
+    }
+}
+
+impl Transport for SimTransport {
+    type Request = SimReq;
+    fn alloc_tmp(&mut self, sizes: &[usize]) -> Result<(), Error> {
+        // Fill scratch with garbage so reads of unwritten scratch show up as wrong results.
+        self.tmp = sizes.iter().map(|&n| vec![0xA5; n * self.eb]).collect();
+        Ok(())
+    }
+    fn isend(&mut self, peer: usize, pieces: &[Piece]) -> Result<SimReq, Error> {
+        let data = self.gather(pieces)?;
+        self.clock += 1;
+        let mut w = self.shared.world.lock().unwrap();
+        let id = w.next_id;
+        w.next_id += 1;
+        w.pairs
+            .entry((self.rank, peer))
+            .or_default()
+            .sends
+            .push_back((id, data.clone(), self.clock));
+        Shared::try_match(&mut w, (self.rank, peer));
+        w.epoch += 1;
+        self.shared.cv.notify_all();
+        Ok(SimReq::Send(id, pieces.to_vec(), data))
+    }
+    fn irecv(&mut self, peer: usize, pieces: &[Piece]) -> Result<SimReq, Error> {
+        for pc in pieces {
+            self.bytes_mut(pc)?; // bounds and writability check
+        }
+        let mut w = self.shared.world.lock().unwrap();
+        let id = w.next_id;
+        w.next_id += 1;
+        w.pairs
+            .entry((peer, self.rank))
+            .or_default()
+            .recvs
+            .push_back(id);
+        Shared::try_match(&mut w, (peer, self.rank));
+        w.epoch += 1;
+        self.shared.cv.notify_all();
+        Ok(SimReq::Recv(id, pieces.to_vec()))
+    }
+    fn wait(&mut self, req: SimReq) -> Result<(), Error> {
+        match req {
+            SimReq::Send(id, pieces, data) => {
+                let mut w = self.block_until(|w| w.matched.contains(&id))?;
+                w.matched.remove(&id);
+                drop(w);
+                if self.gather(&pieces)? != data {
+                    return Err(Error::Internal(format!(
+                        "rank {}: send buffer changed before its send completed",
+                        self.rank
+                    )));
+                }
+            }
+            SimReq::Recv(id, pieces) => {
+                let mut w = self.block_until(|w| w.delivered.contains_key(&id))?;
+                let (data, ts) = w.delivered.remove(&id).unwrap();
+                drop(w);
+                let want: usize = pieces.iter().map(|p| p.len * self.eb).sum();
+                if data.len() != want {
+                    return Err(Error::Internal(format!(
+                        "rank {}: message of {} bytes for a receive of {} bytes",
+                        self.rank,
+                        data.len(),
+                        want
+                    )));
+                }
+                self.clock = self.clock.max(ts);
+                let mut at = 0;
+                for pc in &pieces {
+                    let n = pc.len * self.eb;
+                    self.bytes_mut(pc)?.copy_from_slice(&data[at..at + n]);
+                    at += n;
+                }
+            }
+        }
+        Ok(())
+    }
+    fn reduce(&mut self, src: Piece, dst: Piece, src_first: bool) -> Result<(), Error> {
+        let s = self.bytes(&src)?.to_vec();
+        let op = self.op.clone();
+        let d = self.bytes_mut(&dst)?;
+        if src_first || op.commutative() {
+            op.apply(&s, d);
+        } else {
+            // dst := dst ⊕ src: op(in = dst, inout = copy of src), then copy back.
+            let mut t = s;
+            op.apply(d, &mut t);
+            d.copy_from_slice(&t);
+        }
+        Ok(())
+    }
+    fn copy(&mut self, src: Piece, dst: Piece) -> Result<(), Error> {
+        let s = self.bytes(&src)?.to_vec();
+        self.bytes_mut(&dst)?.copy_from_slice(&s);
+        Ok(())
+    }
+}
+
+/// What one rank brings to a simulated call and what it gets back.
+#[derive(Clone, Debug)]
+pub struct RankIo {
+    pub input: Vec<u8>,
+    /// Initial contents of `Out` (None: not bound on this rank).
+    pub out: Option<Vec<u8>>,
+    /// MPI_IN_PLACE: `In` is `Out[off..]` (the `input` field is then ignored).
+    pub in_alias: Option<usize>,
+}
+
+/// Result of a simulated call on one rank.
+#[derive(Clone, Debug)]
+pub struct RankResult {
+    pub out: Option<Vec<u8>>,
+    pub rounds: u64,
+    pub declared_rounds: usize,
+}
+
+/// Run `alg` for `spec` (rank ignored) on p simulated ranks. Every program is validated
+/// before it runs. Returns each rank's `Out` and measured rounds.
+pub fn run(
+    alg: Algorithm,
+    spec: &CallSpec,
+    op: Arc<dyn SimOp>,
+    io: Vec<RankIo>,
+) -> Result<Vec<RankResult>, Error> {
+    let p = spec.p;
+    assert_eq!(io.len(), p);
+    let shared = Arc::new(Shared {
+        p,
+        world: Mutex::new(World::default()),
+        cv: Condvar::new(),
+    });
+    let handles: Vec<_> = io
+        .into_iter()
+        .enumerate()
+        .map(|(rank, rio)| {
+            let shared = shared.clone();
+            let op = op.clone();
+            let spec = spec.for_rank(rank);
+            std::thread::spawn(move || {
+                let res = (|| {
+                    let prog = build(alg, &spec)?;
+                    let in_len = if rio.in_alias.is_some() || spec.in_len() > 0 {
+                        Some(spec.in_len())
+                    } else {
+                        Some(0)
+                    };
+                    prog.validate(in_len, spec.out_len().filter(|_| rio.out.is_some()))
+                        .map_err(|e| {
+                            Error::Internal(format!(
+                                "{} {} p={} rank={}: invalid program: {e}",
+                                spec.coll, alg, spec.p, rank
+                            ))
+                        })?;
+                    let eb = op.elem_bytes();
+                    let mut t = SimTransport {
+                        shared: shared.clone(),
+                        rank,
+                        op,
+                        eb,
+                        input: rio.input,
+                        out: rio.out,
+                        in_alias: rio.in_alias,
+                        tmp: Vec::new(),
+                        clock: 0,
+                    };
+                    exec::run(&prog, &mut t)?;
+                    Ok(RankResult {
+                        out: t.out,
+                        rounds: t.clock,
+                        declared_rounds: prog.rounds,
+                    })
+                })();
+                let mut w = shared.world.lock().unwrap();
+                w.finished += 1;
+                if res.is_err() {
+                    w.deadlock = true; // wake everyone: this rank will not post anything more
+                }
+                shared.cv.notify_all();
+                res
+            })
+        })
+        .collect();
+    let mut results = Vec::with_capacity(p);
+    let mut first_err = None;
+    for h in handles {
+        match h.join() {
+            Ok(Ok(r)) => results.push(r),
+            Ok(Err(e)) => {
+                // Prefer the root cause over the deadlock reports it causes on other ranks.
+                let is_echo = matches!(&e, Error::Internal(m) if m.starts_with("deadlock"));
+                if first_err.is_none() || !is_echo {
+                    if !matches!(&first_err, Some(f) if !matches!(f, Error::Internal(m) if m.starts_with("deadlock")))
+                    {
+                        first_err = Some(e);
+                    }
+                }
+            }
+            Err(_) => {
+                first_err.get_or_insert(Error::Internal("rank panicked".into()));
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(results),
+    }
+}

@@ -1,0 +1,1 @@
+//! tuning.toml. (To be written.)

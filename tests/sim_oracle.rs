@@ -1,0 +1,303 @@
+//! Every algorithm of every collective, end to end on the simulated transport, against a
+//! sequential oracle that folds contributions in rank order. Commutative (wrapping sum) and
+//! non-commutative (affine composition) ops, in-place and not, all roots that matter,
+//! awkward counts (0, 1, p−1, p+1, primes, counts not divisible by segments).
+
+use pcoll::algo::{Algorithm, CallSpec, Collective, CostParams};
+use pcoll::transport::sim::{run, Affine, RankIo, SimOp, SumU64};
+use std::sync::Arc;
+
+/// xorshift, so inputs are reproducible without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+const SENTINEL: u8 = 0x5C;
+
+fn elem(op: &dyn SimOp, rng: &mut Rng) -> Vec<u8> {
+    let mut v = rng.next().to_le_bytes().to_vec();
+    if op.elem_bytes() == 16 {
+        v[0] |= 1; // odd multiplier keeps the affine maps invertible and informative
+        v.extend_from_slice(&rng.next().to_le_bytes());
+    }
+    v
+}
+
+/// Sequential reference: fold(x_0, ..., x_{p-1}) in rank order, element by element.
+fn fold(op: &dyn SimOp, inputs: &[Vec<u8>]) -> Vec<u8> {
+    let mut acc = inputs[0].clone();
+    for x in &inputs[1..] {
+        // acc := acc ⊕ x  ==  op(in = acc, inout = x) then take x.
+        let mut t = x.clone();
+        op.apply(&acc, &mut t);
+        acc = t;
+    }
+    acc
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    coll: Collective,
+    alg: Algorithm,
+    p: usize,
+    count: usize,
+    root: usize,
+    in_place: bool,
+    commutative: bool,
+    seg: usize,
+    seed: u64,
+}
+
+fn counts_for(c: &Case, rng: &mut Rng) -> (Vec<usize>, Vec<usize>) {
+    match c.coll {
+        Collective::Reduce | Collective::Allreduce => (vec![c.count], vec![]),
+        _ => {
+            // Irregular counts with zeros; around `count` in total.
+            let counts: Vec<usize> = (0..c.p)
+                .map(|j| {
+                    if c.count == 0 {
+                        0
+                    } else if (rng.next() % 4) == 0 {
+                        0
+                    } else {
+                        (rng.next() as usize) % (c.count.max(1) * 2 / c.p.max(1) + 2) + (j % 2)
+                    }
+                })
+                .collect();
+            // displs: a permutation of the blocks with gaps (allgatherv only).
+            let mut order: Vec<usize> = (0..c.p).collect();
+            for i in (1..c.p).rev() {
+                order.swap(i, (rng.next() as usize) % (i + 1));
+            }
+            let mut displs = vec![0; c.p];
+            let mut at = (rng.next() % 3) as usize;
+            for &j in &order {
+                displs[j] = at;
+                at += counts[j] + (rng.next() % 3) as usize;
+            }
+            (counts, displs)
+        }
+    }
+}
+
+fn check(c: Case) {
+    let op: Arc<dyn SimOp> = if c.commutative {
+        Arc::new(SumU64)
+    } else {
+        Arc::new(Affine)
+    };
+    let eb = op.elem_bytes();
+    let mut rng = Rng(c.seed | 1);
+    let (counts, displs) = counts_for(&c, &mut rng);
+    let spec = CallSpec {
+        coll: c.coll,
+        p: c.p,
+        rank: 0,
+        root: c.root,
+        counts: counts.clone(),
+        displs: displs.clone(),
+        commutative: c.commutative,
+        elem_bytes: eb,
+        seg_elems: c.seg,
+        params: CostParams::default(),
+    };
+    if c.alg.check(&spec).is_err() {
+        return;
+    }
+    let inputs: Vec<Vec<u8>> = (0..c.p)
+        .map(|r| {
+            (0..spec.for_rank(r).in_len())
+                .flat_map(|_| elem(&*op, &mut rng))
+                .collect()
+        })
+        .collect();
+    let mut io = Vec::new();
+    for r in 0..c.p {
+        let s = spec.for_rank(r);
+        let out_len = s.out_len();
+        let mut out = out_len.map(|n| vec![SENTINEL; n * eb]);
+        let mut in_alias = None;
+        if c.in_place {
+            // MPI_IN_PLACE: the input lives in the receive buffer.
+            match c.coll {
+                Collective::Reduce if r == c.root => {
+                    out = Some(inputs[r].clone());
+                    in_alias = Some(0);
+                }
+                Collective::Allreduce => {
+                    out = Some(inputs[r].clone());
+                    in_alias = Some(0);
+                }
+                Collective::ReduceScatter => {
+                    out = Some(inputs[r].clone());
+                    in_alias = Some(0);
+                }
+                Collective::Allgatherv => {
+                    let o = out.as_mut().unwrap();
+                    o[displs[r] * eb..(displs[r] + counts[r]) * eb].copy_from_slice(&inputs[r]);
+                    in_alias = Some(displs[r]);
+                }
+                _ => {}
+            }
+        }
+        io.push(RankIo {
+            input: inputs[r].clone(),
+            out,
+            in_alias,
+        });
+    }
+    let res = run(c.alg, &spec, op.clone(), io).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    let total_fold = if c.coll.reduces() && !inputs.is_empty() && !inputs[0].is_empty() {
+        fold(&*op, &inputs)
+    } else {
+        vec![]
+    };
+    for (r, rr) in res.iter().enumerate() {
+        match c.coll {
+            Collective::Reduce => {
+                if r == c.root {
+                    assert_eq!(
+                        rr.out.as_ref().unwrap(),
+                        &total_fold,
+                        "{c:?}: wrong result at root"
+                    );
+                }
+            }
+            Collective::Allreduce => {
+                assert_eq!(
+                    rr.out.as_ref().unwrap(),
+                    &total_fold,
+                    "{c:?}: wrong result at rank {r}"
+                );
+            }
+            Collective::ReduceScatter => {
+                let lo: usize = counts[..r].iter().sum();
+                let want = &total_fold
+                    .get(lo * eb..(lo + counts[r]) * eb)
+                    .unwrap_or(&[]);
+                let got = rr.out.as_ref().unwrap();
+                assert_eq!(
+                    &got[..counts[r] * eb],
+                    *want,
+                    "{c:?}: wrong block at rank {r}"
+                );
+                if !c.in_place {
+                    assert!(got[counts[r] * eb..].iter().all(|&b| b == SENTINEL));
+                }
+            }
+            Collective::Allgatherv => {
+                let got = rr.out.as_ref().unwrap();
+                let mut covered = vec![false; got.len() / eb];
+                for j in 0..c.p {
+                    let d = displs[j];
+                    assert_eq!(
+                        &got[d * eb..(d + counts[j]) * eb],
+                        &inputs[j][..],
+                        "{c:?}: block {j} wrong at rank {r}"
+                    );
+                    covered[d..d + counts[j]].iter_mut().for_each(|x| *x = true);
+                }
+                for (i, cov) in covered.iter().enumerate() {
+                    if !cov {
+                        assert!(
+                            got[i * eb..(i + 1) * eb].iter().all(|&b| b == SENTINEL),
+                            "{c:?}: gap element {i} written at rank {r}"
+                        );
+                    }
+                }
+            }
+        }
+        if let Some(cap) = max_rounds(&c) {
+            assert!(
+                rr.rounds as usize <= cap,
+                "{c:?}: rank {r} took {} rounds > {cap}",
+                rr.rounds
+            );
+        }
+    }
+}
+
+/// Upper bounds on measured rounds that the schedules promise (None: not asserted here).
+fn max_rounds(c: &Case) -> Option<usize> {
+    let q = pcoll::sched::blocks::ceil_log2(c.p);
+    match (c.coll, c.alg) {
+        (Collective::Reduce, Algorithm::Binomial) => {
+            Some(q + usize::from(!c.commutative && c.root != 0))
+        }
+        _ => None,
+    }
+}
+
+fn algs(coll: Collective) -> Vec<Algorithm> {
+    let only: Option<Vec<Algorithm>> = std::env::var("PCOLL_SIM_ALGS")
+        .ok()
+        .map(|s| s.split(',').map(|a| a.parse().unwrap()).collect());
+    Algorithm::available(coll)
+        .iter()
+        .copied()
+        .filter(|a| *a != Algorithm::Native && only.as_ref().map_or(true, |o| o.contains(a)))
+        .collect()
+}
+
+fn sweep(coll: Collective, ps: impl Iterator<Item = usize>) {
+    for p in ps {
+        let counts = [0, 1, p.saturating_sub(1), p + 1, 7, 13, 101];
+        for alg in algs(coll) {
+            for (ci, &count) in counts.iter().enumerate() {
+                for commutative in [true, false] {
+                    for in_place in [false, true] {
+                        let roots: Vec<usize> = if coll == Collective::Reduce {
+                            let mut v = vec![0, p - 1, p / 2];
+                            v.dedup();
+                            v
+                        } else {
+                            vec![0]
+                        };
+                        for root in roots {
+                            for seg in [0, 3] {
+                                check(Case {
+                                    coll,
+                                    alg,
+                                    p,
+                                    count,
+                                    root,
+                                    in_place,
+                                    commutative,
+                                    seg,
+                                    seed: (p * 1000 + ci * 10 + root) as u64 * 7919,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn ps() -> impl Iterator<Item = usize> {
+    (1..=17).chain([20, 24, 31, 32, 33, 40])
+}
+
+#[test]
+fn reduce_all_algorithms() {
+    sweep(Collective::Reduce, ps());
+}
+#[test]
+fn allreduce_all_algorithms() {
+    sweep(Collective::Allreduce, ps());
+}
+#[test]
+fn reduce_scatter_all_algorithms() {
+    sweep(Collective::ReduceScatter, ps());
+}
+#[test]
+fn allgatherv_all_algorithms() {
+    sweep(Collective::Allgatherv, ps());
+}
