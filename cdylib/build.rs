@@ -1,0 +1,30 @@
+//! Compiles the constants shim with the MPI's own compiler wrapper and tells the Rust code
+//! which MPI it is built against (`pcoll_openmpi` / `pcoll_mpich`, `pcoll_large_count`).
+use std::env;
+use std::process::Command;
+
+fn main() {
+    println!("cargo:rerun-if-changed=shim/pcoll_shim.c");
+    println!("cargo:rerun-if-env-changed=MPICC");
+    println!("cargo::rustc-check-cfg=cfg(pcoll_openmpi)");
+    println!("cargo::rustc-check-cfg=cfg(pcoll_mpich)");
+    println!("cargo::rustc-check-cfg=cfg(pcoll_large_count)");
+    let mpicc = env::var("MPICC").unwrap_or_else(|_| "mpicc".to_string());
+    let show = Command::new(&mpicc)
+        .arg("-show")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+        .unwrap_or_default();
+    if show.contains("mpich") {
+        println!("cargo:rustc-cfg=pcoll_mpich");
+        // MPICH 4.x: MPI-4 large-count (`_c`) bindings exist.
+        println!("cargo:rustc-cfg=pcoll_large_count");
+    } else {
+        println!("cargo:rustc-cfg=pcoll_openmpi");
+    }
+    cc::Build::new()
+        .compiler(&mpicc)
+        .file("shim/pcoll_shim.c")
+        .warnings(true)
+        .compile("pcoll_shim");
+}

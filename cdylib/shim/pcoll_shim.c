@@ -1,0 +1,70 @@
+/* Constants of the MPI C ABI that differ between MPI implementations (values, or macros
+ * that are not Rust-visible through bindgen). Exported as link-time constants so that the
+ * Rust code never hard-codes an ABI. */
+#include <mpi.h>
+
+void *const pcoll_c_in_place = MPI_IN_PLACE;
+void *const pcoll_c_bottom = MPI_BOTTOM;
+
+const MPI_Datatype pcoll_c_datatype_null = MPI_DATATYPE_NULL;
+const MPI_Op pcoll_c_op_null = MPI_OP_NULL;
+const MPI_Comm pcoll_c_comm_null = MPI_COMM_NULL;
+const MPI_Comm pcoll_c_comm_world = MPI_COMM_WORLD;
+const MPI_Comm pcoll_c_comm_self = MPI_COMM_SELF;
+const MPI_Errhandler pcoll_c_errors_return = MPI_ERRORS_RETURN;
+
+/* Datatypes and ops the benchmark and tools name (not all in mpi-sys). */
+const MPI_Datatype pcoll_c_int = MPI_INT;
+const MPI_Datatype pcoll_c_long = MPI_LONG;
+const MPI_Datatype pcoll_c_float = MPI_FLOAT;
+const MPI_Datatype pcoll_c_double = MPI_DOUBLE;
+const MPI_Datatype pcoll_c_char = MPI_CHAR;
+const MPI_Datatype pcoll_c_byte = MPI_BYTE;
+const MPI_Datatype pcoll_c_uint64 = MPI_UINT64_T;
+const MPI_Datatype pcoll_c_double_int = MPI_DOUBLE_INT;
+const MPI_Op pcoll_c_sum = MPI_SUM;
+const MPI_Op pcoll_c_max = MPI_MAX;
+const MPI_Op pcoll_c_min = MPI_MIN;
+const MPI_Op pcoll_c_prod = MPI_PROD;
+const MPI_Op pcoll_c_band = MPI_BAND;
+const MPI_Op pcoll_c_minloc = MPI_MINLOC;
+const MPI_Op pcoll_c_maxloc = MPI_MAXLOC;
+const MPI_Op pcoll_c_replace = MPI_REPLACE;
+
+const int pcoll_c_success = MPI_SUCCESS;
+const int pcoll_c_err_buffer = MPI_ERR_BUFFER;
+const int pcoll_c_err_count = MPI_ERR_COUNT;
+const int pcoll_c_err_type = MPI_ERR_TYPE;
+const int pcoll_c_err_root = MPI_ERR_ROOT;
+const int pcoll_c_err_comm = MPI_ERR_COMM;
+const int pcoll_c_err_op = MPI_ERR_OP;
+const int pcoll_c_err_arg = MPI_ERR_ARG;
+const int pcoll_c_err_intern = MPI_ERR_INTERN;
+const int pcoll_c_err_other = MPI_ERR_OTHER;
+const int pcoll_c_err_no_mem = MPI_ERR_NO_MEM;
+const int pcoll_c_keyval_invalid = MPI_KEYVAL_INVALID;
+const int pcoll_c_combiner_named = MPI_COMBINER_NAMED;
+const int pcoll_c_undefined = MPI_UNDEFINED;
+const int pcoll_c_max_error_string = MPI_MAX_ERROR_STRING;
+
+MPI_Comm_copy_attr_function *const pcoll_c_comm_null_copy_fn = MPI_COMM_NULL_COPY_FN;
+
+#if defined(OPEN_MPI) && OPEN_MPI
+const int pcoll_c_is_openmpi = 1;
+#else
+const int pcoll_c_is_openmpi = 0;
+#endif
+
+/* 1 if `op` is one of the predefined reduction ops valid for MPI_Reduce. */
+int pcoll_c_op_is_predefined(MPI_Op op)
+{
+    return op == MPI_MAX || op == MPI_MIN || op == MPI_SUM || op == MPI_PROD || op == MPI_LAND ||
+           op == MPI_BAND || op == MPI_LOR || op == MPI_BOR || op == MPI_LXOR || op == MPI_BXOR ||
+           op == MPI_MINLOC || op == MPI_MAXLOC;
+}
+
+/* 1 if `op` is MPI_REPLACE or MPI_NO_OP (valid only for one-sided calls). */
+int pcoll_c_op_is_rma_only(MPI_Op op)
+{
+    return op == MPI_REPLACE || op == MPI_NO_OP;
+}

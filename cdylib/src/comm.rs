@@ -1,0 +1,172 @@
+//! Per-communicator state, cached on the user's communicator with an attribute keyval.
+//!
+//! At the first collective pcoll serves on a communicator it makes a shadow with
+//! `PMPI_Comm_dup` (collective, so every rank does it in the same call), so pcoll's messages
+//! can never match a user's receive (even with `MPI_ANY_SOURCE`/`MPI_ANY_TAG`). The shadow's
+//! error handler is `MPI_ERRORS_RETURN`; errors are raised on the user's communicator. The
+//! attribute's delete callback (run by `MPI_Comm_free` and at `MPI_Finalize`) frees the shadow.
+//! Dups of a user communicator do not inherit the attribute (null copy function).
+
+use crate::consts;
+use mpi_sys::*;
+use once_cell::sync::OnceCell;
+use parking_lot::Mutex;
+use pcoll::plan::Program;
+use std::collections::HashMap;
+use std::os::raw::{c_int, c_void};
+use std::sync::Arc;
+
+pub struct CommState {
+    pub shadow: MPI_Comm,
+    pub size: usize,
+    pub rank: usize,
+    /// Programs built for this communicator, keyed by everything they depend on.
+    pub cache: Mutex<HashMap<String, Arc<Program>>>,
+}
+
+/// Most programs kept per communicator.
+const CACHE_MAX: usize = 64;
+
+impl CommState {
+    pub fn program(
+        &self,
+        key: String,
+        build: impl FnOnce() -> Result<Program, pcoll::Error>,
+    ) -> Result<Arc<Program>, pcoll::Error> {
+        if let Some(p) = self.cache.lock().get(&key) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(build()?);
+        let mut c = self.cache.lock();
+        if c.len() >= CACHE_MAX {
+            c.clear();
+        }
+        c.insert(key, p.clone());
+        Ok(p)
+    }
+}
+
+static KEYVAL: OnceCell<c_int> = OnceCell::new();
+
+unsafe extern "C" fn delete_state(
+    _comm: MPI_Comm,
+    _keyval: c_int,
+    attr: *mut c_void,
+    _extra: *mut c_void,
+) -> c_int {
+    let r = std::panic::catch_unwind(|| {
+        if !attr.is_null() {
+            // SAFETY: `attr` is the Box we leaked in `state()`; MPI calls this exactly once.
+            let st = unsafe { Box::from_raw(attr as *mut CommState) };
+            let mut shadow = st.shadow;
+            // SAFETY: the shadow was created by PMPI_Comm_dup and is freed exactly once here.
+            unsafe { PMPI_Comm_free(&mut shadow) };
+        }
+    });
+    if r.is_err() {
+        eprintln!("pcoll: panic while freeing communicator state (ignored)");
+    }
+    consts::SUCCESS()
+}
+
+fn keyval() -> Result<c_int, c_int> {
+    KEYVAL
+        .get_or_try_init(|| {
+            let mut kv: c_int = consts::KEYVAL_INVALID();
+            // SAFETY: registers our callbacks; `kv` is an out-pointer.
+            let rc = unsafe {
+                PMPI_Comm_create_keyval(
+                    consts::comm_null_copy_fn(),
+                    Some(delete_state),
+                    &mut kv,
+                    std::ptr::null_mut(),
+                )
+            };
+            if rc == consts::SUCCESS() {
+                Ok(kv)
+            } else {
+                Err(rc)
+            }
+        })
+        .copied()
+}
+
+/// Size of an intracommunicator and this process's rank in it; `Err(code)` for an invalid
+/// communicator, `Ok(None)` for an intercommunicator (served natively).
+pub fn facts(comm: MPI_Comm) -> Result<Option<(usize, usize)>, c_int> {
+    if comm == consts::comm_null() {
+        return Err(consts::ERR_COMM());
+    }
+    let (mut inter, mut size, mut rank) = (0, 0, 0);
+    // SAFETY: out-pointers to locals; an invalid handle yields an error code.
+    unsafe {
+        let rc = PMPI_Comm_test_inter(comm, &mut inter);
+        if rc != consts::SUCCESS() {
+            return Err(rc);
+        }
+        if inter != 0 {
+            return Ok(None);
+        }
+        let rc = PMPI_Comm_size(comm, &mut size);
+        if rc != consts::SUCCESS() {
+            return Err(rc);
+        }
+        let rc = PMPI_Comm_rank(comm, &mut rank);
+        if rc != consts::SUCCESS() {
+            return Err(rc);
+        }
+    }
+    Ok(Some((size as usize, rank as usize)))
+}
+
+/// The state of `comm`, created (collectively) on first use.
+pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommState, c_int> {
+    let kv = keyval()?;
+    let mut val: *mut c_void = std::ptr::null_mut();
+    let mut flag: c_int = 0;
+    // SAFETY: out-pointers; for an attribute set by us `val` is a `*mut CommState`.
+    let rc = unsafe {
+        PMPI_Comm_get_attr(
+            comm,
+            kv,
+            &mut val as *mut *mut c_void as *mut c_void,
+            &mut flag,
+        )
+    };
+    if rc != consts::SUCCESS() {
+        return Err(rc);
+    }
+    if flag != 0 && !val.is_null() {
+        // SAFETY: the attribute lives until the delete callback runs, which happens only when
+        // the communicator is freed; the user may not use a freed communicator.
+        return Ok(unsafe { &*(val as *const CommState) });
+    }
+    let mut shadow: MPI_Comm = consts::comm_null();
+    // SAFETY: collective dup of a valid intracommunicator; out-pointer.
+    unsafe {
+        let rc = PMPI_Comm_dup(comm, &mut shadow);
+        if rc != consts::SUCCESS() {
+            return Err(rc);
+        }
+        PMPI_Comm_set_errhandler(shadow, consts::errors_return());
+    }
+    let st = Box::into_raw(Box::new(CommState {
+        shadow,
+        size,
+        rank,
+        cache: Mutex::new(HashMap::new()),
+    }));
+    // SAFETY: hands ownership of the Box to the attribute; reclaimed in `delete_state`.
+    let rc = unsafe { PMPI_Comm_set_attr(comm, kv, st as *mut c_void) };
+    if rc != consts::SUCCESS() {
+        // SAFETY: not attached, so still ours.
+        unsafe {
+            let b = Box::from_raw(st);
+            let mut s = b.shadow;
+            PMPI_Comm_free(&mut s);
+        }
+        return Err(rc);
+    }
+    // SAFETY: as above: lives until the communicator is freed.
+    Ok(unsafe { &*st })
+}

@@ -1,0 +1,409 @@
+//! The one path every intercepted collective takes:
+//! validate -> (invalid or unservable: the native `PMPI_` call, which reports errors exactly as
+//! the MPI does) -> choose an algorithm (forced > table > default, preconditions, fallback
+//! policy) -> build (or reuse) the program -> run it over `PmpiTransport` on the shadow
+//! communicator -> stats.
+
+use crate::comm;
+use crate::consts;
+use crate::mpi_types::{self, TypeFacts};
+use crate::pmpi::PmpiTransport;
+use crate::state;
+use mpi_sys::*;
+use pcoll::algo::{build, Algorithm, CallSpec, Collective};
+use pcoll::config::FallbackPolicy as Fallback;
+use pcoll::{exec, Error};
+use std::os::raw::{c_int, c_void};
+
+/// One collective call as the C (or Fortran, or large-count) entry point received it.
+pub struct Args {
+    pub coll: Collective,
+    pub sendbuf: *const c_void,
+    pub recvbuf: *mut c_void,
+    /// reduce/allreduce: `[count]`; reduce_scatter/allgatherv: `recvcounts`.
+    pub counts: Vec<i64>,
+    /// allgatherv: `displs`.
+    pub displs: Vec<i64>,
+    /// allgatherv: `sendcount` and `sendtype`.
+    pub sendcount: i64,
+    pub sendtype: MPI_Datatype,
+    /// The datatype of the data (allgatherv: `recvtype`).
+    pub dt: MPI_Datatype,
+    pub op: MPI_Op,
+    pub root: i64,
+    pub comm: MPI_Comm,
+    /// Where `counts` came from (for the program reading them): only a reporting aid.
+    pub large_count: bool,
+}
+
+fn wtime() -> f64 {
+    // SAFETY: no arguments.
+    unsafe { PMPI_Wtime() }
+}
+
+/// A validated call pcoll can serve itself.
+struct Valid {
+    spec: CallSpec,
+    facts: TypeFacts,
+    in_place: bool,
+}
+
+fn nonneg(v: &[i64]) -> Option<Vec<usize>> {
+    v.iter()
+        .map(|&x| {
+            if x < 0 || x > c_int::MAX as i64 {
+                None
+            } else {
+                Some(x as usize)
+            }
+        })
+        .collect()
+}
+
+/// `None`: hand the call to the native collective (bad input is reported by it, with its
+/// error class; calls pcoll cannot serve are served by it).
+fn validate(a: &Args) -> Option<Valid> {
+    let (p, rank) = comm::facts(a.comm).ok()??;
+    let facts = mpi_types::type_facts(a.dt).ok()?;
+    if facts.extent <= 0 || facts.true_extent < 0 || facts.size == 0 {
+        return None;
+    }
+    let in_place = a.sendbuf == consts::in_place();
+    if a.recvbuf as *const c_void == consts::in_place() {
+        return None;
+    }
+    let counts = nonneg(&a.counts)?;
+    let (counts, displs) = match a.coll {
+        Collective::Reduce | Collective::Allreduce => (counts, vec![]),
+        _ => {
+            if counts.len() != p {
+                return None;
+            }
+            let displs = if a.coll == Collective::Allgatherv {
+                nonneg(&a.displs)?
+            } else {
+                vec![]
+            };
+            (counts, displs)
+        }
+    };
+    let mut commutative = true;
+    if a.coll.reduces() {
+        commutative = mpi_types::op_commutative(a.op).ok()?;
+        mpi_types::op_accepts(a.op, a.dt, &facts).ok()?;
+    }
+    let null = |ptr: *const c_void, n: usize| ptr.is_null() && n > 0;
+    match a.coll {
+        Collective::Reduce => {
+            if a.root < 0 || a.root >= p as i64 {
+                return None;
+            }
+            let is_root = a.root as usize == rank;
+            if in_place && !is_root {
+                return None;
+            }
+            if (!in_place && null(a.sendbuf, counts[0])) || (is_root && null(a.recvbuf, counts[0]))
+            {
+                return None;
+            }
+        }
+        Collective::Allreduce => {
+            if (!in_place && null(a.sendbuf, counts[0])) || null(a.recvbuf, counts[0]) {
+                return None;
+            }
+        }
+        Collective::ReduceScatter => {
+            let total: usize = counts.iter().sum();
+            if total > c_int::MAX as usize
+                || (!in_place && null(a.sendbuf, total))
+                || null(a.recvbuf, counts[rank])
+            {
+                return None;
+            }
+        }
+        Collective::Allgatherv => {
+            let total: usize = counts.iter().sum();
+            if total > 0 && a.recvbuf.is_null() {
+                return None;
+            }
+            if !in_place {
+                if a.sendcount < 0 || null(a.sendbuf, a.sendcount as usize) {
+                    return None;
+                }
+                let sf = mpi_types::type_facts(a.sendtype).ok()?;
+                if (a.sendcount as usize) * sf.size != counts[rank] * facts.size {
+                    return None; // type signatures differ: the MPI reports it
+                }
+            }
+        }
+    }
+    let spec = CallSpec {
+        coll: a.coll,
+        p,
+        rank,
+        root: if a.coll == Collective::Reduce {
+            a.root as usize
+        } else {
+            0
+        },
+        counts,
+        displs,
+        commutative,
+        elem_bytes: facts.size,
+        seg_elems: 0,
+        params: state::global().table.model(),
+    };
+    Some(Valid {
+        spec,
+        facts,
+        in_place,
+    })
+}
+
+/// Which algorithm runs, and why (for the debug log).
+fn choose(spec: &mut CallSpec) -> Result<(Algorithm, String), c_int> {
+    let g = state::global();
+    let coll = spec.coll;
+    let bytes = spec.bytes();
+    let rule = g.table.lookup(coll, spec.p, bytes);
+    let (mut alg, mut why) = if let Some(a) = state::forced(coll) {
+        (a, "forced by pcoll_force".to_string())
+    } else if let Some(a) = g.cfg.force[coll.index()] {
+        (a, format!("forced by {}", coll.env_var()))
+    } else if let Some(c) = &rule {
+        (
+            c.algorithm,
+            format!("tuning rule at line {}", c.origin_line),
+        )
+    } else {
+        (Algorithm::Binomial, "built-in default".to_string())
+    };
+    let seg_bytes = g.cfg.segment.or(rule.as_ref().and_then(|c| c.segment));
+    if let Err(reason) = alg.check(spec) {
+        match g.cfg.fallback {
+            Fallback::Error => {
+                log::error!("{reason} (PCOLL_FALLBACK=error)");
+                return Err(if spec.commutative {
+                    consts::ERR_ARG()
+                } else {
+                    consts::ERR_OP()
+                });
+            }
+            policy => {
+                let fb = rule
+                    .as_ref()
+                    .map(|c| c.algorithm)
+                    .filter(|a| a.check(spec).is_ok())
+                    .unwrap_or(Algorithm::Binomial);
+                if policy == Fallback::Warn {
+                    warn_once(
+                        coll,
+                        alg,
+                        &format!("{reason}; using {fb} instead (PCOLL_FALLBACK=warn)"),
+                    );
+                }
+                why = format!("fallback from {alg}: {reason}");
+                alg = fb;
+            }
+        }
+    }
+    // Debian's MPICH 4.0.2 crashes in its own MPI_Reduce with MPI_IN_PLACE at a root other
+    // than 0 above 2048 bytes: never send such a reduce to native (decided from facts every
+    // rank shares, so all ranks agree).
+    if cfg!(pcoll_mpich)
+        && alg == Algorithm::Native
+        && coll == Collective::Reduce
+        && spec.root != 0
+        && bytes > 2048
+    {
+        alg = Algorithm::Binomial;
+        why =
+            "native MPICH reduce at root != 0 is unsafe (in-place defect); binomial instead".into();
+    }
+    spec.seg_elems = seg_bytes.map_or(0, |b| (b / spec.elem_bytes.max(1)).max(1));
+    Ok((alg, why))
+}
+
+fn warn_once(coll: Collective, alg: Algorithm, msg: &str) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEEN: AtomicU64 = AtomicU64::new(0);
+    let bit = 1u64 << (coll.index() * 8 + Algorithm::ALL.iter().position(|a| *a == alg).unwrap());
+    if SEEN.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+        log::warn!("{coll}: {msg}");
+    }
+}
+
+fn error_code(e: &Error) -> c_int {
+    match e {
+        Error::Mpi(c, _) => *c,
+        Error::NoMem(_) => consts::ERR_NO_MEM(),
+        Error::Arg(..) => consts::ERR_ARG(),
+        Error::Unsupported(_) | Error::Internal(_) => consts::ERR_INTERN(),
+    }
+}
+
+/// Raise `code` on the user's communicator (its error handler decides: return or abort).
+fn raise(comm: MPI_Comm, code: c_int) -> c_int {
+    // SAFETY: `comm` was validated as a communicator before any error can come from us.
+    unsafe { PMPI_Comm_call_errhandler(comm, code) };
+    code
+}
+
+/// Serve one collective call. `native` performs the same call with `PMPI_`.
+pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
+    if state::disabled() {
+        return native();
+    }
+    let t0 = wtime();
+    let Some(mut v) = validate(a) else {
+        log::debug!("{}: arguments pcoll does not serve; native call", a.coll);
+        return native();
+    };
+    let bytes = v.spec.bytes();
+    let (alg, why) = match choose(&mut v.spec) {
+        Ok(x) => x,
+        Err(code) => return raise(a.comm, code),
+    };
+    if alg == Algorithm::Native {
+        let rc = native();
+        state::record(a.coll, alg, bytes, wtime() - t0);
+        log::debug!("{} p={} bytes={bytes}: native ({why})", a.coll, v.spec.p);
+        return rc;
+    }
+    match run(a, &v, alg) {
+        Ok(rounds) => {
+            let dt = wtime() - t0;
+            state::record(a.coll, alg, bytes, dt);
+            log::debug!(
+                "{} p={} rank={} bytes={bytes} root={}: {alg} ({why}), {rounds} rounds, {:.1} us",
+                a.coll,
+                v.spec.p,
+                v.spec.rank,
+                v.spec.root,
+                dt * 1e6
+            );
+            consts::SUCCESS()
+        }
+        Err(e) => {
+            log::error!("{} {alg}: {e}", a.coll);
+            raise(a.comm, error_code(&e))
+        }
+    }
+}
+
+fn run(a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
+    let st = comm::state(a.comm, v.spec.p, v.spec.rank)
+        .map_err(|c| Error::Mpi(c, "communicator setup".into()))?;
+    let spec = &v.spec;
+    let key = format!(
+        "{}/{}/{}/{}/{}/{}/{:?}/{:?}",
+        alg.name(),
+        spec.coll.name(),
+        spec.root,
+        spec.seg_elems,
+        spec.commutative,
+        spec.elem_bytes,
+        spec.counts,
+        spec.displs
+    );
+    let prog = st.program(key, || {
+        if spec.total() == 0 {
+            return Ok(pcoll::Program::new());
+        }
+        build(alg, spec)
+    })?;
+    let ext = v.facts.extent;
+    let (in_base, out_base): (*const c_void, *mut c_void) = match spec.coll {
+        Collective::Allgatherv => {
+            let own = (a.recvbuf as *mut u8).wrapping_offset(spec.displs[spec.rank] as isize * ext)
+                as *mut c_void;
+            if v.in_place {
+                (own as *const c_void, a.recvbuf)
+            } else if a.sendtype != a.dt {
+                // Different (but matching) type signatures: convert our block into the receive
+                // buffer's layout once, then serve the call as in-place.
+                convert_into(
+                    a.sendbuf,
+                    a.sendcount,
+                    a.sendtype,
+                    own,
+                    spec.counts[spec.rank],
+                    a.dt,
+                    st.shadow,
+                )?;
+                (own as *const c_void, a.recvbuf)
+            } else {
+                (a.sendbuf, a.recvbuf)
+            }
+        }
+        _ => (
+            if v.in_place {
+                a.recvbuf as *const c_void
+            } else {
+                a.sendbuf
+            },
+            a.recvbuf,
+        ),
+    };
+    let mut t = PmpiTransport::new(
+        st.shadow,
+        a.dt,
+        a.op,
+        v.facts,
+        spec.commutative,
+        in_base,
+        out_base,
+    );
+    exec::run(&prog, &mut t)?;
+    Ok(prog.rounds)
+}
+
+/// Copy `scount` elements of `stype` into `rcount` elements of `rtype` (same signature).
+fn convert_into(
+    src: *const c_void,
+    scount: i64,
+    stype: MPI_Datatype,
+    dst: *mut c_void,
+    rcount: usize,
+    rtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Result<(), Error> {
+    let (sc, rc) = (scount as c_int, rcount as c_int);
+    let mut size: c_int = 0;
+    // SAFETY: sizes and pack/unpack over the user's buffers with their own datatypes; the
+    // packed buffer has MPI_Pack_size bytes.
+    unsafe {
+        let r = PMPI_Pack_size(sc, stype, comm, &mut size);
+        if r != consts::SUCCESS() {
+            return Err(Error::Mpi(r, "MPI_Pack_size".into()));
+        }
+        let mut buf = vec![0u8; size.max(1) as usize];
+        let mut pos: c_int = 0;
+        let r = PMPI_Pack(
+            src,
+            sc,
+            stype,
+            buf.as_mut_ptr() as *mut c_void,
+            size,
+            &mut pos,
+            comm,
+        );
+        if r != consts::SUCCESS() {
+            return Err(Error::Mpi(r, "MPI_Pack".into()));
+        }
+        let mut pos2: c_int = 0;
+        let r = PMPI_Unpack(
+            buf.as_ptr() as *const c_void,
+            size,
+            &mut pos2,
+            dst,
+            rc,
+            rtype,
+            comm,
+        );
+        if r != consts::SUCCESS() {
+            return Err(Error::Mpi(r, "MPI_Unpack".into()));
+        }
+    }
+    Ok(())
+}

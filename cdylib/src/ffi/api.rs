@@ -1,0 +1,126 @@
+//! pcoll's own C API, declared in `include/pcoll.h` (kept in sync by `tests/header.rs`).
+
+use super::guard;
+use crate::state;
+use pcoll::{Algorithm, Collective};
+use std::ffi::{c_char, c_double, c_int, c_ulonglong, CStr};
+
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+
+/// Read a C string argument (`None` for null or invalid UTF-8).
+///
+/// # Safety
+/// `s` is null or a NUL-terminated string.
+unsafe fn arg<'a>(s: *const c_char) -> Option<&'a str> {
+    if s.is_null() {
+        return None;
+    }
+    // SAFETY: caller guarantees NUL termination.
+    unsafe { CStr::from_ptr(s) }.to_str().ok()
+}
+
+/// `"0.1.0"`: the library's version.
+#[no_mangle]
+pub extern "C" fn pcoll_version() -> *const c_char {
+    VERSION.as_ptr() as *const c_char
+}
+
+/// Force `algorithm` for `collective` from now on (NULL or "" algorithm: back to the
+/// environment and table). Collective: all ranks of a communicator must agree.
+/// Returns 0, -1 for an unknown collective, -2 for an algorithm that does not exist for it.
+#[no_mangle]
+pub unsafe extern "C" fn pcoll_force(collective: *const c_char, algorithm: *const c_char) -> c_int {
+    guard("pcoll_force", || {
+        // SAFETY: C strings from the caller.
+        let (c, a) = unsafe { (arg(collective), arg(algorithm)) };
+        let Some(coll) = c.and_then(|c| c.parse::<Collective>().ok()) else {
+            return -1;
+        };
+        match a {
+            None | Some("") => {
+                state::force(coll, None);
+                0
+            }
+            Some(name) => match name.parse::<Algorithm>() {
+                Ok(alg) if Algorithm::available(coll).contains(&alg) => {
+                    state::force(coll, Some(alg));
+                    0
+                }
+                _ => -2,
+            },
+        }
+    })
+}
+
+/// Name of the algorithm that served the last call of `collective` in this process
+/// ("" if none yet; NULL for an unknown collective). The string is static.
+#[no_mangle]
+pub unsafe extern "C" fn pcoll_last_algorithm(collective: *const c_char) -> *const c_char {
+    // SAFETY: C string from the caller.
+    let Some(coll) = (unsafe { arg(collective) }).and_then(|c| c.parse::<Collective>().ok()) else {
+        return std::ptr::null();
+    };
+    match state::last(coll) {
+        None => c"".as_ptr(),
+        Some(a) => static_name(a),
+    }
+}
+
+fn static_name(a: Algorithm) -> *const c_char {
+    match a {
+        Algorithm::Native => c"native".as_ptr(),
+        Algorithm::Binomial => c"binomial".as_ptr(),
+        Algorithm::Pipeline => c"pipeline".as_ptr(),
+        Algorithm::Greedy => c"greedy".as_ptr(),
+        Algorithm::GreedyUni => c"greedy_uni".as_ptr(),
+        Algorithm::Circulant => c"circulant".as_ptr(),
+        Algorithm::Butterfly => c"butterfly".as_ptr(),
+        Algorithm::Ring => c"ring".as_ptr(),
+    }
+}
+
+/// Statistics of this process for one collective and algorithm. Any out-pointer may be NULL.
+/// Returns 0, or -1 for an unknown collective or algorithm.
+#[no_mangle]
+pub unsafe extern "C" fn pcoll_stats(
+    collective: *const c_char,
+    algorithm: *const c_char,
+    calls: *mut c_ulonglong,
+    bytes: *mut c_ulonglong,
+    time_us: *mut c_double,
+) -> c_int {
+    guard("pcoll_stats", || {
+        // SAFETY: C strings from the caller.
+        let (c, a) = unsafe { (arg(collective), arg(algorithm)) };
+        let (Some(coll), Some(alg)) = (
+            c.and_then(|c| c.parse::<Collective>().ok()),
+            a.and_then(|a| a.parse::<Algorithm>().ok()),
+        ) else {
+            return -1;
+        };
+        let ai = Algorithm::ALL.iter().position(|x| *x == alg).unwrap();
+        let s = state::STATS.lock()[coll.index()][ai];
+        // SAFETY: each pointer is null or writable, per the API.
+        unsafe {
+            if !calls.is_null() {
+                *calls = s.calls;
+            }
+            if !bytes.is_null() {
+                *bytes = s.bytes;
+            }
+            if !time_us.is_null() {
+                *time_us = s.time_us;
+            }
+        }
+        0
+    })
+}
+
+/// Reset this process's statistics.
+#[no_mangle]
+pub extern "C" fn pcoll_stats_reset() {
+    let _ = guard("pcoll_stats_reset", || {
+        *state::STATS.lock() = Default::default();
+        0
+    });
+}

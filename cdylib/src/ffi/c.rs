@@ -1,0 +1,323 @@
+//! C entry points: `MPI_Reduce`, `MPI_Allreduce`, `MPI_Reduce_scatter`, `MPI_Allgatherv`,
+//! `MPI_Finalize`, and the MPI-4 large-count `_c` variants where the MPI has them.
+#![allow(non_snake_case)]
+
+use super::guard;
+use crate::dispatch::{collective, Args};
+use crate::{consts, state};
+use mpi_sys::*;
+use pcoll::Collective;
+use std::os::raw::{c_int, c_void};
+
+/// Read `n` ints from a C array (null or n <= 0: empty).
+///
+/// # Safety
+/// `p` must point to at least `n` readable values when non-null.
+unsafe fn read_array<T: Copy + Into<i64>>(p: *const T, n: usize) -> Vec<i64> {
+    if p.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: caller guarantees n readable elements.
+    unsafe { std::slice::from_raw_parts(p, n) }
+        .iter()
+        .map(|&x| x.into())
+        .collect()
+}
+
+/// Communicator size for reading per-rank arrays (0 if the communicator is not valid or an
+/// intercommunicator: the arrays are then not read and the call goes native).
+pub(crate) fn comm_size(comm: MPI_Comm) -> usize {
+    match crate::comm::facts(comm) {
+        Ok(Some((p, _))) => p,
+        _ => 0,
+    }
+}
+
+pub(crate) fn reduce_args(
+    coll: Collective,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    root: i64,
+    comm: MPI_Comm,
+) -> Args {
+    Args {
+        coll,
+        sendbuf,
+        recvbuf,
+        counts: vec![count],
+        displs: vec![],
+        sendcount: 0,
+        sendtype: dt,
+        dt,
+        op,
+        root,
+        comm,
+        large_count: false,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    guard("MPI_Reduce", || {
+        let a = reduce_args(
+            Collective::Reduce,
+            sendbuf,
+            recvbuf,
+            count as i64,
+            datatype,
+            op,
+            root as i64,
+            comm,
+        );
+        // SAFETY: the caller's own arguments, forwarded unchanged.
+        collective(&a, &mut || unsafe {
+            PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm)
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    guard("MPI_Allreduce", || {
+        let a = reduce_args(
+            Collective::Allreduce,
+            sendbuf,
+            recvbuf,
+            count as i64,
+            datatype,
+            op,
+            0,
+            comm,
+        );
+        // SAFETY: forwarded unchanged.
+        collective(&a, &mut || unsafe {
+            PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm)
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    guard("MPI_Reduce_scatter", || {
+        // SAFETY: MPI requires recvcounts to have comm-size entries.
+        let counts = unsafe { read_array(recvcounts, comm_size(comm)) };
+        let mut a = reduce_args(
+            Collective::ReduceScatter,
+            sendbuf,
+            recvbuf,
+            0,
+            datatype,
+            op,
+            0,
+            comm,
+        );
+        a.counts = counts;
+        // SAFETY: forwarded unchanged.
+        collective(&a, &mut || unsafe {
+            PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm)
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    guard("MPI_Allgatherv", || {
+        let p = comm_size(comm);
+        // SAFETY: MPI requires comm-size entries in both arrays.
+        let (counts, ds) = unsafe { (read_array(recvcounts, p), read_array(displs, p)) };
+        let a = Args {
+            coll: Collective::Allgatherv,
+            sendbuf,
+            recvbuf,
+            counts,
+            displs: ds,
+            sendcount: sendcount as i64,
+            sendtype,
+            dt: recvtype,
+            op: consts::op_null(),
+            root: 0,
+            comm,
+            large_count: false,
+        };
+        // SAFETY: forwarded unchanged.
+        collective(&a, &mut || unsafe {
+            PMPI_Allgatherv(
+                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+            )
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    guard("MPI_Finalize", || {
+        state::finalize_report();
+        // SAFETY: plain forward.
+        unsafe { PMPI_Finalize() }
+    })
+}
+
+#[cfg(pcoll_large_count)]
+mod large {
+    use super::*;
+
+    #[no_mangle]
+    pub unsafe extern "C" fn MPI_Reduce_c(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: MPI_Count,
+        datatype: MPI_Datatype,
+        op: MPI_Op,
+        root: c_int,
+        comm: MPI_Comm,
+    ) -> c_int {
+        guard("MPI_Reduce_c", || {
+            let mut a = reduce_args(
+                Collective::Reduce,
+                sendbuf,
+                recvbuf,
+                count as i64,
+                datatype,
+                op,
+                root as i64,
+                comm,
+            );
+            a.large_count = true;
+            // SAFETY: forwarded unchanged.
+            collective(&a, &mut || unsafe {
+                PMPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm)
+            })
+        })
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn MPI_Allreduce_c(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: MPI_Count,
+        datatype: MPI_Datatype,
+        op: MPI_Op,
+        comm: MPI_Comm,
+    ) -> c_int {
+        guard("MPI_Allreduce_c", || {
+            let mut a = reduce_args(
+                Collective::Allreduce,
+                sendbuf,
+                recvbuf,
+                count as i64,
+                datatype,
+                op,
+                0,
+                comm,
+            );
+            a.large_count = true;
+            // SAFETY: forwarded unchanged.
+            collective(&a, &mut || unsafe {
+                PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm)
+            })
+        })
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn MPI_Reduce_scatter_c(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcounts: *const MPI_Count,
+        datatype: MPI_Datatype,
+        op: MPI_Op,
+        comm: MPI_Comm,
+    ) -> c_int {
+        guard("MPI_Reduce_scatter_c", || {
+            // SAFETY: comm-size entries required by MPI.
+            let counts = unsafe { read_array(recvcounts, comm_size(comm)) };
+            let mut a = reduce_args(
+                Collective::ReduceScatter,
+                sendbuf,
+                recvbuf,
+                0,
+                datatype,
+                op,
+                0,
+                comm,
+            );
+            a.counts = counts;
+            a.large_count = true;
+            // SAFETY: forwarded unchanged.
+            collective(&a, &mut || unsafe {
+                PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm)
+            })
+        })
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn MPI_Allgatherv_c(
+        sendbuf: *const c_void,
+        sendcount: MPI_Count,
+        sendtype: MPI_Datatype,
+        recvbuf: *mut c_void,
+        recvcounts: *const MPI_Count,
+        displs: *const MPI_Aint,
+        recvtype: MPI_Datatype,
+        comm: MPI_Comm,
+    ) -> c_int {
+        guard("MPI_Allgatherv_c", || {
+            let p = comm_size(comm);
+            // SAFETY: comm-size entries required by MPI.
+            let (counts, ds) = unsafe { (read_array(recvcounts, p), read_array(displs, p)) };
+            let a = Args {
+                coll: Collective::Allgatherv,
+                sendbuf,
+                recvbuf,
+                counts,
+                displs: ds,
+                sendcount: sendcount as i64,
+                sendtype,
+                dt: recvtype,
+                op: consts::op_null(),
+                root: 0,
+                comm,
+                large_count: true,
+            };
+            // SAFETY: forwarded unchanged.
+            collective(&a, &mut || unsafe {
+                PMPI_Allgatherv_c(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                )
+            })
+        })
+    }
+}

@@ -1,0 +1,31 @@
+//! The only `#[no_mangle]` exports: C, Fortran and large-count entry points, and pcoll's own
+//! C API (`include/pcoll.h`). Entry points only convert arguments; every panic is caught here
+//! and turned into `PMPI_Abort` (the other ranks would otherwise wait forever).
+
+pub mod api;
+pub mod c;
+#[cfg(pcoll_openmpi)]
+pub mod fortran;
+
+use crate::consts;
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Run an entry point; a panic is logged and aborts the job with `MPI_ERR_INTERN`.
+pub fn guard(name: &str, f: impl FnOnce() -> c_int) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(rc) => rc,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            let line = format!("pcoll: internal error (panic) in {name}: {msg}; aborting\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            // SAFETY: aborting the job is the documented response to an internal error.
+            unsafe { mpi_sys::PMPI_Abort(consts::comm_world(), consts::ERR_INTERN()) };
+            consts::ERR_INTERN()
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Facts about datatypes and ops, read through PMPI (never assumed).
+
+use crate::consts;
+use mpi_sys::*;
+use std::os::raw::c_int;
+
+extern "C" {
+    fn pcoll_c_op_is_predefined(op: MPI_Op) -> c_int;
+    fn pcoll_c_op_is_rma_only(op: MPI_Op) -> c_int;
+}
+
+/// Layout of one element of a datatype.
+#[derive(Clone, Copy, Debug)]
+pub struct TypeFacts {
+    /// Bytes of data (`MPI_Type_size`).
+    pub size: usize,
+    pub lb: isize,
+    /// Distance between consecutive elements (`MPI_Type_get_extent`).
+    pub extent: isize,
+    pub true_lb: isize,
+    pub true_extent: isize,
+}
+
+impl TypeFacts {
+    /// Data occupies exactly `size` bytes at offset 0 of each element, with no holes.
+    pub fn contiguous(&self) -> bool {
+        self.lb == 0
+            && self.true_lb == 0
+            && self.extent as usize == self.size
+            && self.true_extent as usize == self.size
+    }
+    /// Bytes of memory spanned by `n` elements starting at the element's base, from `true_lb`.
+    pub fn span(&self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (n - 1) * self.extent as usize + self.true_extent as usize
+        }
+    }
+}
+
+/// `Err(code)` if the handle is not a valid, committed datatype.
+pub fn type_facts(dt: MPI_Datatype) -> Result<TypeFacts, c_int> {
+    if dt == consts::datatype_null() {
+        return Err(consts::ERR_TYPE());
+    }
+    let mut size: MPI_Count = 0;
+    let (mut lb, mut extent, mut tlb, mut text): (MPI_Aint, MPI_Aint, MPI_Aint, MPI_Aint) =
+        (0, 0, 0, 0);
+    // SAFETY: out-pointers to locals; `dt` is checked by MPI, errors come back as codes.
+    unsafe {
+        let rc = PMPI_Type_size_x(dt, &mut size);
+        if rc != consts::SUCCESS() {
+            return Err(rc);
+        }
+        let rc = PMPI_Type_get_extent(dt, &mut lb, &mut extent);
+        if rc != consts::SUCCESS() {
+            return Err(rc);
+        }
+        let rc = PMPI_Type_get_true_extent(dt, &mut tlb, &mut text);
+        if rc != consts::SUCCESS() {
+            return Err(rc);
+        }
+    }
+    if size < 0 {
+        return Err(consts::ERR_TYPE());
+    }
+    Ok(TypeFacts {
+        size: size as usize,
+        lb: lb as isize,
+        extent: extent as isize,
+        true_lb: tlb as isize,
+        true_extent: text as isize,
+    })
+}
+
+/// Is the op commutative? `Err(code)` for an invalid op handle.
+pub fn op_commutative(op: MPI_Op) -> Result<bool, c_int> {
+    if op == consts::op_null() {
+        return Err(consts::ERR_OP());
+    }
+    let mut c: c_int = 0;
+    // SAFETY: out-pointer to a local.
+    let rc = unsafe { PMPI_Op_commutative(op, &mut c) };
+    if rc != consts::SUCCESS() {
+        return Err(rc);
+    }
+    Ok(c != 0)
+}
+
+pub fn op_is_predefined(op: MPI_Op) -> bool {
+    // SAFETY: pure comparison of handles in C.
+    unsafe { pcoll_c_op_is_predefined(op) != 0 }
+}
+
+pub fn op_is_rma_only(op: MPI_Op) -> bool {
+    // SAFETY: pure comparison of handles in C.
+    unsafe { pcoll_c_op_is_rma_only(op) != 0 }
+}
+
+/// The bits of a handle (a pointer in Open MPI, an int in MPICH), for use as a cache key.
+pub fn handle_bits<T: Copy>(h: T) -> u64 {
+    let mut v = [0u8; 8];
+    let n = std::mem::size_of::<T>().min(8);
+    // SAFETY: copies the first `n <= size_of::<T>()` bytes of a plain handle value.
+    unsafe { std::ptr::copy_nonoverlapping(&h as *const T as *const u8, v.as_mut_ptr(), n) };
+    u64::from_le_bytes(v)
+}
+
+fn is_named(dt: MPI_Datatype) -> bool {
+    let (mut ni, mut na, mut nd, mut comb) = (0, 0, 0, 0);
+    // SAFETY: out-pointers to locals.
+    let rc = unsafe { PMPI_Type_get_envelope(dt, &mut ni, &mut na, &mut nd, &mut comb) };
+    rc == consts::SUCCESS() && comb == consts::COMBINER_NAMED()
+}
+
+static OP_TYPE_OK: once_cell::sync::Lazy<
+    parking_lot::Mutex<std::collections::HashMap<(u64, u64), c_int>>,
+> = once_cell::sync::Lazy::new(Default::default);
+
+/// Does the MPI accept `op` on `dt` for reductions? Checked with `PMPI_Reduce_local` on one
+/// zeroed element for predefined ops (user ops accept any type and are never called here),
+/// with `MPI_COMM_WORLD`'s error handler set to return for the probe. Cached for named types.
+pub fn op_accepts(op: MPI_Op, dt: MPI_Datatype, f: &TypeFacts) -> Result<(), c_int> {
+    if op_is_rma_only(op) {
+        return Err(consts::ERR_OP());
+    }
+    if !op_is_predefined(op) || f.size == 0 {
+        return Ok(());
+    }
+    let named = is_named(dt);
+    let key = (handle_bits(op), handle_bits(dt));
+    if named {
+        if let Some(&rc) = OP_TYPE_OK.lock().get(&key) {
+            return if rc == consts::SUCCESS() {
+                Ok(())
+            } else {
+                Err(rc)
+            };
+        }
+    }
+    let rc = probe_reduce_local(op, dt, f);
+    if named {
+        OP_TYPE_OK.lock().insert(key, rc);
+    }
+    if rc == consts::SUCCESS() {
+        Ok(())
+    } else {
+        Err(rc)
+    }
+}
+
+fn probe_reduce_local(op: MPI_Op, dt: MPI_Datatype, f: &TypeFacts) -> c_int {
+    let span = f.span(1).max(1);
+    let mut a = vec![0u64; span.div_ceil(8)];
+    let mut b = vec![0u64; span.div_ceil(8)];
+    let off = -f.true_lb;
+    let world = consts::comm_world();
+    let mut saved: MPI_Errhandler = consts::errors_return();
+    // SAFETY: errhandler get/set on MPI_COMM_WORLD with valid handles; restored below.
+    unsafe {
+        PMPI_Comm_get_errhandler(world, &mut saved);
+        PMPI_Comm_set_errhandler(world, consts::errors_return());
+    }
+    // SAFETY: both buffers hold one element's full true extent; the base pointer is shifted
+    // by -true_lb so that the element's data lies inside the allocation.
+    let rc = unsafe {
+        let pa = (a.as_mut_ptr() as *mut u8).wrapping_offset(off) as *const std::os::raw::c_void;
+        let pb = (b.as_mut_ptr() as *mut u8).wrapping_offset(off) as *mut std::os::raw::c_void;
+        PMPI_Reduce_local(pa, pb, 1, dt, op)
+    };
+    // SAFETY: restores the handler read above. (Its reference is not freed: freeing a
+    // predefined handler is an error in some MPIs, and a reference count is all it costs.)
+    unsafe {
+        PMPI_Comm_set_errhandler(world, saved);
+    }
+    rc
+}

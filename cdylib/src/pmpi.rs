@@ -1,0 +1,320 @@
+//! `PmpiTransport`: the only code that moves user data through `PMPI_*` point-to-point calls.
+//!
+//! Buffers are addressed by element: element `i` of a buffer is at `base + i * extent`, and
+//! every transfer, copy and reduction is expressed with the user's datatype, so derived
+//! datatypes with holes are read and written only where they have data. A message of
+//! several pieces is sent as one `hindexed` datatype over `MPI_BOTTOM` (no packing copy).
+
+use crate::consts;
+use crate::mpi_types::TypeFacts;
+use mpi_sys::*;
+use pcoll::plan::{Buf, Piece};
+use pcoll::transport::Transport;
+use pcoll::Error;
+use std::os::raw::{c_int, c_void};
+
+/// The one tag of pcoll's messages (on a private shadow communicator).
+const TAG: c_int = 7411;
+
+/// Scratch memory aligned for any element type.
+struct Scratch {
+    mem: Vec<u128>,
+}
+
+impl Scratch {
+    fn new(bytes: usize) -> Result<Scratch, Error> {
+        let n = bytes.div_ceil(16);
+        let mut mem = Vec::new();
+        mem.try_reserve_exact(n).map_err(|_| Error::NoMem(bytes))?;
+        mem.resize(n, 0);
+        Ok(Scratch { mem })
+    }
+    fn ptr(&mut self) -> *mut u8 {
+        self.mem.as_mut_ptr() as *mut u8
+    }
+}
+
+pub struct PmpiTransport {
+    comm: MPI_Comm,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    f: TypeFacts,
+    commutative: bool,
+    in_base: *const u8,
+    out_base: *mut u8,
+    tmp: Vec<(Scratch, usize)>,
+    scratch: Option<Scratch>,
+    pub stats_msgs: usize,
+}
+
+fn check(rc: c_int, what: &str) -> Result<(), Error> {
+    if rc == consts::SUCCESS() {
+        Ok(())
+    } else {
+        Err(Error::Mpi(rc, what.to_string()))
+    }
+}
+
+impl PmpiTransport {
+    /// `in_base`/`out_base`: the user's buffers (`In` may equal part of `Out` for in-place).
+    pub fn new(
+        comm: MPI_Comm,
+        dt: MPI_Datatype,
+        op: MPI_Op,
+        f: TypeFacts,
+        commutative: bool,
+        in_base: *const c_void,
+        out_base: *mut c_void,
+    ) -> PmpiTransport {
+        PmpiTransport {
+            comm,
+            dt,
+            op,
+            f,
+            commutative,
+            in_base: in_base as *const u8,
+            out_base: out_base as *mut u8,
+            tmp: Vec::new(),
+            scratch: None,
+            stats_msgs: 0,
+        }
+    }
+
+    /// Address of element `pc.off` of its buffer (a raw pointer; never dereferenced here).
+    fn addr(&mut self, pc: &Piece) -> Result<*mut u8, Error> {
+        let base = match pc.buf {
+            Buf::In => self.in_base as *mut u8,
+            Buf::Out => self.out_base,
+            Buf::Tmp(k) => {
+                let (s, _) = self
+                    .tmp
+                    .get_mut(k as usize)
+                    .ok_or_else(|| Error::Internal(format!("no scratch {k}")))?;
+                // Element data starts at true_lb: shift the base so that it lies inside.
+                s.ptr().wrapping_offset(-self.f.true_lb)
+            }
+        };
+        Ok(base.wrapping_offset(pc.off as isize * self.f.extent))
+    }
+
+    fn count(len: usize) -> Result<c_int, Error> {
+        c_int::try_from(len)
+            .map_err(|_| Error::Unsupported(format!("{len} elements exceed an MPI int count")))
+    }
+
+    /// (buffer, count, datatype) for a message; `Some(type)` must be freed after posting.
+    fn message(&mut self, pieces: &[Piece]) -> Result<(*mut u8, c_int, MPI_Datatype, bool), Error> {
+        let nonempty: Vec<&Piece> = pieces.iter().filter(|p| p.len > 0).collect();
+        match nonempty.len() {
+            0 => Ok((self.in_base as *mut u8, 0, self.dt, false)),
+            1 => {
+                let p = *nonempty[0];
+                Ok((self.addr(&p)?, Self::count(p.len)?, self.dt, false))
+            }
+            _ => {
+                let mut lens = Vec::with_capacity(nonempty.len());
+                let mut displs = Vec::with_capacity(nonempty.len());
+                for p in nonempty {
+                    lens.push(Self::count(p.len)?);
+                    let a = self.addr(p)?;
+                    let mut d: MPI_Aint = 0;
+                    // SAFETY: MPI_Get_address only computes the address value.
+                    check(
+                        unsafe { PMPI_Get_address(a as *const c_void, &mut d) },
+                        "MPI_Get_address",
+                    )?;
+                    displs.push(d);
+                }
+                let mut t: MPI_Datatype = consts::datatype_null();
+                // SAFETY: arrays of equal length `lens.len()`; out-pointer to a local.
+                unsafe {
+                    check(
+                        PMPI_Type_create_hindexed(
+                            lens.len() as c_int,
+                            lens.as_ptr(),
+                            displs.as_ptr(),
+                            self.dt,
+                            &mut t,
+                        ),
+                        "MPI_Type_create_hindexed",
+                    )?;
+                    check(PMPI_Type_commit(&mut t), "MPI_Type_commit")?;
+                }
+                Ok((consts::bottom() as *mut u8, 1, t, true))
+            }
+        }
+    }
+
+    fn scratch(&mut self, n: usize) -> Result<*mut u8, Error> {
+        let need = self.f.span(n);
+        if self
+            .scratch
+            .as_ref()
+            .map_or(true, |s| s.mem.len() * 16 < need)
+        {
+            self.scratch = Some(Scratch::new(need)?);
+        }
+        Ok(self
+            .scratch
+            .as_mut()
+            .unwrap()
+            .ptr()
+            .wrapping_offset(-self.f.true_lb))
+    }
+
+    /// Copy `n` elements between two element bases, touching only data bytes.
+    fn copy_elems(&mut self, src: *const u8, dst: *mut u8, n: usize) -> Result<(), Error> {
+        if n == 0 || src == dst as *const u8 {
+            return Ok(());
+        }
+        if self.f.contiguous() {
+            // SAFETY: both ranges hold n contiguous elements of `size` bytes inside buffers the
+            // program validated; they may overlap only for in-place aliasing, hence `copy`.
+            unsafe { std::ptr::copy(src, dst, n * self.f.size) };
+            return Ok(());
+        }
+        // Non-contiguous: pack then unpack, which reads and writes data bytes only.
+        let cnt = Self::count(n)?;
+        let mut packed_size: c_int = 0;
+        // SAFETY: out-pointer to a local.
+        check(
+            unsafe { PMPI_Pack_size(cnt, self.dt, self.comm, &mut packed_size) },
+            "MPI_Pack_size",
+        )?;
+        let mut packed = Scratch::new(packed_size.max(1) as usize)?;
+        let mut pos: c_int = 0;
+        // SAFETY: `src`/`dst` describe `cnt` elements of `dt` inside program-validated buffers;
+        // `packed` holds `packed_size` bytes as MPI_Pack_size requires.
+        unsafe {
+            check(
+                PMPI_Pack(
+                    src as *const c_void,
+                    cnt,
+                    self.dt,
+                    packed.ptr() as *mut c_void,
+                    packed_size,
+                    &mut pos,
+                    self.comm,
+                ),
+                "MPI_Pack",
+            )?;
+            let mut pos2: c_int = 0;
+            check(
+                PMPI_Unpack(
+                    packed.ptr() as *const c_void,
+                    packed_size,
+                    &mut pos2,
+                    dst as *mut c_void,
+                    cnt,
+                    self.dt,
+                    self.comm,
+                ),
+                "MPI_Unpack",
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Transport for PmpiTransport {
+    type Request = MPI_Request;
+
+    fn alloc_tmp(&mut self, sizes: &[usize]) -> Result<(), Error> {
+        self.tmp.clear();
+        for &n in sizes {
+            self.tmp.push((Scratch::new(self.f.span(n))?, n));
+        }
+        Ok(())
+    }
+
+    fn isend(&mut self, peer: usize, pieces: &[Piece]) -> Result<MPI_Request, Error> {
+        let (buf, cnt, mut t, owned) = self.message(pieces)?;
+        let mut req: MPI_Request = unsafe { RSMPI_REQUEST_NULL };
+        self.stats_msgs += 1;
+        // SAFETY: (buf, cnt, t) describes memory that stays valid and unmodified until the
+        // matching Wait (the executor's contract); `req` is an out-pointer.
+        let rc = unsafe {
+            PMPI_Isend(
+                buf as *const c_void,
+                cnt,
+                t,
+                peer as c_int,
+                TAG,
+                self.comm,
+                &mut req,
+            )
+        };
+        if owned {
+            // SAFETY: freeing a committed type after posting is allowed; the pending send
+            // keeps its own reference.
+            unsafe { PMPI_Type_free(&mut t) };
+        }
+        check(rc, "MPI_Isend")?;
+        Ok(req)
+    }
+
+    fn irecv(&mut self, peer: usize, pieces: &[Piece]) -> Result<MPI_Request, Error> {
+        let (buf, cnt, mut t, owned) = self.message(pieces)?;
+        let mut req: MPI_Request = unsafe { RSMPI_REQUEST_NULL };
+        // SAFETY: as for isend; the receive memory is not touched until the matching Wait.
+        let rc = unsafe {
+            PMPI_Irecv(
+                buf as *mut c_void,
+                cnt,
+                t,
+                peer as c_int,
+                TAG,
+                self.comm,
+                &mut req,
+            )
+        };
+        if owned {
+            // SAFETY: see isend.
+            unsafe { PMPI_Type_free(&mut t) };
+        }
+        check(rc, "MPI_Irecv")?;
+        Ok(req)
+    }
+
+    fn wait(&mut self, mut req: MPI_Request) -> Result<(), Error> {
+        // SAFETY: `req` came from Isend/Irecv above and is waited exactly once.
+        check(
+            unsafe { PMPI_Wait(&mut req, RSMPI_STATUS_IGNORE) },
+            "MPI_Wait",
+        )
+    }
+
+    fn reduce(&mut self, src: Piece, dst: Piece, src_first: bool) -> Result<(), Error> {
+        let n = Self::count(src.len)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let s = self.addr(&src)? as *const u8;
+        let d = self.addr(&dst)?;
+        if src_first || self.commutative {
+            // SAFETY: MPI_Reduce_local computes inout := in ⊕ inout over n elements of dt,
+            // both inside program-validated buffers.
+            return check(
+                unsafe {
+                    PMPI_Reduce_local(s as *const c_void, d as *mut c_void, n, self.dt, self.op)
+                },
+                "MPI_Reduce_local",
+            );
+        }
+        // dst := dst ⊕ src for a non-commutative op: t := src; t := dst ⊕ t; dst := t.
+        let t = self.scratch(src.len)?;
+        self.copy_elems(s, t, src.len)?;
+        // SAFETY: as above, with the scratch buffer sized for n elements.
+        check(
+            unsafe { PMPI_Reduce_local(d as *const c_void, t as *mut c_void, n, self.dt, self.op) },
+            "MPI_Reduce_local",
+        )?;
+        self.copy_elems(t, d, src.len)
+    }
+
+    fn copy(&mut self, src: Piece, dst: Piece) -> Result<(), Error> {
+        let s = self.addr(&src)?;
+        let d = self.addr(&dst)?;
+        self.copy_elems(s, d, src.len)
+    }
+}

@@ -1,0 +1,203 @@
+//! Process-wide state: configuration (environment, read once), the tuning table, run-time
+//! overrides from the C API, statistics, and the logger.
+
+use crate::consts;
+use mpi_sys::*;
+use once_cell::sync::{Lazy, OnceCell};
+use parking_lot::Mutex;
+use pcoll::config::Config;
+use pcoll::tuning::Table;
+use pcoll::{Algorithm, Collective};
+use std::io::Write;
+use std::os::raw::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+pub struct Global {
+    pub cfg: Config,
+    pub table: Table,
+    pub world_rank: usize,
+}
+
+static GLOBAL: OnceCell<Global> = OnceCell::new();
+
+/// `PCOLL_DISABLE=1`, read without initialising anything else (pure passthrough).
+pub fn disabled() -> bool {
+    static D: Lazy<bool> = Lazy::new(|| {
+        matches!(
+            std::env::var("PCOLL_DISABLE").as_deref(),
+            Ok("1") | Ok("true") | Ok("yes")
+        )
+    });
+    *D
+}
+
+fn world_rank() -> usize {
+    let mut r: c_int = 0;
+    // SAFETY: out-pointer; MPI is initialised (we are inside a collective call).
+    unsafe { PMPI_Comm_rank(consts::comm_world(), &mut r) };
+    r as usize
+}
+
+/// The global state, created at the first intercepted call (after `MPI_Init`).
+pub fn global() -> &'static Global {
+    GLOBAL.get_or_init(|| {
+        let world_rank = world_rank();
+        let (cfg, mut warnings) = Config::from_env();
+        init_logger(world_rank, cfg.log.as_deref());
+        let (table, w2) = cfg.load_table();
+        warnings.extend(w2);
+        for w in &warnings {
+            // Configuration mistakes are always shown (once per process, from rank 0 only
+            // to keep the output readable), whatever the log level.
+            if world_rank == 0 {
+                eprintln!("pcoll: warning: {w}");
+            }
+            log::warn!("{w}");
+        }
+        log::debug!("configuration: {cfg:?}");
+        install_finalize_hook();
+        Global {
+            cfg,
+            table,
+            world_rank,
+        }
+    })
+}
+
+fn init_logger(rank: usize, filter: Option<&str>) {
+    let mut b = env_logger::Builder::new();
+    b.parse_filters(filter.unwrap_or("warn"));
+    b.format(move |buf, rec| {
+        // One write per line so that lines of several ranks do not interleave mid-line.
+        let line = format!("pcoll[{rank}] {}: {}\n", rec.level(), rec.args());
+        buf.write_all(line.as_bytes())
+    });
+    b.target(env_logger::Target::Stderr);
+    let _ = b.try_init();
+}
+
+// ---------------------------------------------------------------- run-time overrides
+
+const NONE: u8 = u8::MAX;
+static FORCED: [AtomicU8; 4] = [
+    AtomicU8::new(NONE),
+    AtomicU8::new(NONE),
+    AtomicU8::new(NONE),
+    AtomicU8::new(NONE),
+];
+
+/// Force `alg` for `coll` from now on (`None`: back to env/table). Every rank must do the same.
+pub fn force(coll: Collective, alg: Option<Algorithm>) {
+    let v = alg.map_or(NONE, |a| {
+        Algorithm::ALL.iter().position(|x| *x == a).unwrap() as u8
+    });
+    FORCED[coll.index()].store(v, Ordering::Relaxed);
+}
+
+pub fn forced(coll: Collective) -> Option<Algorithm> {
+    let v = FORCED[coll.index()].load(Ordering::Relaxed);
+    (v != NONE).then(|| Algorithm::ALL[v as usize])
+}
+
+// ---------------------------------------------------------------- statistics
+
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Stat {
+    pub calls: u64,
+    pub bytes: u64,
+    pub time_us: f64,
+}
+
+pub static STATS: Lazy<Mutex<[[Stat; 8]; 4]>> = Lazy::new(|| Mutex::new([[Stat::default(); 8]; 4]));
+/// The algorithm of the last call per collective (for tests and the C API).
+static LAST: [AtomicU8; 4] = [
+    AtomicU8::new(NONE),
+    AtomicU8::new(NONE),
+    AtomicU8::new(NONE),
+    AtomicU8::new(NONE),
+];
+
+pub fn record(coll: Collective, alg: Algorithm, bytes: usize, secs: f64) {
+    let ai = Algorithm::ALL.iter().position(|x| *x == alg).unwrap();
+    let mut s = STATS.lock();
+    let c = &mut s[coll.index()][ai];
+    c.calls += 1;
+    c.bytes += bytes as u64;
+    c.time_us += secs * 1e6;
+    LAST[coll.index()].store(ai as u8, Ordering::Relaxed);
+}
+
+pub fn last(coll: Collective) -> Option<Algorithm> {
+    let v = LAST[coll.index()].load(Ordering::Relaxed);
+    (v != NONE).then(|| Algorithm::ALL[v as usize])
+}
+
+/// The stats report: one line per collective and algorithm that ran.
+pub fn report() -> String {
+    let s = STATS.lock();
+    let mut out = String::new();
+    for coll in Collective::ALL {
+        for (ai, alg) in Algorithm::ALL.iter().enumerate() {
+            let c = s[coll.index()][ai];
+            if c.calls > 0 {
+                out.push_str(&format!(
+                    "pcoll: stats {} {} calls={} bytes={} time_us={:.3}\n",
+                    coll.name(),
+                    alg.name(),
+                    c.calls,
+                    c.bytes,
+                    c.time_us
+                ));
+            }
+        }
+    }
+    out
+}
+
+static REPORTED: AtomicBool = AtomicBool::new(false);
+
+/// Print the stats report (rank 0 of MPI_COMM_WORLD, `PCOLL_STATS=1`), once.
+pub fn finalize_report() {
+    let Some(g) = GLOBAL.get() else { return };
+    if REPORTED.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    if g.cfg.stats && g.world_rank == 0 {
+        let r = report();
+        let _ = std::io::stderr().write_all(r.as_bytes());
+        let _ = std::io::stderr().flush();
+    }
+}
+
+unsafe extern "C" fn on_self_delete(
+    _c: MPI_Comm,
+    _k: c_int,
+    _a: *mut c_void,
+    _e: *mut c_void,
+) -> c_int {
+    let _ = std::panic::catch_unwind(finalize_report);
+    consts::SUCCESS()
+}
+
+/// `MPI_Finalize` deletes the attributes of `MPI_COMM_SELF` first, from every language
+/// binding (Open MPI's Fortran `MPI_FINALIZE` calls `PMPI_Finalize` directly), so the report
+/// hangs off an attribute there.
+pub fn install_finalize_hook() {
+    static DONE: AtomicBool = AtomicBool::new(false);
+    if DONE.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let mut kv: c_int = consts::KEYVAL_INVALID();
+    // SAFETY: registers a delete callback and sets an attribute with a dummy value.
+    unsafe {
+        if PMPI_Comm_create_keyval(
+            consts::comm_null_copy_fn(),
+            Some(on_self_delete),
+            &mut kv,
+            std::ptr::null_mut(),
+        ) == consts::SUCCESS()
+        {
+            PMPI_Comm_set_attr(consts::comm_self(), kv, std::ptr::null_mut());
+        }
+    }
+}
