@@ -1,0 +1,80 @@
+# pcoll: build, test and demo for both MPIs from Debian.
+#   make            build libpcoll.so for Open MPI and MPICH (build/<mpi>/libpcoll.so)
+#   make MPI=mpich  only one MPI (openmpi | mpich)
+#   make test       everything make test checks (installs what is missing)
+#   make demo       build, then native vs pcoll on a small default run: table + plot
+#   make bench | tune | soak | install PREFIX=/usr/local
+SHELL := /bin/bash
+MPIS ?= openmpi mpich
+MPI ?=
+ifneq ($(MPI),)
+MPIS := $(MPI)
+endif
+PREFIX ?= /usr/local
+CARGO ?= cargo
+APT_PACKAGES := libopenmpi-dev openmpi-bin libmpich-dev mpich libclang-dev gfortran pkg-config python3-venv
+
+mpicc_openmpi := mpicc.openmpi
+mpicc_mpich := mpicc.mpich
+
+.PHONY: all deps build core-test test demo bench tune soak install clean ctest-% fmt-check
+
+all: build
+
+# Install what a fresh machine lacks (Debian packages; Rust crates come through cargo).
+deps:
+	@missing=""; \
+	for c in mpicc.openmpi mpicc.mpich mpif90.openmpi mpif90.mpich gfortran pkg-config; do \
+	  command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing=1; \
+	python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing=1; \
+	if [ -n "$$missing" ]; then \
+	  echo "== installing Debian packages: $(APT_PACKAGES)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq $(APT_PACKAGES) >/dev/null; \
+	fi
+	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (rustup) first"; exit 1; }
+
+# One cargo target directory per MPI: mpi-sys's build script does not rerun when MPICC
+# changes, so a shared one would silently link the first MPI.
+build: deps $(addprefix build-,$(MPIS))
+
+build-%:
+	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) build --release -p pcoll-mpi --bins --lib
+	@mkdir -p build/$*
+	cp target-$*/release/libpcoll_mpi.so build/$*/libpcoll.so
+	@for b in pcoll-bench pcoll-tune; do [ -f target-$*/release/$$b ] && cp target-$*/release/$$b build/$*/ || true; done
+	@echo "built build/$*/libpcoll.so"
+
+core-test:
+	$(CARGO) test --release -p pcoll
+
+test: build core-test $(addprefix ctest-,$(MPIS))
+	@echo "make test: all passed"
+
+ctest-%:
+	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) test --release -p pcoll-mpi
+	bash c-tests/run-tests.sh $* build/$*/libpcoll.so --quick
+
+demo: build
+	bash scripts/demo.sh
+
+bench: build
+	bash scripts/bench.sh
+
+tune: build
+	bash scripts/tune.sh
+
+soak: build
+	bash scripts/soak.sh
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/lib/pcoll $(DESTDIR)$(PREFIX)/include
+	for m in $(MPIS); do install -d $(DESTDIR)$(PREFIX)/lib/pcoll/$$m; install -m 755 build/$$m/libpcoll.so $(DESTDIR)$(PREFIX)/lib/pcoll/$$m/; done
+	install -m 644 include/pcoll.h $(DESTDIR)$(PREFIX)/include/
+
+fmt-check:
+	$(CARGO) fmt --all -- --check
+
+clean:
+	rm -rf build target target-openmpi target-mpich
