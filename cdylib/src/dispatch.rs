@@ -160,23 +160,44 @@ fn validate(a: &Args) -> Option<Valid> {
     })
 }
 
-/// Which algorithm runs, and why (for the debug log).
+/// The algorithm asked for (before preconditions): forced > table > built-in default.
+/// Depends only on facts every rank shares (collective, p, bytes).
+fn requested(
+    coll: Collective,
+    p: usize,
+    bytes: usize,
+) -> (Algorithm, Option<pcoll::tuning::Choice>, &'static str) {
+    let g = state::global();
+    let rule = g.table.lookup(coll, p, bytes);
+    if let Some(a) = state::forced(coll) {
+        (a, rule, "forced by pcoll_force")
+    } else if let Some(a) = g.cfg.force[coll.index()] {
+        (a, rule, "forced by environment")
+    } else if let Some(c) = &rule {
+        (c.algorithm, rule, "tuning rule")
+    } else {
+        (Algorithm::Binomial, rule, "built-in default")
+    }
+}
+
+/// Debian's MPICH 4.0.2 crashes in its own MPI_Reduce with MPI_IN_PLACE at a root other
+/// than 0 above 2048 bytes: such a reduce never goes to native (decided from facts every
+/// rank shares, so all ranks agree).
+fn native_unsafe(coll: Collective, root: i64, bytes: usize) -> bool {
+    cfg!(pcoll_mpich) && coll == Collective::Reduce && root != 0 && bytes > 2048
+}
+
+/// Which algorithm runs, and why (for the debug log): preconditions and fallback policy.
 fn choose(spec: &mut CallSpec) -> Result<(Algorithm, String), c_int> {
     let g = state::global();
     let coll = spec.coll;
     let bytes = spec.bytes();
-    let rule = g.table.lookup(coll, spec.p, bytes);
-    let (mut alg, mut why) = if let Some(a) = state::forced(coll) {
-        (a, "forced by pcoll_force".to_string())
-    } else if let Some(a) = g.cfg.force[coll.index()] {
-        (a, format!("forced by {}", coll.env_var()))
-    } else if let Some(c) = &rule {
-        (
-            c.algorithm,
-            format!("tuning rule at line {}", c.origin_line),
-        )
-    } else {
-        (Algorithm::Binomial, "built-in default".to_string())
+    let (mut alg, rule, source) = requested(coll, spec.p, bytes);
+    let mut why = match &rule {
+        Some(c) if source == "tuning rule" => {
+            format!("{} rule at line {}", g.table.origin(), c.origin_line)
+        }
+        _ => source.to_string(),
     };
     let seg_bytes = g.cfg.segment.or(rule.as_ref().and_then(|c| c.segment));
     if let Err(reason) = alg.check(spec) {
@@ -207,21 +228,38 @@ fn choose(spec: &mut CallSpec) -> Result<(Algorithm, String), c_int> {
             }
         }
     }
-    // Debian's MPICH 4.0.2 crashes in its own MPI_Reduce with MPI_IN_PLACE at a root other
-    // than 0 above 2048 bytes: never send such a reduce to native (decided from facts every
-    // rank shares, so all ranks agree).
-    if cfg!(pcoll_mpich)
-        && alg == Algorithm::Native
-        && coll == Collective::Reduce
-        && spec.root != 0
-        && bytes > 2048
-    {
+    if alg == Algorithm::Native && native_unsafe(coll, spec.root as i64, bytes) {
         alg = Algorithm::Binomial;
         why =
             "native MPICH reduce at root != 0 is unsafe (in-place defect); binomial instead".into();
     }
     spec.seg_elems = seg_bytes.map_or(0, |b| (b / spec.elem_bytes.max(1)).max(1));
     Ok((alg, why))
+}
+
+/// Fast path: if the request is `native`, serve it without validating anything (the MPI
+/// validates its own arguments). Needs only the communicator size and the type size.
+fn native_requested(a: &Args) -> Option<usize> {
+    let (mut p, mut size): (c_int, MPI_Count) = (0, 0);
+    // SAFETY: out-pointers to locals; invalid handles give error codes, which send the call
+    // to the full path (and from there to native).
+    unsafe {
+        if PMPI_Comm_size(a.comm, &mut p) != consts::SUCCESS()
+            || PMPI_Type_size_x(a.dt, &mut size) != consts::SUCCESS()
+        {
+            return None;
+        }
+    }
+    let elems: i64 = match a.coll {
+        Collective::Reduce | Collective::Allreduce => *a.counts.first()?,
+        _ => a.counts.iter().sum(),
+    };
+    if elems < 0 || size < 0 {
+        return None;
+    }
+    let bytes = elems as usize * size as usize;
+    let (alg, _, _) = requested(a.coll, p as usize, bytes);
+    (alg == Algorithm::Native && !native_unsafe(a.coll, a.root, bytes)).then_some(bytes)
 }
 
 fn warn_once(coll: Collective, alg: Algorithm, msg: &str) {
@@ -255,6 +293,11 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
         return native();
     }
     let t0 = wtime();
+    if let Some(bytes) = native_requested(a) {
+        let rc = native();
+        state::record(a.coll, Algorithm::Native, bytes, wtime() - t0);
+        return rc;
+    }
     let Some(mut v) = validate(a) else {
         log::debug!("{}: arguments pcoll does not serve; native call", a.coll);
         return native();

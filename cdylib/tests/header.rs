@@ -10,16 +10,29 @@ fn root() -> std::path::PathBuf {
 /// name -> number of parameters, from C prototypes `type name(args);`.
 fn header_functions(text: &str) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
-    let flat: String = text.lines().filter(|l| !l.trim_start().starts_with('#')).collect::<Vec<_>>().join(" ");
+    let flat: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join(" ");
     let no_comments = strip_comments(&flat);
     for stmt in no_comments.split(';') {
         let Some(open) = stmt.find('(') else { continue };
-        let name = stmt[..open].trim().rsplit(|c: char| c.is_whitespace() || c == '*').next().unwrap_or("").to_string();
+        let name = stmt[..open]
+            .trim()
+            .rsplit(|c: char| c.is_whitespace() || c == '*')
+            .next()
+            .unwrap_or("")
+            .to_string();
         if !name.starts_with("pcoll_") {
             continue;
         }
         let args = stmt[open + 1..stmt.rfind(')').unwrap()].trim();
-        let n = if args == "void" || args.is_empty() { 0 } else { args.split(',').count() };
+        let n = if args == "void" || args.is_empty() {
+            0
+        } else {
+            args.split(',').count()
+        };
         out.insert(name, n);
     }
     out
@@ -46,7 +59,11 @@ fn rust_exports(text: &str) -> BTreeMap<String, usize> {
         let name = s[..open].to_string();
         let close = s.find(')').unwrap();
         let args = s[open + 1..close].trim().trim_end_matches(',');
-        let n = if args.is_empty() { 0 } else { args.split(',').filter(|a| !a.trim().is_empty()).count() };
+        let n = if args.is_empty() {
+            0
+        } else {
+            args.split(',').filter(|a| !a.trim().is_empty()).count()
+        };
         out.insert(name, n);
         rest = &s[close..];
     }

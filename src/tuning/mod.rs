@@ -16,4 +16,7 @@ impl Table {
     pub fn model(&self) -> CostParams {
         CostParams::default()
     }
+    pub fn origin(&self) -> &str {
+        "built-in"
+    }
 }
