@@ -22,6 +22,8 @@ pub struct CommState {
     pub rank: usize,
     /// Programs built for this communicator, keyed by everything they depend on.
     pub cache: Mutex<HashMap<String, Arc<Program>>>,
+    /// Scratch buffers reused across calls.
+    pub pool: crate::pmpi::ScratchPool,
 }
 
 /// Most programs kept per communicator.
@@ -155,6 +157,7 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
         size,
         rank,
         cache: Mutex::new(HashMap::new()),
+        pool: Default::default(),
     }));
     // SAFETY: hands ownership of the Box to the attribute; reclaimed in `delete_state`.
     let rc = unsafe { PMPI_Comm_set_attr(comm, kv, st as *mut c_void) };

@@ -389,6 +389,7 @@ fn run(a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
         ),
     };
     let mut t = PmpiTransport::new(
+        &st.pool,
         st.shadow,
         a.dt,
         a.op,

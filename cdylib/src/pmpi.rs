@@ -17,7 +17,7 @@ use std::os::raw::{c_int, c_void};
 const TAG: c_int = 7411;
 
 /// Scratch memory aligned for any element type.
-struct Scratch {
+pub struct Scratch {
     mem: Vec<u128>,
 }
 
@@ -32,9 +32,50 @@ impl Scratch {
     fn ptr(&mut self) -> *mut u8 {
         self.mem.as_mut_ptr() as *mut u8
     }
+    fn bytes(&self) -> usize {
+        self.mem.len() * 16
+    }
 }
 
-pub struct PmpiTransport {
+/// Scratch buffers kept between calls on one communicator, so that repeated collectives do
+/// not allocate (and zero) their temporaries every time. Bounded in count and bytes.
+#[derive(Default)]
+pub struct ScratchPool {
+    free: parking_lot::Mutex<Vec<Scratch>>,
+}
+
+const POOL_MAX_BUFFERS: usize = 8;
+const POOL_MAX_BYTES: usize = 256 << 20;
+
+impl ScratchPool {
+    fn take(&self, bytes: usize) -> Result<Scratch, Error> {
+        let mut free = self.free.lock();
+        // Smallest buffer that fits.
+        let best = free
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.bytes() >= bytes)
+            .min_by_key(|(_, s)| s.bytes())
+            .map(|(i, _)| i);
+        match best {
+            Some(i) => Ok(free.swap_remove(i)),
+            None => {
+                drop(free);
+                Scratch::new(bytes)
+            }
+        }
+    }
+    fn give(&self, s: Scratch) {
+        let mut free = self.free.lock();
+        let total: usize = free.iter().map(|x| x.bytes()).sum();
+        if free.len() < POOL_MAX_BUFFERS && total + s.bytes() <= POOL_MAX_BYTES {
+            free.push(s);
+        }
+    }
+}
+
+pub struct PmpiTransport<'a> {
+    pool: &'a ScratchPool,
     comm: MPI_Comm,
     dt: MPI_Datatype,
     op: MPI_Op,
@@ -55,9 +96,22 @@ fn check(rc: c_int, what: &str) -> Result<(), Error> {
     }
 }
 
-impl PmpiTransport {
+impl Drop for PmpiTransport<'_> {
+    fn drop(&mut self) {
+        for (s, _) in self.tmp.drain(..) {
+            self.pool.give(s);
+        }
+        if let Some(s) = self.scratch.take() {
+            self.pool.give(s);
+        }
+    }
+}
+
+impl<'a> PmpiTransport<'a> {
     /// `in_base`/`out_base`: the user's buffers (`In` may equal part of `Out` for in-place).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
+        pool: &'a ScratchPool,
         comm: MPI_Comm,
         dt: MPI_Datatype,
         op: MPI_Op,
@@ -65,8 +119,9 @@ impl PmpiTransport {
         commutative: bool,
         in_base: *const c_void,
         out_base: *mut c_void,
-    ) -> PmpiTransport {
+    ) -> PmpiTransport<'a> {
         PmpiTransport {
+            pool,
             comm,
             dt,
             op,
@@ -216,13 +271,15 @@ impl PmpiTransport {
     }
 }
 
-impl Transport for PmpiTransport {
+impl Transport for PmpiTransport<'_> {
     type Request = MPI_Request;
 
     fn alloc_tmp(&mut self, sizes: &[usize]) -> Result<(), Error> {
-        self.tmp.clear();
+        for (s, _) in self.tmp.drain(..) {
+            self.pool.give(s);
+        }
         for &n in sizes {
-            self.tmp.push((Scratch::new(self.f.span(n))?, n));
+            self.tmp.push((self.pool.take(self.f.span(n))?, n));
         }
         Ok(())
     }
