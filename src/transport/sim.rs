@@ -15,7 +15,7 @@
 use crate::algo::{build, Algorithm, CallSpec};
 use crate::error::Error;
 use crate::exec;
-use crate::plan::{Buf, Piece};
+use crate::plan::{Buf, Piece, Program};
 use crate::transport::Transport;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex};
@@ -94,11 +94,25 @@ struct World {
     delivered: HashMap<u64, (Vec<u8>, u64)>,
     matched: HashSet<u64>,
     next_id: u64,
-    blocked: usize,
+    /// What each blocked rank waits for.
+    waiting: HashMap<usize, WaitFor>,
     finished: usize,
-    /// Bumped on every post and every wake-up: a deadlock is "all blocked, no progress".
-    epoch: u64,
     deadlock: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum WaitFor {
+    SendMatched(u64),
+    RecvDelivered(u64),
+}
+
+impl World {
+    fn satisfied(&self, wf: WaitFor) -> bool {
+        match wf {
+            WaitFor::SendMatched(id) => self.matched.contains(&id),
+            WaitFor::RecvDelivered(id) => self.delivered.contains_key(&id),
+        }
+    }
 }
 
 struct Shared {
@@ -191,15 +205,15 @@ impl SimTransport {
         }
         Ok(v)
     }
-    fn block_until<F: Fn(&World) -> bool>(
-        &self,
-        cond: F,
-    ) -> Result<std::sync::MutexGuard<'_, World>, Error> {
+    /// Block until `wf` is satisfied. Exact deadlock detection, no timing involved: every
+    /// blocked rank registers what it waits for, and a deadlock is "every live rank waits and
+    /// no registered wait is satisfied".
+    fn block_until(&self, wf: WaitFor) -> Result<std::sync::MutexGuard<'_, World>, Error> {
         let mut w = self.shared.world.lock().unwrap();
-        if cond(&w) {
+        if w.satisfied(wf) {
             return Ok(w);
         }
-        w.blocked += 1;
+        w.waiting.insert(self.rank, wf);
         loop {
             if w.deadlock {
                 return Err(Error::Internal(format!(
@@ -207,30 +221,19 @@ impl SimTransport {
                     self.rank
                 )));
             }
-            if w.blocked + w.finished == self.shared.p {
-                // Everybody looks blocked, but a woken rank may not have run yet: declare a
-                // deadlock only if nothing moves for a while.
-                let epoch = w.epoch;
-                let (g, _) = self
-                    .shared
-                    .cv
-                    .wait_timeout(w, std::time::Duration::from_millis(200))
-                    .unwrap();
-                w = g;
-                if w.epoch == epoch && w.blocked + w.finished == self.shared.p && !cond(&w) {
-                    w.deadlock = true;
-                    self.shared.cv.notify_all();
-                    return Err(Error::Internal(format!(
-                        "deadlock detected (rank {})",
-                        self.rank
-                    )));
-                }
-            } else {
-                w = self.shared.cv.wait(w).unwrap();
+            if w.waiting.len() + w.finished == self.shared.p
+                && !w.waiting.values().any(|&x| w.satisfied(x))
+            {
+                w.deadlock = true;
+                self.shared.cv.notify_all();
+                return Err(Error::Internal(format!(
+                    "deadlock detected (rank {})",
+                    self.rank
+                )));
             }
-            if cond(&w) {
-                w.blocked -= 1;
-                w.epoch += 1;
+            w = self.shared.cv.wait(w).unwrap();
+            if w.satisfied(wf) {
+                w.waiting.remove(&self.rank);
                 return Ok(w);
             }
         }
@@ -256,7 +259,6 @@ impl Transport for SimTransport {
             .sends
             .push_back((id, data.clone(), self.clock));
         Shared::try_match(&mut w, (self.rank, peer));
-        w.epoch += 1;
         self.shared.cv.notify_all();
         Ok(SimReq::Send(id, pieces.to_vec(), data))
     }
@@ -273,14 +275,13 @@ impl Transport for SimTransport {
             .recvs
             .push_back(id);
         Shared::try_match(&mut w, (peer, self.rank));
-        w.epoch += 1;
         self.shared.cv.notify_all();
         Ok(SimReq::Recv(id, pieces.to_vec()))
     }
     fn wait(&mut self, req: SimReq) -> Result<(), Error> {
         match req {
             SimReq::Send(id, pieces, data) => {
-                let mut w = self.block_until(|w| w.matched.contains(&id))?;
+                let mut w = self.block_until(WaitFor::SendMatched(id))?;
                 w.matched.remove(&id);
                 drop(w);
                 if self.gather(&pieces)? != data {
@@ -291,7 +292,7 @@ impl Transport for SimTransport {
                 }
             }
             SimReq::Recv(id, pieces) => {
-                let mut w = self.block_until(|w| w.delivered.contains_key(&id))?;
+                let mut w = self.block_until(WaitFor::RecvDelivered(id))?;
                 let (data, ts) = w.delivered.remove(&id).unwrap();
                 drop(w);
                 let want: usize = pieces.iter().map(|p| p.len * self.eb).sum();
@@ -361,7 +362,33 @@ pub fn run(
     op: Arc<dyn SimOp>,
     io: Vec<RankIo>,
 ) -> Result<Vec<RankResult>, Error> {
-    let p = spec.p;
+    let spec0 = spec.clone();
+    let has_out: Vec<bool> = io.iter().map(|r| r.out.is_some()).collect();
+    let make = move |rank: usize| -> Result<Program, Error> {
+        let spec = spec0.for_rank(rank);
+        let prog = build(alg, &spec)?;
+        prog.validate(
+            Some(spec.in_len()),
+            spec.out_len().filter(|_| has_out[rank]),
+        )
+        .map_err(|e| {
+            Error::Internal(format!(
+                "{} {} p={} rank={}: invalid program: {e}",
+                spec.coll, alg, spec.p, rank
+            ))
+        })?;
+        Ok(prog)
+    };
+    run_programs(spec.p, Arc::new(make), op, io)
+}
+
+/// Run the program `make(rank)` on each of p simulated ranks.
+pub fn run_programs(
+    p: usize,
+    make: Arc<dyn Fn(usize) -> Result<Program, Error> + Send + Sync>,
+    op: Arc<dyn SimOp>,
+    io: Vec<RankIo>,
+) -> Result<Vec<RankResult>, Error> {
     assert_eq!(io.len(), p);
     let shared = Arc::new(Shared {
         p,
@@ -374,22 +401,10 @@ pub fn run(
         .map(|(rank, rio)| {
             let shared = shared.clone();
             let op = op.clone();
-            let spec = spec.for_rank(rank);
+            let make = make.clone();
             std::thread::spawn(move || {
                 let res = (|| {
-                    let prog = build(alg, &spec)?;
-                    let in_len = if rio.in_alias.is_some() || spec.in_len() > 0 {
-                        Some(spec.in_len())
-                    } else {
-                        Some(0)
-                    };
-                    prog.validate(in_len, spec.out_len().filter(|_| rio.out.is_some()))
-                        .map_err(|e| {
-                            Error::Internal(format!(
-                                "{} {} p={} rank={}: invalid program: {e}",
-                                spec.coll, alg, spec.p, rank
-                            ))
-                        })?;
+                    let prog = make(rank)?;
                     let eb = op.elem_bytes();
                     let mut t = SimTransport {
                         shared: shared.clone(),
