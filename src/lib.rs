@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod algo;
+pub mod config;
 pub mod error;
 pub mod exec;
 pub mod model;
