@@ -429,3 +429,33 @@ proptest! {
         prop_assert_eq!(back.model(), m);
     }
 }
+
+/// The example in the module docs of `pcoll::tuning` is a valid table that means what its
+/// comments say.
+#[test]
+fn documented_example_parses() {
+    let src = include_str!("../src/tuning/mod.rs");
+    let body: Vec<&str> = src
+        .lines()
+        .skip_while(|l| l.trim() != "//! ```toml")
+        .skip(1)
+        .take_while(|l| l.trim() != "//! ```")
+        .map(|l| {
+            l.strip_prefix("//!")
+                .unwrap()
+                .strip_prefix(' ')
+                .unwrap_or("")
+        })
+        .collect();
+    assert!(body.len() > 10, "example not found");
+    let t = Table::parse(&body.join("\n"), "doc example").unwrap();
+    let alg = |p, b| {
+        t.lookup(Collective::Reduce, p, b)
+            .map(|c| (c.algorithm, c.segment))
+    };
+    assert_eq!(alg(2, 0), Some((Algorithm::Binomial, Some(16384))));
+    assert_eq!(alg(8, KIB64 - 1), Some((Algorithm::Binomial, Some(16384))));
+    assert_eq!(alg(9, 100), None);
+    assert_eq!(alg(9, KIB64), Some((Algorithm::Pipeline, None)));
+    assert_eq!(t.model().gamma, 2.5e-10);
+}
