@@ -11,7 +11,6 @@ use crate::pmpi::PmpiTransport;
 use crate::state;
 use mpi_sys::*;
 use pcoll::algo::{build, Algorithm, CallSpec, Collective};
-use pcoll::config::FallbackPolicy as Fallback;
 use pcoll::{exec, Error};
 use std::os::raw::{c_int, c_void};
 
@@ -160,24 +159,14 @@ fn validate(a: &Args) -> Option<Valid> {
     })
 }
 
-/// The algorithm asked for (before preconditions): forced > table > built-in default.
-/// Depends only on facts every rank shares (collective, p, bytes).
-fn requested(
-    coll: Collective,
-    p: usize,
-    bytes: usize,
-) -> (Algorithm, Option<pcoll::tuning::Choice>, &'static str) {
+/// The algorithm asked for before preconditions (run-time force > environment > table >
+/// binomial). Depends only on facts every rank shares (collective, p, bytes).
+fn requested(coll: Collective, p: usize, bytes: usize) -> Algorithm {
     let g = state::global();
-    let rule = g.table.lookup(coll, p, bytes);
-    if let Some(a) = state::forced(coll) {
-        (a, rule, "forced by pcoll_force")
-    } else if let Some(a) = g.cfg.force[coll.index()] {
-        (a, rule, "forced by environment")
-    } else if let Some(c) = &rule {
-        (c.algorithm, rule, "tuning rule")
-    } else {
-        (Algorithm::Binomial, rule, "built-in default")
-    }
+    state::forced(coll)
+        .or(g.cfg.forced(coll))
+        .or_else(|| g.table.lookup(coll, p, bytes).map(|c| c.algorithm))
+        .unwrap_or(pcoll::config::DEFAULT_ALGORITHM)
 }
 
 /// Debian's MPICH 4.0.2 crashes in its own MPI_Reduce with MPI_IN_PLACE at a root other
@@ -187,53 +176,36 @@ fn native_unsafe(coll: Collective, root: i64, bytes: usize) -> bool {
     cfg!(pcoll_mpich) && coll == Collective::Reduce && root != 0 && bytes > 2048
 }
 
-/// Which algorithm runs, and why (for the debug log): preconditions and fallback policy.
+/// Which algorithm runs, and why (for the debug log): preconditions and fallback policy
+/// (`pcoll::config::choose_forced`), then the native-defect rule.
 fn choose(spec: &mut CallSpec) -> Result<(Algorithm, String), c_int> {
     let g = state::global();
     let coll = spec.coll;
-    let bytes = spec.bytes();
-    let (mut alg, rule, source) = requested(coll, spec.p, bytes);
-    let mut why = match &rule {
-        Some(c) if source == "tuning rule" => {
-            format!("{} rule at line {}", g.table.origin(), c.origin_line)
+    let d = match pcoll::config::choose_forced(&g.cfg, &g.table, spec, state::forced(coll)) {
+        Ok(d) => d,
+        Err(e) => {
+            log::error!("{e}");
+            return Err(if spec.commutative {
+                consts::ERR_ARG()
+            } else {
+                consts::ERR_OP()
+            });
         }
-        _ => source.to_string(),
     };
-    let seg_bytes = g.cfg.segment.or(rule.as_ref().and_then(|c| c.segment));
-    if let Err(reason) = alg.check(spec) {
-        match g.cfg.fallback {
-            Fallback::Error => {
-                log::error!("{reason} (PCOLL_FALLBACK=error)");
-                return Err(if spec.commutative {
-                    consts::ERR_ARG()
-                } else {
-                    consts::ERR_OP()
-                });
-            }
-            policy => {
-                let fb = rule
-                    .as_ref()
-                    .map(|c| c.algorithm)
-                    .filter(|a| a.check(spec).is_ok())
-                    .unwrap_or(Algorithm::Binomial);
-                if policy == Fallback::Warn {
-                    warn_once(
-                        coll,
-                        alg,
-                        &format!("{reason}; using {fb} instead (PCOLL_FALLBACK=warn)"),
-                    );
-                }
-                why = format!("fallback from {alg}: {reason}");
-                alg = fb;
-            }
-        }
+    let mut alg = d.algorithm;
+    let mut why = d
+        .reason
+        .clone()
+        .unwrap_or_else(|| d.source.describe(coll, &g.table));
+    if d.warn {
+        warn_once(coll, d.rejected.map_or(alg, |r| r.0), &why);
     }
-    if alg == Algorithm::Native && native_unsafe(coll, spec.root as i64, bytes) {
+    if alg == Algorithm::Native && native_unsafe(coll, spec.root as i64, spec.bytes()) {
         alg = Algorithm::Binomial;
         why =
             "native MPICH reduce at root != 0 is unsafe (in-place defect); binomial instead".into();
     }
-    spec.seg_elems = seg_bytes.map_or(0, |b| (b / spec.elem_bytes.max(1)).max(1));
+    spec.seg_elems = d.seg_elems(spec.elem_bytes);
     Ok((alg, why))
 }
 
@@ -258,7 +230,7 @@ fn native_requested(a: &Args) -> Option<usize> {
         return None;
     }
     let bytes = elems as usize * size as usize;
-    let (alg, _, _) = requested(a.coll, p as usize, bytes);
+    let alg = requested(a.coll, p as usize, bytes);
     (alg == Algorithm::Native && !native_unsafe(a.coll, a.root, bytes)).then_some(bytes)
 }
 

@@ -51,8 +51,9 @@ pub fn global() -> &'static Global {
             // to keep the output readable), whatever the log level.
             if world_rank == 0 {
                 eprintln!("pcoll: warning: {w}");
+            } else {
+                log::debug!("{w}");
             }
-            log::warn!("{w}");
         }
         log::debug!("configuration: {cfg:?}");
         install_finalize_hook();

@@ -1,22 +1,555 @@
-//! TEMP STUB (replaced by the tuning branch)
-use crate::{Algorithm, Collective, CostParams};
-#[derive(Clone, Copy, Debug)]
+//! The tuning table: which algorithm (and segment size) serves a call of a collective on a
+//! communicator of `p` ranks moving `bytes` bytes. Parsed and validated from `tuning.toml`;
+//! the repository's `tuning.toml` is embedded as the built-in default ([`Table::builtin`]).
+//!
+//! Message size (the `bytes` key): reduce/allreduce `count * type_size`; reduce_scatter and
+//! allgatherv the total over all ranks ([`crate::CallSpec::bytes`]).
+//!
+//! # Format of `tuning.toml`
+//!
+//! ```toml
+//! # Optional. Cost-model parameters (alpha-beta-gamma model): greedy schedules are computed
+//! # from them, so every rank must see the same numbers. Omitted keys take the built-in
+//! # defaults (pcoll::CostParams::default()).
+//! [model]
+//! alpha = 2.0e-6    # s per message (latency), > 0
+//! beta  = 2.0e-10   # s per byte transferred, > 0
+//! gamma = 2.5e-10   # s per byte reduced, >= 0
+//!
+//! # One array of tables per collective: [[reduce]], [[allreduce]], [[reduce_scatter]],
+//! # [[allgatherv]]. For each call the FIRST rule whose ranges contain (p, bytes) wins.
+//! [[reduce]]
+//! p = [2, 9]            # communicator sizes 2 <= p < 9 (half-open); omitted = any p
+//! bytes = [0, "64KiB"]  # message bytes 0 <= bytes < 65536; omitted = any size
+//! algorithm = "binomial"
+//! segment = 16384       # optional: segment size in bytes (> 0); omitted = algorithm chooses
+//!
+//! # measured: pipeline 1.8x faster than native at 1 MiB, p = 8
+//! [[reduce]]
+//! bytes = ["64KiB"]     # [lo] = no upper bound; same as [65536, "inf"]
+//! algorithm = "pipeline"
+//! ```
+//!
+//! * Ranges (`p`, `bytes`) are half-open `[lo, hi)`: `[lo, hi]`, `[lo]` or `[lo, "inf"]` (no
+//!   upper bound), or a single number `n` meaning exactly `n` (`[n, n + 1)`). Bounds are
+//!   non-negative integers or, for bytes, size strings with a binary unit (`"64KiB"`,
+//!   `"4MiB"`, `"1GiB"`). Limits: `p` bounds up to 2^31, byte bounds up to 2^48 (256 TiB),
+//!   segments 1 byte ..= 2 GiB.
+//! * `algorithm`: one of `native`, `binomial`, `pipeline`, `greedy`, `greedy_uni`,
+//!   `circulant`, `butterfly`, `ring`, and available for that collective
+//!   ([`Algorithm::available`]).
+//! * Rules may overlap partially (first match decides), but a rule that can never match
+//!   because earlier rules of the same collective cover all of its cells is an error.
+//! * A cell without a rule gets the caller's default (see [`crate::config::choose`]).
+//! * Comments are free; the auto-tuner writes the measurement behind each rule above it.
+//!
+//! Every error names the file, line and column, what was found and what is accepted.
+//! Unknown keys and sections are errors (typos must not silently change nothing).
+//!
+//! Lookups ([`Table::lookup`]) run on every MPI call: a linear first-match scan over the
+//! rules of one collective, no allocation.
+
+mod parse;
+pub mod size;
+
+use crate::algo::{Algorithm, Collective, CostParams};
+use std::fmt::Write as _;
+use std::ops::{Bound, RangeBounds};
+
+/// "No upper bound" for [`Bounds::hi`].
+pub const INF: usize = usize::MAX;
+/// Largest finite bound of a `p` range.
+pub const MAX_P: usize = 1 << 31;
+/// Largest finite bound of a `bytes` range (256 TiB).
+pub const MAX_BYTES: usize = 1 << 48;
+/// Largest segment size in bytes (2 GiB).
+pub const MAX_SEGMENT: usize = 1 << 31;
+
+/// The file embedded as the built-in default table.
+pub const BUILTIN_TOML: &str = include_str!("../../tuning.toml");
+
+/// A half-open range `[lo, hi)`; `hi == INF` means no upper bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Bounds {
+    pub lo: usize,
+    pub hi: usize,
+}
+
+impl Bounds {
+    /// Every value.
+    pub const ANY: Bounds = Bounds { lo: 0, hi: INF };
+
+    pub fn new(lo: usize, hi: usize) -> Bounds {
+        Bounds { lo, hi }
+    }
+    /// From any Rust range (`2..9`, `65536..`, `..=8`, `..`).
+    pub fn from_range(r: impl RangeBounds<usize>) -> Bounds {
+        let lo = match r.start_bound() {
+            Bound::Included(&x) => x,
+            Bound::Excluded(&x) => x.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let hi = match r.end_bound() {
+            Bound::Included(&x) => x.saturating_add(1),
+            Bound::Excluded(&x) => x,
+            Bound::Unbounded => INF,
+        };
+        Bounds { lo, hi }
+    }
+    /// `lo <= x < hi` (the one range test, [`crate::sched::blocks::contains`]).
+    #[inline]
+    pub fn contains(&self, x: usize) -> bool {
+        crate::sched::blocks::contains(self.lo, self.hi, x)
+    }
+    pub fn is_any(&self) -> bool {
+        *self == Bounds::ANY
+    }
+    fn intersects(&self, o: &Bounds) -> bool {
+        self.lo.max(o.lo) < self.hi.min(o.hi)
+    }
+    /// TOML spelling (`[2, 9]`, `[65536, "inf"]`).
+    fn to_toml(self) -> String {
+        if self.hi == INF {
+            format!("[{}, \"inf\"]", self.lo)
+        } else {
+            format!("[{}, {}]", self.lo, self.hi)
+        }
+    }
+}
+
+/// One rule of one collective.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    /// Communicator sizes it applies to.
+    pub p: Bounds,
+    /// Message bytes it applies to.
+    pub bytes: Bounds,
+    pub algorithm: Algorithm,
+    /// Segment size in bytes (None: the algorithm chooses from the model).
+    pub segment: Option<usize>,
+    /// Line of the rule's `[[coll]]` header in its file; 0 when built in code.
+    pub line: usize,
+    /// Comment written above the rule by [`Table::to_toml`] (not read back).
+    pub note: String,
+}
+
+impl Rule {
+    /// A rule for any `p` and any size.
+    pub fn new(algorithm: Algorithm) -> Rule {
+        Rule {
+            p: Bounds::ANY,
+            bytes: Bounds::ANY,
+            algorithm,
+            segment: None,
+            line: 0,
+            note: String::new(),
+        }
+    }
+    pub fn p(mut self, r: impl RangeBounds<usize>) -> Rule {
+        self.p = Bounds::from_range(r);
+        self
+    }
+    pub fn bytes(mut self, r: impl RangeBounds<usize>) -> Rule {
+        self.bytes = Bounds::from_range(r);
+        self
+    }
+    pub fn segment(mut self, bytes: usize) -> Rule {
+        self.segment = Some(bytes);
+        self
+    }
+    pub fn note(mut self, text: impl Into<String>) -> Rule {
+        self.note = text.into();
+        self
+    }
+    #[inline]
+    fn matches(&self, p: usize, bytes: usize) -> bool {
+        self.p.contains(p) && self.bytes.contains(bytes)
+    }
+    /// Equal as far as lookups are concerned (ignores `line` and `note`).
+    pub fn same_as(&self, o: &Rule) -> bool {
+        self.p == o.p
+            && self.bytes == o.bytes
+            && self.algorithm == o.algorithm
+            && self.segment == o.segment
+    }
+}
+
+/// Result of a lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Choice {
     pub algorithm: Algorithm,
+    /// Segment bytes from the rule (None: the algorithm chooses).
     pub segment: Option<usize>,
+    /// Index of the matching rule among the collective's rules (0-based), for logs.
     pub rule: usize,
+    /// Line of the rule in its file (0 when built in code).
     pub origin_line: usize,
 }
+
+/// A validated tuning table.
 #[derive(Clone, Debug)]
-pub struct Table;
+pub struct Table {
+    origin: String,
+    model: Option<CostParams>,
+    rules: [Vec<Rule>; 4],
+    header: Vec<String>,
+}
+
+impl PartialEq for Table {
+    /// Same model and same rules in the same order (origin, lines and comments ignored).
+    fn eq(&self, o: &Table) -> bool {
+        self.model == o.model
+            && self
+                .rules
+                .iter()
+                .zip(&o.rules)
+                .all(|(a, b)| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_as(y)))
+    }
+}
+
 impl Table {
-    pub fn lookup(&self, _c: Collective, _p: usize, _b: usize) -> Option<Choice> {
+    /// Parses and validates `text`; `origin` (a path, or "builtin") names it in errors.
+    /// `Err` holds one line per problem, each `origin:line:col: message`.
+    pub fn parse(text: &str, origin: &str) -> Result<Table, String> {
+        parse::parse(text, origin)
+    }
+
+    /// The embedded default (the repository's `tuning.toml`).
+    pub fn builtin() -> Table {
+        // The embedded file is checked by a test; a broken one is a build defect.
+        Table::parse(BUILTIN_TOML, "builtin tuning.toml")
+            .unwrap_or_else(|e| panic!("the embedded tuning.toml is invalid:\n{e}"))
+    }
+
+    /// Starts a table built in code (the auto-tuner's way to write one).
+    pub fn builder() -> TableBuilder {
+        TableBuilder {
+            table: Table {
+                origin: "table built in code".into(),
+                model: None,
+                rules: Default::default(),
+                header: Vec::new(),
+            },
+        }
+    }
+
+    /// First rule of `coll` containing `(p, bytes)`. No allocation.
+    #[inline]
+    pub fn lookup(&self, coll: Collective, p: usize, bytes: usize) -> Option<Choice> {
+        self.rules[coll.index()]
+            .iter()
+            .position(|r| r.matches(p, bytes))
+            .map(|i| {
+                let r = &self.rules[coll.index()][i];
+                Choice {
+                    algorithm: r.algorithm,
+                    segment: r.segment,
+                    rule: i,
+                    origin_line: r.line,
+                }
+            })
+    }
+
+    /// The cost-model parameters: the table's `[model]`, else the built-in constants.
+    pub fn model(&self) -> CostParams {
+        self.model.unwrap_or_default()
+    }
+    /// The `[model]` section as written (None if absent).
+    pub fn model_section(&self) -> Option<CostParams> {
+        self.model
+    }
+    /// Where the table came from (path, "builtin tuning.toml", ...).
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+    /// The rules of one collective, in match order.
+    pub fn rules(&self, coll: Collective) -> &[Rule] {
+        &self.rules[coll.index()]
+    }
+    /// `origin:line` of a rule for messages (or `origin rule #k` without a line).
+    pub fn describe(&self, coll: Collective, c: &Choice) -> String {
+        if c.origin_line > 0 {
+            format!(
+                "{}:{} ([[{coll}]] rule {})",
+                self.origin,
+                c.origin_line,
+                c.rule + 1
+            )
+        } else {
+            format!("{} ({coll} rule {})", self.origin, c.rule + 1)
+        }
+    }
+
+    /// Writes the table as `tuning.toml` text; `Table::parse` of it gives an equal table.
+    /// Notes and header comments become `#` comment lines.
+    pub fn to_toml(&self) -> String {
+        let mut s = String::new();
+        for h in &self.header {
+            push_comment(&mut s, h);
+        }
+        if !self.header.is_empty() {
+            s.push('\n');
+        }
+        if let Some(m) = self.model {
+            // `{:?}` of an f64 is its shortest round-trip form (`2e-6`, `0.5`), valid TOML.
+            let _ = writeln!(
+                s,
+                "[model]\nalpha = {:?}\nbeta = {:?}\ngamma = {:?}\n",
+                m.alpha, m.beta, m.gamma
+            );
+        }
+        for coll in Collective::ALL {
+            for r in &self.rules[coll.index()] {
+                push_comment(&mut s, &r.note);
+                let _ = writeln!(s, "[[{coll}]]");
+                if !r.p.is_any() {
+                    let _ = writeln!(s, "p = {}", r.p.to_toml());
+                }
+                if !r.bytes.is_any() {
+                    let _ = writeln!(s, "bytes = {}", r.bytes.to_toml());
+                }
+                let _ = writeln!(s, "algorithm = \"{}\"", r.algorithm);
+                if let Some(g) = r.segment {
+                    let _ = writeln!(s, "segment = {g}");
+                }
+                s.push('\n');
+            }
+        }
+        s
+    }
+}
+
+/// `# text` lines (control characters dropped so the comment stays one TOML comment).
+fn push_comment(s: &mut String, text: &str) {
+    for line in text.lines() {
+        let clean: String = line
+            .chars()
+            .filter(|c| !c.is_control() || *c == '\t')
+            .collect();
+        let _ = writeln!(s, "# {}", clean.trim_end());
+    }
+}
+
+/// Builds a [`Table`] in code; [`TableBuilder::build`] validates exactly like the parser.
+#[derive(Clone, Debug)]
+pub struct TableBuilder {
+    table: Table,
+}
+
+impl TableBuilder {
+    /// Name used in error messages and `Table::origin`.
+    pub fn origin(mut self, origin: impl Into<String>) -> Self {
+        self.table.origin = origin.into();
+        self
+    }
+    pub fn model(mut self, m: CostParams) -> Self {
+        self.table.model = Some(m);
+        self
+    }
+    /// A comment line for the top of `to_toml`'s output.
+    pub fn comment(mut self, text: impl Into<String>) -> Self {
+        self.table.header.push(text.into());
+        self
+    }
+    /// Appends a rule (rules match in the order added).
+    pub fn rule(mut self, coll: Collective, rule: Rule) -> Self {
+        self.table.rules[coll.index()].push(rule);
+        self
+    }
+    pub fn build(self) -> Result<Table, String> {
+        let t = self.table;
+        let mut errs = Vec::new();
+        if let Some(m) = &t.model {
+            for (key, msg) in check_model(m) {
+                errs.push(format!("{}: [model] {key}: {msg}", t.origin));
+            }
+        }
+        for coll in Collective::ALL {
+            let rules = &t.rules[coll.index()];
+            for (i, r) in rules.iter().enumerate() {
+                let at = format!("{}: {coll} rule {}", t.origin, i + 1);
+                for (key, msg) in check_rule(coll, r) {
+                    errs.push(format!("{at}: {key}: {msg}"));
+                }
+                if let Some(msg) = shadowed(rules, i, &t.origin) {
+                    errs.push(format!("{at}: {msg}"));
+                }
+            }
+        }
+        if errs.is_empty() {
+            Ok(t)
+        } else {
+            Err(errs.join("\n"))
+        }
+    }
+}
+
+/// Semantic checks of one rule: `(key, message)` per problem.
+pub(crate) fn check_rule(coll: Collective, r: &Rule) -> Vec<(&'static str, String)> {
+    let mut errs = Vec::new();
+    if !Algorithm::available(coll).contains(&r.algorithm) {
+        errs.push((
+            "algorithm",
+            format!(
+                "'{}' is not available for {coll} (accepted for {coll}: {})",
+                r.algorithm,
+                names(Algorithm::available(coll))
+            ),
+        ));
+    }
+    for (key, b, max) in [("p", r.p, MAX_P), ("bytes", r.bytes, MAX_BYTES)] {
+        if let Some(msg) = check_bounds(b, max) {
+            errs.push((key, msg));
+        }
+    }
+    if let Some(g) = r.segment {
+        if let Some(msg) = check_segment(g) {
+            errs.push(("segment", msg));
+        }
+    }
+    errs
+}
+
+pub(crate) fn check_bounds(b: Bounds, max: usize) -> Option<String> {
+    if b.lo > max || (b.hi != INF && b.hi > max) {
+        Some(format!(
+            "bound too large (at most {max}; use \"inf\" or [lo] for no upper bound)"
+        ))
+    } else if b.lo == b.hi {
+        Some(format!(
+            "empty range [{}, {}) (ranges are half-open [lo, hi): lo < hi needed)",
+            b.lo, b.hi
+        ))
+    } else if b.lo > b.hi {
+        Some(format!(
+            "inverted range [{}, {}) (ranges are half-open [lo, hi): lo < hi needed)",
+            b.lo, b.hi
+        ))
+    } else {
         None
     }
-    pub fn model(&self) -> CostParams {
-        CostParams::default()
+}
+
+pub(crate) fn check_segment(g: usize) -> Option<String> {
+    if g == 0 {
+        Some(format!("segment must be > 0 bytes (accepted: 1..={MAX_SEGMENT}; omit it to let the algorithm choose)"))
+    } else if g > MAX_SEGMENT {
+        Some(format!(
+            "segment {g} too large (accepted: 1..={MAX_SEGMENT} bytes)"
+        ))
+    } else {
+        None
     }
-    pub fn origin(&self) -> &str {
-        "built-in"
+}
+
+pub(crate) fn check_model(m: &CostParams) -> Vec<(&'static str, String)> {
+    let mut errs = Vec::new();
+    for (key, v, zero_ok) in [
+        ("alpha", m.alpha, false),
+        ("beta", m.beta, false),
+        ("gamma", m.gamma, true),
+    ] {
+        let ok = v.is_finite() && v < 1.0 && (v > 0.0 || (zero_ok && v == 0.0));
+        if !ok {
+            let want = if zero_ok { "0 <= x < 1" } else { "0 < x < 1" };
+            errs.push((
+                key,
+                format!("{v} out of range (accepted: a number of seconds, {want})"),
+            ));
+        }
+    }
+    errs
+}
+
+/// If every point of rule `j` is caught by earlier rules, a message naming them.
+///
+/// Exact test by coordinate compression: the bounds of the earlier rules cut rule `j`'s box
+/// into cells; each cell lies entirely inside or outside each earlier box, so the rule is
+/// dead iff every cell's lower corner is inside some earlier box.
+pub(crate) fn shadowed(rules: &[Rule], j: usize, origin: &str) -> Option<String> {
+    let r = &rules[j];
+    if r.p.lo >= r.p.hi || r.bytes.lo >= r.bytes.hi {
+        return None; // reported as an empty range
+    }
+    let earlier: Vec<&Rule> = rules[..j]
+        .iter()
+        .filter(|e| e.p.intersects(&r.p) && e.bytes.intersects(&r.bytes))
+        .collect();
+    if earlier.is_empty() {
+        return None;
+    }
+    let cuts = |own: Bounds, f: &dyn Fn(&Rule) -> Bounds| {
+        let mut v = vec![own.lo];
+        for e in &earlier {
+            let b = f(e);
+            for x in [b.lo, b.hi] {
+                if own.lo < x && x < own.hi {
+                    v.push(x);
+                }
+            }
+        }
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let xs = cuts(r.p, &|e| e.p);
+    let ys = cuts(r.bytes, &|e| e.bytes);
+    let all = xs
+        .iter()
+        .all(|&x| ys.iter().all(|&y| earlier.iter().any(|e| e.matches(x, y))));
+    if !all {
+        return None;
+    }
+    let by: Vec<String> = rules[..j]
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.p.intersects(&r.p) && e.bytes.intersects(&r.bytes))
+        .map(|(i, e)| {
+            if e.line > 0 {
+                format!("line {}", e.line)
+            } else {
+                format!("rule {}", i + 1)
+            }
+        })
+        .collect();
+    Some(format!(
+        "rule can never match: every (p, bytes) it covers is taken by the earlier {} {} of {origin} (first match wins; remove it or move it up)",
+        if by.len() == 1 { "rule at" } else { "rules at" },
+        by.join(", ")
+    ))
+}
+
+pub(crate) fn names(algs: &[Algorithm]) -> String {
+    algs.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_from_ranges() {
+        assert_eq!(Bounds::from_range(2..9), Bounds::new(2, 9));
+        assert_eq!(Bounds::from_range(2..=8), Bounds::new(2, 9));
+        assert_eq!(Bounds::from_range(5..), Bounds::new(5, INF));
+        assert_eq!(Bounds::from_range(..), Bounds::ANY);
+        assert!(Bounds::new(2, 9).contains(2) && !Bounds::new(2, 9).contains(9));
+    }
+
+    #[test]
+    fn shadow_by_union_only() {
+        use Algorithm::*;
+        let rules = vec![
+            Rule::new(Binomial).p(0..5),
+            Rule::new(Binomial).p(5..),
+            Rule::new(Pipeline).bytes(10..20),
+        ];
+        assert!(shadowed(&rules, 2, "t").is_some());
+        let rules = vec![
+            Rule::new(Binomial).p(0..5),
+            Rule::new(Binomial).p(6..),
+            Rule::new(Pipeline).bytes(10..20),
+        ];
+        assert!(shadowed(&rules, 2, "t").is_none());
     }
 }
