@@ -252,6 +252,29 @@ fn max_rounds(c: &Case) -> Option<usize> {
                 nseg,
             ))
         }
+        // Bi-greedy: ⌈log2 p⌉ + nseg − 1 rounds (ALGORITHMS.md §4); allreduce adds a
+        // binomial broadcast (⌈log2 p⌉).
+        (Collective::Reduce | Collective::Allreduce, Algorithm::Greedy) => {
+            let spec = CallSpec {
+                coll: c.coll,
+                p: c.p,
+                rank: 0,
+                root: c.root,
+                counts: vec![c.count],
+                displs: vec![],
+                commutative: c.commutative,
+                elem_bytes: if c.commutative { 8 } else { 16 },
+                seg_elems: c.seg,
+                params: CostParams::default(),
+            };
+            let nseg = pcoll::algo::greedy::segments(&spec, true);
+            let bcast = if c.coll == Collective::Allreduce {
+                q
+            } else {
+                0
+            };
+            Some(q + nseg - 1 + bcast)
+        }
         _ => None,
     }
 }

@@ -323,6 +323,20 @@ pub fn bi_greedy_conjecture(p: usize, nseg: usize, tcomm: u64, tcomp: u64) -> u6
     (ceil_log2(p) + nseg - 1) as u64 * (tcomm + tcomp)
 }
 
+/// Quantise real costs to integers with `res` units per `tcomm + tcomp` (`tcomm >= 1`),
+/// deterministically (same inputs give the same integers on every rank). Non-finite or
+/// non-positive inputs give `(1, 0)`.
+pub fn quantise(tcomm: f64, tcomp: f64, res: u64) -> (u64, u64) {
+    let tot = tcomm + tcomp;
+    if !(tot > 0.0 && tot.is_finite()) || tcomm < 0.0 || tcomp < 0.0 {
+        return (1, 0);
+    }
+    let r = res.max(1) as f64;
+    let tc = ((r * tcomm / tot).round() as u64).max(1);
+    let tp = (r * tcomp / tot).round() as u64;
+    (tc, tp)
+}
+
 /// Independent validator of a greedy schedule (invariants 1–4 of the module docs) for
 /// per-segment costs `cost(j) = (tcomm, tcomp)`. `half_duplex`: one port per process (uni);
 /// otherwise one send port and one receive port (bi). Returns the completion time it derives
