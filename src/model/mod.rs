@@ -21,6 +21,8 @@
 //! simulated; bi-greedy is not defined; exchange algorithms (circulant, butterfly, ring),
 //! which send and receive in every round, pay `2α + 2βs` per round.
 
+pub mod paper;
+
 use crate::algo::{Algorithm, Collective, CostParams};
 use crate::sched::blocks::ceil_log2;
 use crate::sched::greedy::{uni_greedy, SegCost};
@@ -262,6 +264,32 @@ pub fn minimise<F: FnMut(usize) -> f64>(nmax: usize, mut f: F) -> (usize, f64) {
     best
 }
 
+/// Cheaper search for simulated schemes (uni-greedy): powers of two (as the Lowery–Langou
+/// experiments), stopping once clearly past the minimum, then the two `1.5·2^k` neighbours.
+pub fn minimise_coarse<F: FnMut(usize) -> f64>(nmax: usize, mut f: F) -> (usize, f64) {
+    let nmax = nmax.max(1);
+    let mut best = (1, f(1));
+    let mut k = 2;
+    while k <= nmax {
+        let t = f(k);
+        if t < best.1 {
+            best = (k, t);
+        } else if k >= 4 * best.0 {
+            break;
+        }
+        k *= 2;
+    }
+    for n in [best.0 * 3 / 4, best.0 * 3 / 2] {
+        if n > 1 && n <= nmax {
+            let t = f(n);
+            if t < best.1 {
+                best = (n, t);
+            }
+        }
+    }
+    best
+}
+
 /// The segment count minimising [`time_with_segments`] (1 for unsegmented schemes).
 pub fn best_segments(
     coll: Collective,
@@ -287,9 +315,12 @@ pub fn predict_scheme(
         let time = time_with_segments(coll, scheme, p, bytes, c, duplex, 1);
         return Prediction { time, segments: 1 };
     }
-    let (segments, time) = minimise(max_segments(bytes), |n| {
-        time_with_segments(coll, scheme, p, bytes, c, duplex, n)
-    });
+    let f = |n| time_with_segments(coll, scheme, p, bytes, c, duplex, n);
+    let (segments, time) = if scheme == Scheme::GreedyUni {
+        minimise_coarse(max_segments(bytes), f)
+    } else {
+        minimise(max_segments(bytes), f)
+    };
     Prediction { time, segments }
 }
 
