@@ -383,10 +383,22 @@ pub fn simulate_tree(
     tcomp: f64,
     duplex: Duplex,
 ) -> f64 {
+    simulate_tree_events(parents, nseg, tcomm, tcomp, duplex).0
+}
+
+/// [`simulate_tree`] that also returns the transfers `(start, sender, receiver, segment)`.
+pub fn simulate_tree_events(
+    parents: &[Option<usize>],
+    nseg: usize,
+    tcomm: f64,
+    tcomp: f64,
+    duplex: Duplex,
+) -> (f64, Vec<(f64, usize, usize, usize)>) {
     let p = parents.len();
+    let mut events = Vec::new();
     let root = match (0..p).find(|&i| parents[i].is_none()) {
         Some(r) => r,
-        None => return 0.0,
+        None => return (0.0, events),
     };
     let mut children = vec![Vec::new(); p];
     for (i, par) in parents.iter().enumerate() {
@@ -411,7 +423,7 @@ pub fn simulate_tree(
     let mut rfree = vec![0.0f64; p]; // full duplex: receive port incl. reduction
     let mut ready = vec![0.0f64; p]; // node's partial of the current segment complete
     let mut completion = 0.0f64;
-    for _j in 0..nseg {
+    for j in 0..nseg {
         for r in ready.iter_mut() {
             *r = 0.0;
         }
@@ -419,11 +431,13 @@ pub fn simulate_tree(
             for &c in &children[v] {
                 if duplex == Duplex::Half {
                     let start = ready[c].max(sfree[c]).max(sfree[v]);
+                    events.push((start, c, v, j));
                     sfree[c] = start + tcomm;
                     sfree[v] = start + tcomm + tcomp;
                     ready[v] = sfree[v];
                 } else {
                     let start = ready[c].max(sfree[c]).max(rfree[v]);
+                    events.push((start, c, v, j));
                     sfree[c] = start + tcomm;
                     let comp_start = (start + tcomm).max(sfree[v]);
                     rfree[v] = comp_start + tcomp;
@@ -436,7 +450,7 @@ pub fn simulate_tree(
             }
         }
     }
-    completion
+    (completion, events)
 }
 
 /// One measurement for [`fit`], independent of any collective algorithm.
