@@ -37,8 +37,9 @@ pub const BI_RES: u64 = 8;
 pub const UNI_RES: f64 = 64.0;
 /// Receive buffers (and receive requests) in flight per rank.
 pub const RECV_SLOTS: usize = 4;
-/// Cap on the number of segments (bounds the schedule computation).
-pub const MAX_SEGS: usize = 1024;
+/// Cap on the number of segments (bounds the schedule computation: bi-greedy for p = 1024
+/// and 256 segments takes about 1 s, so schedules must be cached per (p, nseg, costs)).
+pub const MAX_SEGS: usize = 256;
 
 /// Number of segments the greedy reduce uses for this call (identical on all ranks).
 pub fn segments(s: &CallSpec, bidirectional: bool) -> usize {

@@ -284,9 +284,15 @@ pub fn bi_greedy(p: usize, root: usize, nseg: usize, tcomm: u64, tcomp: u64) -> 
                 sent[root][j] = (0..p).map(|i| sent[i][j]).max().unwrap() + tcomp;
                 done += 1;
             }
-            let nfree = (0..p).filter(|&i| sfree[i] <= t).count()
-                + (0..p).filter(|&i| rfree[i] <= t).count();
-            if nfree < 2 || j == nseg - 1 {
+            // (#{sfree <= t} + #{rfree <= t}) < 2, counting only up to 2.
+            let few_free = sfree
+                .iter()
+                .chain(rfree.iter())
+                .filter(|&&x| x <= t)
+                .take(2)
+                .count()
+                < 2;
+            if few_free || j == nseg - 1 {
                 break;
             }
         }
