@@ -230,6 +230,51 @@ fn max_rounds(c: &Case) -> Option<usize> {
         (Collective::Reduce, Algorithm::Binomial) => {
             Some(q + usize::from(!c.commutative && c.root != 0))
         }
+        // Segmented chain: p + nseg − 2 rounds (+1 forwarding hop), ALGORITHMS.md §2.
+        (Collective::Reduce, Algorithm::Pipeline) => {
+            let spec = CallSpec {
+                coll: c.coll,
+                p: c.p,
+                rank: 0,
+                root: c.root,
+                counts: vec![c.count],
+                displs: vec![],
+                commutative: c.commutative,
+                elem_bytes: if c.commutative { 8 } else { 16 },
+                seg_elems: c.seg,
+                params: CostParams::default(),
+            };
+            let nseg = pcoll::algo::pipeline::segments(&spec);
+            Some(pcoll::sched::pipeline::chain_rounds(
+                c.p,
+                c.root,
+                c.commutative,
+                nseg,
+            ))
+        }
+        // Bi-greedy: ⌈log2 p⌉ + nseg − 1 rounds (ALGORITHMS.md §4); allreduce adds a
+        // binomial broadcast (⌈log2 p⌉).
+        (Collective::Reduce | Collective::Allreduce, Algorithm::Greedy) => {
+            let spec = CallSpec {
+                coll: c.coll,
+                p: c.p,
+                rank: 0,
+                root: c.root,
+                counts: vec![c.count],
+                displs: vec![],
+                commutative: c.commutative,
+                elem_bytes: if c.commutative { 8 } else { 16 },
+                seg_elems: c.seg,
+                params: CostParams::default(),
+            };
+            let nseg = pcoll::algo::greedy::segments(&spec, true);
+            let bcast = if c.coll == Collective::Allreduce {
+                q
+            } else {
+                0
+            };
+            Some(q + nseg - 1 + bcast)
+        }
         _ => None,
     }
 }

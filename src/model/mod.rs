@@ -1,1 +1,562 @@
-//! Alpha-beta-gamma cost model. (To be written.)
+//! Alpha-beta-gamma (Hockney) cost model of every algorithm of every collective
+//! (ALGORITHMS.md §0, §2, §5–§7; Lowery–Langou Tables I–III; Rabenseifner–Träff §3).
+//!
+//! Units: `α` seconds per message, `β` seconds per byte, `γ` seconds per byte reduced
+//! ([`CostParams`]); `bytes` = message size `m` as the tuning table keys it (reduce/allreduce:
+//! the vector; reduce_scatter/allgatherv: the total over all ranks, equal counts assumed).
+//! A segment of a message split into `n` segments has `s = m / n` bytes (the papers'
+//! equi-segmentation; the builders split whole elements, which differs by < 1 element).
+//!
+//! * [`time_with_segments`]: closed form (or event simulation for uni-greedy) with `n` given.
+//! * [`best_segments`] / [`predict_scheme`] / [`predict`]: the optimum over `n`.
+//! * [`lower_bound`]: sum of the per-term lower bounds (latency, bandwidth, computation;
+//!   Lowery–Langou Table II, the reference line of their Figure 6). Each term alone is a
+//!   true bound; their sum is the usual "ideal" reference, not a proven bound on the total.
+//! * [`simulate_tree`]: ASAP event simulation of a pipelined tree (chain, binary) in the
+//!   full- or half-duplex model, to check the closed forms.
+//! * [`fit`]: least-squares α, β, γ from algorithm-independent samples.
+//!
+//! Half-duplex (one port per process): binomial, pipeline and binary use the Lowery–Langou
+//! unidirectional formulas (upper bounds when γ > 0, §8 pitfall 11); greedy_uni is
+//! simulated; bi-greedy is not defined; exchange algorithms (circulant, butterfly, ring),
+//! which send and receive in every round, pay `2α + 2βs` per round.
+
+pub mod paper;
+
+use crate::algo::{Algorithm, Collective, CostParams};
+use crate::sched::blocks::ceil_log2;
+use crate::sched::greedy::{uni_greedy, SegCost};
+
+/// Communication model: full-duplex (send and receive at the same time) or half-duplex.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Duplex {
+    Full,
+    Half,
+}
+
+/// The modelled algorithms: the library's algorithms plus the binary-tree baseline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scheme {
+    Binomial,
+    Pipeline,
+    Binary,
+    Greedy,
+    GreedyUni,
+    Circulant,
+    Butterfly,
+    Ring,
+}
+
+impl Scheme {
+    pub const ALL: [Scheme; 8] = [
+        Scheme::Binomial,
+        Scheme::Pipeline,
+        Scheme::Binary,
+        Scheme::Greedy,
+        Scheme::GreedyUni,
+        Scheme::Circulant,
+        Scheme::Butterfly,
+        Scheme::Ring,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Binomial => "binomial",
+            Scheme::Pipeline => "pipeline",
+            Scheme::Binary => "binary",
+            Scheme::Greedy => "greedy",
+            Scheme::GreedyUni => "greedy_uni",
+            Scheme::Circulant => "circulant",
+            Scheme::Butterfly => "butterfly",
+            Scheme::Ring => "ring",
+        }
+    }
+    /// The scheme modelling a library algorithm (None for `Native`).
+    pub fn of(alg: Algorithm) -> Option<Scheme> {
+        Some(match alg {
+            Algorithm::Native => return None,
+            Algorithm::Binomial => Scheme::Binomial,
+            Algorithm::Pipeline => Scheme::Pipeline,
+            Algorithm::Greedy => Scheme::Greedy,
+            Algorithm::GreedyUni => Scheme::GreedyUni,
+            Algorithm::Circulant => Scheme::Circulant,
+            Algorithm::Butterfly => Scheme::Butterfly,
+            Algorithm::Ring => Scheme::Ring,
+        })
+    }
+    /// Does the time depend on a segment/block count `n`?
+    pub fn segmented(self, coll: Collective) -> bool {
+        match self {
+            Scheme::Pipeline | Scheme::Binary | Scheme::GreedyUni => true,
+            Scheme::Greedy => matches!(coll, Collective::Reduce | Collective::Allreduce),
+            Scheme::Circulant => coll == Collective::Reduce,
+            _ => false,
+        }
+    }
+}
+
+impl std::str::FromStr for Scheme {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Scheme::ALL
+            .into_iter()
+            .find(|a| a.name() == s)
+            .ok_or_else(|| format!("unknown scheme '{s}'"))
+    }
+}
+
+/// A predicted time (seconds) and the segment count it was obtained with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Prediction {
+    pub time: f64,
+    pub segments: usize,
+}
+
+/// Largest segment count searched: one byte per segment, and at most 2^16.
+fn max_segments(bytes: usize) -> usize {
+    bytes.clamp(1, 1 << 16)
+}
+
+/// Time of `scheme` for `coll` with `n` segments (blocks); `f64::INFINITY` where the
+/// scheme does not exist for the collective or the duplex model.
+pub fn time_with_segments(
+    coll: Collective,
+    scheme: Scheme,
+    p: usize,
+    bytes: usize,
+    c: &CostParams,
+    duplex: Duplex,
+    n: usize,
+) -> f64 {
+    use Collective::*;
+    use Scheme::*;
+    let inf = f64::INFINITY;
+    if p <= 1 {
+        return 0.0;
+    }
+    let (a, b, g) = (c.alpha, c.beta, c.gamma);
+    let m = bytes as f64;
+    let pf = p as f64;
+    let q = ceil_log2(p) as f64;
+    let n = n.max(1);
+    let nf = n as f64;
+    let s = m / nf;
+    let round = a + (b + g) * s;
+    let half = duplex == Duplex::Half;
+    // Exchange algorithms in half duplex: each round's send and receive are serialised.
+    let (ax, bx) = if half { (2.0 * a, 2.0 * b) } else { (a, b) };
+    let pow2 = p.is_power_of_two();
+    let nf_lo = (usize::BITS - 1 - p.leading_zeros()) as f64; // floor(log2 p)
+    let pp = (1usize << nf_lo as u32) as f64; // P = 2^floor(log2 p)
+    let bin_reduce = q * (a + b * m + g * m);
+    let bin_bcast = q * (a + b * m);
+    match (coll, scheme) {
+        (Reduce, Binomial) => bin_reduce,
+        (Reduce, Pipeline) => {
+            if half {
+                (pf - 1.0 + 2.0 * (nf - 1.0)) * round
+            } else {
+                (pf + nf - 2.0) * round
+            }
+        }
+        (Reduce, Binary) => {
+            let big_n = ceil_log2(p + 1) as f64;
+            if half {
+                (2.0 * (big_n - 1.0) + 4.0 * (nf - 1.0)) * round
+            } else {
+                2.0 * (big_n + nf - 2.0) * round
+            }
+        }
+        (Reduce, Greedy) if !half => (q + nf - 1.0) * round,
+        (Reduce, GreedyUni) => uni_greedy_time(p, n, bytes, c),
+        (Reduce, Circulant) => (nf - 1.0 + q) * (ax + (bx + g) * s),
+        (Reduce, Butterfly) => {
+            if pow2 {
+                2.0 * q * ax + (1.0 - 1.0 / pf) * (2.0 * bx + g) * m
+            } else {
+                (q + nf_lo) * ax + (2.5 - 2.0 / pp) * bx * m + (1.5 - 1.0 / pp) * g * m
+            }
+        }
+        (Allreduce, Binomial) => bin_reduce + bin_bcast,
+        (Allreduce, Greedy) if !half => (q + nf - 1.0) * round + bin_bcast,
+        (Allreduce, Circulant) => 2.0 * q * ax + (pf - 1.0) / pf * (2.0 * bx + g) * m,
+        (Allreduce, Butterfly) => {
+            let (bw, lat) = if pow2 {
+                (
+                    2.0 * q * ax + (1.0 - 1.0 / pf) * (2.0 * bx + g) * m,
+                    q * (ax + bx * m + g * m),
+                )
+            } else {
+                (
+                    2.0 * q * ax + (1.5 - 1.0 / pp) * (2.0 * bx + g) * m,
+                    (q + 1.0) * (ax + bx * m) + q * g * m,
+                )
+            };
+            bw.min(lat)
+        }
+        (Allreduce, Ring) => 2.0 * (pf - 1.0) * ax + (pf - 1.0) / pf * (2.0 * bx + g) * m,
+        (ReduceScatter, Binomial) => bin_reduce + (pf - 1.0) * (a + b * m / pf),
+        (ReduceScatter, Circulant) => q * ax + (pf - 1.0) / pf * (bx + g) * m,
+        (ReduceScatter, Butterfly) => {
+            if pow2 {
+                q * ax + (1.0 - 1.0 / pf) * (bx + g) * m
+            } else {
+                // reduction phase + one redistribution round (approximate, §6.5)
+                q * ax + (1.5 - 1.0 / pp) * (bx + g) * m + ax + bx * m / pp
+            }
+        }
+        (ReduceScatter, Ring) => (pf - 1.0) * (ax + (bx + g) * m / pf),
+        (Allgatherv, Binomial) => (pf - 1.0) * (a + b * m / pf) + bin_bcast,
+        (Allgatherv, Circulant) => q * ax + (pf - 1.0) / pf * bx * m,
+        (Allgatherv, Butterfly) => {
+            if pow2 {
+                q * ax + (pf - 1.0) / pf * bx * m
+            } else {
+                (q + 1.0) * ax + (pf - 1.0) / pf * bx * m + bx * m / pp
+            }
+        }
+        (Allgatherv, Ring) => (pf - 1.0) * (ax + bx * m / pf),
+        _ => inf,
+    }
+}
+
+/// Uni-greedy reduce time by simulating its schedule (§3) with `n` equal segments of
+/// `bytes / n` bytes.
+pub fn uni_greedy_time(p: usize, n: usize, bytes: usize, c: &CostParams) -> f64 {
+    let s = bytes as f64 / n.max(1) as f64;
+    let cost = SegCost {
+        tcomm: c.alpha + c.beta * s,
+        tcomp: c.gamma * s,
+    };
+    uni_greedy(p, 0, &vec![cost; n.max(1)]).completion
+}
+
+/// Integer minimisation of `f` over `1..=nmax`: scan powers of two, then a ternary search
+/// between the neighbours of the best power (the cost functions here are unimodal in n).
+pub fn minimise<F: FnMut(usize) -> f64>(nmax: usize, mut f: F) -> (usize, f64) {
+    let nmax = nmax.max(1);
+    let mut best = (1, f(1));
+    let mut k = 2;
+    while k <= nmax {
+        let t = f(k);
+        if t < best.1 {
+            best = (k, t);
+        } else if t > best.1 * 1.5 && k > 4 * best.0 {
+            break; // well past the minimum
+        }
+        k *= 2;
+    }
+    let (mut lo, mut hi) = ((best.0 / 2).max(1), (best.0 * 2).min(nmax));
+    while hi - lo > 2 {
+        let m1 = lo + (hi - lo) / 3;
+        let m2 = hi - (hi - lo) / 3;
+        if f(m1) <= f(m2) {
+            hi = m2;
+        } else {
+            lo = m1;
+        }
+    }
+    for n in lo..=hi {
+        let t = f(n);
+        if t < best.1 || (t == best.1 && n < best.0) {
+            best = (n, t);
+        }
+    }
+    best
+}
+
+/// Cheaper search for simulated schemes (uni-greedy): powers of two (as the Lowery–Langou
+/// experiments), stopping once clearly past the minimum, then the two `1.5·2^k` neighbours.
+pub fn minimise_coarse<F: FnMut(usize) -> f64>(nmax: usize, mut f: F) -> (usize, f64) {
+    let nmax = nmax.max(1);
+    let mut best = (1, f(1));
+    let mut k = 2;
+    while k <= nmax {
+        let t = f(k);
+        if t < best.1 {
+            best = (k, t);
+        } else if k >= 4 * best.0 {
+            break;
+        }
+        k *= 2;
+    }
+    for n in [best.0 * 3 / 4, best.0 * 3 / 2] {
+        if n > 1 && n <= nmax {
+            let t = f(n);
+            if t < best.1 {
+                best = (n, t);
+            }
+        }
+    }
+    best
+}
+
+/// The segment count minimising [`time_with_segments`] (1 for unsegmented schemes).
+pub fn best_segments(
+    coll: Collective,
+    scheme: Scheme,
+    p: usize,
+    bytes: usize,
+    c: &CostParams,
+    duplex: Duplex,
+) -> usize {
+    predict_scheme(coll, scheme, p, bytes, c, duplex).segments
+}
+
+/// Predicted time of `scheme` with its best segment count.
+pub fn predict_scheme(
+    coll: Collective,
+    scheme: Scheme,
+    p: usize,
+    bytes: usize,
+    c: &CostParams,
+    duplex: Duplex,
+) -> Prediction {
+    if !scheme.segmented(coll) || p <= 1 || bytes == 0 {
+        let time = time_with_segments(coll, scheme, p, bytes, c, duplex, 1);
+        return Prediction { time, segments: 1 };
+    }
+    let f = |n| time_with_segments(coll, scheme, p, bytes, c, duplex, n);
+    let (segments, time) = if scheme == Scheme::GreedyUni {
+        minimise_coarse(max_segments(bytes), f)
+    } else {
+        minimise(max_segments(bytes), f)
+    };
+    Prediction { time, segments }
+}
+
+/// Predicted full-duplex time of a library algorithm (`Native`: infinite, not modelled).
+pub fn predict(
+    coll: Collective,
+    alg: Algorithm,
+    p: usize,
+    bytes: usize,
+    params: &CostParams,
+) -> Prediction {
+    match Scheme::of(alg) {
+        Some(s) => predict_scheme(coll, s, p, bytes, params, Duplex::Full),
+        None => Prediction {
+            time: f64::INFINITY,
+            segments: 1,
+        },
+    }
+}
+
+/// Sum of the per-term lower bounds (see module docs): latency `⌈log2 p⌉α`; bandwidth
+/// reduce `βm` (half-duplex p ≥ 3: `2βm`, Lowery–Langou §III), allreduce `2(p−1)/p·βm`,
+/// reduce_scatter / allgatherv `(p−1)/p·βm`; computation `(p−1)/p·γm` (none for allgatherv).
+pub fn lower_bound(
+    coll: Collective,
+    p: usize,
+    bytes: usize,
+    c: &CostParams,
+    duplex: Duplex,
+) -> f64 {
+    if p <= 1 {
+        return 0.0;
+    }
+    let m = bytes as f64;
+    let pf = p as f64;
+    let lat = ceil_log2(p) as f64 * c.alpha;
+    let frac = (pf - 1.0) / pf;
+    let comp = frac * c.gamma * m;
+    let half = duplex == Duplex::Half;
+    match coll {
+        Collective::Reduce => {
+            let bw = if half && p >= 3 { 2.0 } else { 1.0 } * c.beta * m;
+            lat + bw + comp
+        }
+        Collective::Allreduce => lat + 2.0 * frac * c.beta * m + comp,
+        Collective::ReduceScatter => lat + frac * c.beta * m + comp,
+        Collective::Allgatherv => lat + frac * c.beta * m,
+    }
+}
+
+/// ASAP event simulation of a segmented pipelined tree reduce (ALGORITHMS.md §2): every node
+/// receives segment j from each child in order (reducing each), then sends j to its parent.
+/// `parents[i]` = parent of i (None: the root); children are taken in rank order. Transfers
+/// start when both partners are ready (rendezvous); computation never overlaps the node's
+/// own communication. Returns the root's completion time.
+pub fn simulate_tree(
+    parents: &[Option<usize>],
+    nseg: usize,
+    tcomm: f64,
+    tcomp: f64,
+    duplex: Duplex,
+) -> f64 {
+    simulate_tree_events(parents, nseg, tcomm, tcomp, duplex).0
+}
+
+/// [`simulate_tree`] that also returns the transfers `(start, sender, receiver, segment)`.
+pub fn simulate_tree_events(
+    parents: &[Option<usize>],
+    nseg: usize,
+    tcomm: f64,
+    tcomp: f64,
+    duplex: Duplex,
+) -> (f64, Vec<(f64, usize, usize, usize)>) {
+    let p = parents.len();
+    let mut events = Vec::new();
+    let root = match (0..p).find(|&i| parents[i].is_none()) {
+        Some(r) => r,
+        None => return (0.0, events),
+    };
+    let mut children = vec![Vec::new(); p];
+    for (i, par) in parents.iter().enumerate() {
+        if let Some(u) = par {
+            children[*u].push(i);
+        }
+    }
+    // Post-order.
+    let mut order = Vec::with_capacity(p);
+    let mut stack = vec![(root, false)];
+    while let Some((v, expanded)) = stack.pop() {
+        if expanded {
+            order.push(v);
+        } else {
+            stack.push((v, true));
+            for &c in children[v].iter().rev() {
+                stack.push((c, false));
+            }
+        }
+    }
+    let mut sfree = vec![0.0f64; p]; // full duplex: send port; half: the port
+    let mut rfree = vec![0.0f64; p]; // full duplex: receive port incl. reduction
+    let mut ready = vec![0.0f64; p]; // node's partial of the current segment complete
+    let mut completion = 0.0f64;
+    for j in 0..nseg {
+        for r in ready.iter_mut() {
+            *r = 0.0;
+        }
+        for &v in &order {
+            for &c in &children[v] {
+                if duplex == Duplex::Half {
+                    let start = ready[c].max(sfree[c]).max(sfree[v]);
+                    events.push((start, c, v, j));
+                    sfree[c] = start + tcomm;
+                    sfree[v] = start + tcomm + tcomp;
+                    ready[v] = sfree[v];
+                } else {
+                    let start = ready[c].max(sfree[c]).max(rfree[v]);
+                    events.push((start, c, v, j));
+                    sfree[c] = start + tcomm;
+                    let comp_start = (start + tcomm).max(sfree[v]);
+                    rfree[v] = comp_start + tcomp;
+                    ready[v] = rfree[v];
+                }
+            }
+            // Leaves are ready at once; a node's send also waits for its send port.
+            if v == root {
+                completion = completion.max(ready[v]);
+            }
+        }
+    }
+    (completion, events)
+}
+
+/// One measurement for [`fit`], independent of any collective algorithm.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Sample {
+    /// One-way point-to-point time of `bytes` (half a ping-pong round trip): `α + β·bytes`.
+    PingPong { bytes: f64, time: f64 },
+    /// Local reduction of `bytes` (e.g. `MPI_Reduce_local`): `γ·bytes`.
+    LocalReduce { bytes: f64, time: f64 },
+    /// Anything linear in the parameters: `time ≈ a·α + b·β + c·γ`.
+    Linear { a: f64, b: f64, c: f64, time: f64 },
+}
+
+impl Sample {
+    fn row(&self) -> ([f64; 3], f64) {
+        match *self {
+            Sample::PingPong { bytes, time } => ([1.0, bytes, 0.0], time),
+            Sample::LocalReduce { bytes, time } => ([0.0, 0.0, bytes], time),
+            Sample::Linear { a, b, c, time } => ([a, b, c], time),
+        }
+    }
+}
+
+/// Least-squares fit of α, β, γ, minimising the sum of squared *relative* errors (each row
+/// divided by its time, so small-message latency samples are not drowned by large ones).
+/// Parameters no sample constrains keep the default ([`CostParams::default`]); negative
+/// estimates are clamped to 0 and the others refitted.
+pub fn fit(samples: &[Sample]) -> CostParams {
+    let rows: Vec<([f64; 3], f64)> = samples
+        .iter()
+        .map(|s| s.row())
+        .filter(|(_, t)| *t > 0.0 && t.is_finite())
+        .map(|(r, t)| ([r[0] / t, r[1] / t, r[2] / t], 1.0))
+        .collect();
+    let def = CostParams::default();
+    let mut x = [def.alpha, def.beta, def.gamma];
+    let mut active: Vec<usize> = (0..3)
+        .filter(|&k| rows.iter().any(|(r, _)| r[k] != 0.0))
+        .collect();
+    loop {
+        // Right-hand side minus the contribution of the fixed parameters.
+        let k = active.len();
+        if k == 0 {
+            break;
+        }
+        let mut ata = vec![vec![0.0f64; k]; k];
+        let mut atb = vec![0.0f64; k];
+        for (r, t) in &rows {
+            let fixed: f64 = (0..3)
+                .filter(|i| !active.contains(i))
+                .map(|i| r[i] * x[i])
+                .sum();
+            for (u, &iu) in active.iter().enumerate() {
+                atb[u] += r[iu] * (t - fixed);
+                for (v, &iv) in active.iter().enumerate() {
+                    ata[u][v] += r[iu] * r[iv];
+                }
+            }
+        }
+        let sol = match solve(ata, atb) {
+            Some(s) => s,
+            None => break,
+        };
+        let neg: Vec<usize> = active
+            .iter()
+            .zip(&sol)
+            .filter(|(_, &v)| v < 0.0)
+            .map(|(&i, _)| i)
+            .collect();
+        for (&i, &v) in active.iter().zip(&sol) {
+            x[i] = v.max(0.0);
+        }
+        if neg.is_empty() {
+            break;
+        }
+        active.retain(|i| !neg.contains(i));
+    }
+    CostParams {
+        alpha: x[0],
+        beta: x[1],
+        gamma: x[2],
+    }
+}
+
+/// Gaussian elimination with partial pivoting; None if singular.
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let n = b.len();
+    for col in 0..n {
+        let piv = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+        if a[piv][col].abs() < 1e-300 {
+            return None;
+        }
+        a.swap(col, piv);
+        b.swap(col, piv);
+        for row in col + 1..n {
+            let f = a[row][col] / a[col][col];
+            for k in col..n {
+                a[row][k] -= f * a[col][k];
+            }
+            b[row] -= f * b[col];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for i in (0..n).rev() {
+        let s: f64 = (i + 1..n).map(|k| a[i][k] * x[k]).sum();
+        x[i] = (b[i] - s) / a[i][i];
+    }
+    Some(x)
+}

@@ -4,3 +4,4 @@ pub mod blocks;
 pub mod butterfly;
 pub mod circulant;
 pub mod greedy;
+pub mod pipeline;
