@@ -79,21 +79,28 @@ fn baseblock_with(s: &[usize], r: usize) -> usize {
     b
 }
 
+/// Largest q: p < 2^64, so at most 64 rounds; list slots for indices −1..=q.
+const MAXQ: usize = 64;
+
 /// Depth-first search state of Algorithm 4 (`allblocks`). Indices `e ∈ −1..=q` are stored at
 /// `e + 1`; `−1` is the sentinel of the circular doubly linked list of remaining skip indices.
+/// Fixed-size arrays: O(log p) space without heap allocation.
 struct Dfs<'a> {
-    s: &'a [i64],
+    s: &'a [usize],
     q: usize,
     target: i64,
-    next: Vec<i64>,
-    prev: Vec<i64>,
+    next: [i8; MAXQ + 2],
+    prev: [i8; MAXQ + 2],
     k: usize,
-    r: Vec<i64>,
+    r: [i8; MAXQ],
 }
 
 impl Dfs<'_> {
+    fn sk(&self, e: usize) -> i64 {
+        self.s[e] as i64
+    }
     fn next(&self, e: i64) -> i64 {
-        self.next[(e + 1) as usize]
+        self.next[(e + 1) as usize] as i64
     }
     /// Unlink `e`; its own `next` pointer stays valid (it still leads to smaller indices).
     fn unlink(&mut self, e: i64) {
@@ -102,23 +109,23 @@ impl Dfs<'_> {
         self.prev[(n + 1) as usize] = pr;
     }
     fn run(&mut self, cur: i64, mut bound: i64, mut e: i64) {
-        let (s, t, q) = (self.s, self.target, self.q);
+        let (t, q) = (self.target, self.q);
         // The `k < q` guard (pitfall 4): never evaluate s[k + 1] with k = q.
         while e != -1 && self.k < q {
-            let c = cur + s[e as usize];
-            if c <= t - s[self.k] && c < bound {
-                if c <= t - s[self.k + 1] {
+            let c = cur + self.sk(e as usize);
+            if c <= t - self.sk(self.k) && c < bound {
+                if c <= t - self.sk(self.k + 1) {
                     // c lies below round k's window: go deeper (same e, re-tested inside).
                     self.run(c, bound, e);
                     if self.k == q {
                         return;
                     }
                 }
-                if cur > t - s[self.k + 1] {
+                if cur > t - self.sk(self.k + 1) {
                     return;
                 }
                 bound = c;
-                self.r[self.k] = e;
+                self.r[self.k] = e as i8;
                 self.k += 1;
                 self.unlink(e);
             }
@@ -133,31 +140,28 @@ fn recv_with(s: &[usize], r: usize) -> Vec<i64> {
         return Vec::new();
     }
     let p = s[q] as i64;
-    let si: Vec<i64> = s.iter().map(|&x| x as i64).collect();
     let b = baseblock_with(s, r) as i64;
     // L = q, q−1, ..., 0, −1 (sentinel), circular.
-    let len = q + 2;
-    let mut next = vec![0i64; len];
-    let mut prev = vec![0i64; len];
-    for e in -1..=(q as i64) {
-        next[(e + 1) as usize] = if e == -1 { q as i64 } else { e - 1 };
-        prev[(e + 1) as usize] = if e == q as i64 { -1 } else { e + 1 };
-    }
     let mut d = Dfs {
-        s: &si,
+        s,
         q,
         target: r as i64 + p,
-        next,
-        prev,
+        next: [0; MAXQ + 2],
+        prev: [0; MAXQ + 2],
         k: 0,
-        r: vec![0; q],
+        r: [0; MAXQ],
     };
+    for e in -1..=(q as i64) {
+        d.next[(e + 1) as usize] = if e == -1 { q as i8 } else { (e - 1) as i8 };
+        d.prev[(e + 1) as usize] = if e == q as i64 { -1 } else { (e + 1) as i8 };
+    }
     d.unlink(b);
     d.run(0, 2 * p, q as i64);
     debug_assert_eq!(d.k, q, "allblocks did not fill all rounds (p={p}, r={r})");
     let qi = q as i64;
-    d.r.iter()
-        .map(|&e| if e == qi { b } else { e - qi })
+    d.r[..q]
+        .iter()
+        .map(|&e| if e as i64 == qi { b } else { e as i64 - qi })
         .collect()
 }
 
