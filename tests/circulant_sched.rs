@@ -9,6 +9,8 @@
 //! O(q²) send schedule `S_r[k] = R_{r+s[k]}[k]` (root: `k`), and a per-block broadcast
 //! simulation over whole tables (O(p·q) per p).
 
+#![allow(clippy::needless_range_loop, clippy::type_complexity)]
+
 use pcoll::sched::circulant::{
     baseblock, bcast_round_count, bcast_rounds, block_at, recv_schedule, schedule_json,
     schedule_table, send_schedule, send_schedule_traced, skips, Schedule,

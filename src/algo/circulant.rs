@@ -165,6 +165,9 @@ pub fn reduce(s: &CallSpec) -> Result<Program, Error> {
     Ok(prog)
 }
 
+/// `(root j, block b)` pairs of one message, in packing order.
+type RootBlocks = Vec<(usize, usize)>;
+
 /// (root, block) lists of one all-broadcast round for `rank` (§5.8): what it sends to
 /// `t = rank + s[k]` and what it receives from `f = rank − s[k]`, in the same root order on
 /// both ends of every edge. Roots with no elements are skipped.
@@ -178,7 +181,7 @@ fn allbcast_round(
     n: usize,
     rs: &[Vec<i64>],
     counts: &[usize],
-) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
+) -> (RootBlocks, RootBlocks) {
     let t = (rank + sk) % p;
     let mut send = Vec::new();
     let mut recv = Vec::new();
