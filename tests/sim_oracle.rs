@@ -275,6 +275,31 @@ fn max_rounds(c: &Case) -> Option<usize> {
             };
             Some(q + nseg - 1 + bcast)
         }
+        (coll, Algorithm::Circulant) => {
+            // n as ALGORITHMS.md §5.6–5.9 chooses it; rounds n−1+q (allreduce: twice that).
+            let d = pcoll::CostParams::default();
+            let model = |c: usize, per: f64, eb: usize| -> usize {
+                let x = ((q.max(1) - 1) as f64 * per * (c * eb) as f64 / d.alpha).sqrt();
+                (x.round() as usize).clamp(1, c.max(1))
+            };
+            let nb = |len: usize, auto: usize| if c.seg > 0 { len.div_ceil(c.seg) } else { auto };
+            let n = match coll {
+                Collective::Reduce => nb(c.count, model(c.count, d.beta + d.gamma, 8)),
+                Collective::Allreduce => nb(c.count.div_ceil(c.p), 1),
+                // counts_for draws every count below count*2/p + 3
+                _ => {
+                    let cmax = c.count * 2 / c.p + 2;
+                    nb(cmax, model(cmax, d.beta + d.gamma, 16))
+                }
+            }
+            .max(1);
+            let r = if q == 0 { 0 } else { n - 1 + q };
+            Some(if coll == Collective::Allreduce {
+                2 * r
+            } else {
+                r
+            })
+        }
         _ => None,
     }
 }

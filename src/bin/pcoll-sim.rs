@@ -5,7 +5,7 @@
 //! pcoll-sim predict --collective reduce --p 64 --bytes 1048576 [--alpha A --beta B --gamma G] [--half]
 //! pcoll-sim paper
 //! pcoll-sim draw --algorithm greedy --p 15 --segments 5 [--tcomm 2 --tcomp 1] -o f.svg
-//! pcoll-sim schedule ...            (not yet wired)
+//! pcoll-sim schedule --p 17 --blocks 4 --format json|table
 //! ```
 
 use clap::{Parser, Subcommand};
@@ -70,9 +70,16 @@ enum Cmd {
         output: String,
     },
     /// Circulant schedules (to be wired by the coordinator).
+    /// Träff's circulant receive/send schedules (before the virtual-round offset, in the
+    /// paper's convention), as JSON or as the paper's table.
     Schedule {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
+        #[arg(long)]
+        p: usize,
+        /// Number of blocks n (recorded in the JSON; schedules do not depend on it).
+        #[arg(long, default_value_t = 1)]
+        blocks: usize,
+        #[arg(long, default_value = "json")]
+        format: String,
     },
 }
 
@@ -118,8 +125,21 @@ fn main() {
                 std::process::exit(2);
             }
         },
-        Cmd::Schedule { .. } => {
-            println!("not yet wired");
+        Cmd::Schedule { p, blocks, format } => {
+            if p == 0 {
+                eprintln!("pcoll-sim schedule: --p must be at least 1");
+                std::process::exit(2);
+            }
+            match format.as_str() {
+                "json" => println!("{}", pcoll::sched::circulant::schedule_json(p, blocks)),
+                "table" => print!("{}", pcoll::sched::circulant::schedule_table(p)),
+                other => {
+                    eprintln!(
+                        "pcoll-sim schedule: unknown --format '{other}' (accepted: json, table)"
+                    );
+                    std::process::exit(2);
+                }
+            }
         }
     }
 }
@@ -340,11 +360,7 @@ fn paper() {
     );
 
     // ---------------------------------------------------------------- Träff p = 17
-    // ==== HOOK (coordinator): Träff circulant schedule table for p = 17 ====
-    // Print `pcoll::sched::circulant::schedule_table(17)` here side by side with the paper's
-    // Table 1 (ALGORITHMS.md §9, p = 17 rows R0..R4, S0..S4).
-    println!("== Träff circulant schedules, p = 17: (hook: to be added by the coordinator from");
-    println!("   pcoll::sched::circulant::schedule_table(17))");
+    traff_p17();
 }
 
 /// A Gantt chart of a reduction schedule as SVG text.
@@ -485,4 +501,67 @@ fn draw(alg: &str, p: usize, nseg: usize, tcomm: u64, tcomp: u64) -> Result<Stri
     }
     let _ = writeln!(s, "</svg>");
     Ok(s)
+}
+
+/// Träff's Table 1 (p = 17) as printed (ALGORITHMS.md §9): rows R0..R4 then S0..S4, columns
+/// r = 0..16.
+const TRAFF_P17: [[i64; 17]; 10] = [
+    [
+        -4, 0, -5, -4, -3, -5, -2, -5, -4, -3, -1, -5, -4, -3, -5, -2, -5,
+    ],
+    [
+        -5, -4, 1, -5, -4, -3, -3, -2, -5, -4, -3, -1, -5, -4, -3, -3, -2,
+    ],
+    [
+        -2, -2, -2, 2, 0, -4, -4, -3, -2, -2, -4, -3, -1, -1, -4, -4, -3,
+    ],
+    [
+        -1, -3, -3, -2, -2, 3, 0, 1, 2, -5, -2, -2, -2, -2, -1, -1, -1,
+    ],
+    [-3, -1, -1, -1, -1, -1, -1, -1, -1, 4, 0, 1, 2, 0, 3, 0, 1],
+    [
+        0, -5, -4, -3, -5, -2, -5, -4, -3, -1, -5, -4, -3, -5, -2, -5, -4,
+    ],
+    [
+        1, -5, -4, -3, -3, -2, -5, -4, -3, -1, -5, -4, -3, -3, -2, -5, -4,
+    ],
+    [
+        2, 0, -4, -4, -3, -2, -2, -4, -3, -1, -1, -4, -4, -3, -2, -2, -2,
+    ],
+    [
+        3, 0, 1, 2, -5, -2, -2, -2, -2, -1, -1, -1, -1, -3, -3, -2, -2,
+    ],
+    [4, 0, 1, 2, 0, 3, 0, 1, -3, -1, -1, -1, -1, -1, -1, -1, -1],
+];
+
+fn traff_p17() {
+    use pcoll::sched::circulant::{recv_schedule, send_schedule};
+    println!("== Träff circulant schedules, p = 17 (paper Table 1 vs computed; O(log p) per rank)");
+    let p = 17;
+    let ours: Vec<(Vec<i64>, Vec<i64>)> = (0..p)
+        .map(|r| (recv_schedule(p, r), send_schedule(p, r)))
+        .collect();
+    let mut same = 0;
+    for (row, printed) in TRAFF_P17.iter().enumerate() {
+        let (kind, k) = if row < 5 { ("R", row) } else { ("S", row - 5) };
+        let got: Vec<i64> = ours
+            .iter()
+            .map(|(r, s)| if row < 5 { r[k] } else { s[k] })
+            .collect();
+        let fmt = |v: &[i64]| {
+            v.iter()
+                .map(|x| format!("{x:3}"))
+                .collect::<Vec<_>>()
+                .join("")
+        };
+        let ok = got.as_slice() == printed.as_slice();
+        same += usize::from(ok);
+        println!("   {kind}{k} paper   {}", fmt(printed));
+        println!(
+            "   {kind}{k} pcoll   {}  {}",
+            fmt(&got),
+            if ok { "same" } else { "DIFFERS" }
+        );
+    }
+    println!("   {same} of 10 rows identical to the printed table");
 }
