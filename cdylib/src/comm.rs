@@ -21,9 +21,23 @@ pub struct CommState {
     pub size: usize,
     pub rank: usize,
     /// Programs built for this communicator, keyed by everything they depend on.
-    pub cache: Mutex<HashMap<String, Arc<Program>>>,
+    pub cache: Mutex<HashMap<ProgKey, Arc<Program>>>,
     /// Scratch buffers reused across calls.
     pub pool: crate::pmpi::ScratchPool,
+}
+
+/// Everything a program depends on besides the rank (the cost parameters come from the
+/// process-wide table, fixed for the life of the process).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ProgKey {
+    pub alg: pcoll::Algorithm,
+    pub coll: pcoll::Collective,
+    pub root: usize,
+    pub seg_elems: usize,
+    pub commutative: bool,
+    pub elem_bytes: usize,
+    pub counts: Vec<usize>,
+    pub displs: Vec<usize>,
 }
 
 /// Most programs kept per communicator.
@@ -32,7 +46,7 @@ const CACHE_MAX: usize = 64;
 impl CommState {
     pub fn program(
         &self,
-        key: String,
+        key: ProgKey,
         build: impl FnOnce() -> Result<Program, pcoll::Error>,
     ) -> Result<Arc<Program>, pcoll::Error> {
         if let Some(p) = self.cache.lock().get(&key) {

@@ -310,17 +310,16 @@ fn run(a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
     let st = comm::state(a.comm, v.spec.p, v.spec.rank)
         .map_err(|c| Error::Mpi(c, "communicator setup".into()))?;
     let spec = &v.spec;
-    let key = format!(
-        "{}/{}/{}/{}/{}/{}/{:?}/{:?}",
-        alg.name(),
-        spec.coll.name(),
-        spec.root,
-        spec.seg_elems,
-        spec.commutative,
-        spec.elem_bytes,
-        spec.counts,
-        spec.displs
-    );
+    let key = comm::ProgKey {
+        alg,
+        coll: spec.coll,
+        root: spec.root,
+        seg_elems: spec.seg_elems,
+        commutative: spec.commutative,
+        elem_bytes: spec.elem_bytes,
+        counts: spec.counts.clone(),
+        displs: spec.displs.clone(),
+    };
     let prog = st.program(key, || {
         if spec.total() == 0 {
             return Ok(pcoll::Program::new());
