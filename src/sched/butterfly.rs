@@ -35,6 +35,7 @@
 //! 2(1.5 − 1/P)βm + (1.5 − 1/P)γm`; reduce (§6.1 + §6.3) `(⌈log2 p⌉ + n)α + (2.5 − 2/P)βm
 //! + (1.5 − 1/P)γm` with the root a survivor (one round more otherwise); latency-optimised
 //! allreduce (§6.4) `(⌈log2 p⌉ + 1)(α + βm) + ⌈log2 p⌉γm` (`n(α + βm + γm)` for p = 2^n).
+//!
 //! Per-rank generation is O(log p).
 
 use super::blocks::ceil_log2;
@@ -162,7 +163,7 @@ impl Layout {
         let k = (rank - self.a0) / 2;
         let a = self.a0 + 2 * k;
         let kind = if k < 2 * self.couples {
-            if k % 2 == 0 {
+            if k.is_multiple_of(2) {
                 PairKind::A
             } else {
                 PairKind::B
@@ -196,7 +197,7 @@ impl Layout {
     /// Rank of survivor v (= 2g + half).
     pub fn survivor_rank(&self, v: usize) -> usize {
         let (lo, hi) = self.survivors(v / 2);
-        if v % 2 == 0 {
+        if v.is_multiple_of(2) {
             lo
         } else {
             hi
@@ -238,11 +239,23 @@ impl Layout {
         ceil_log2(self.p)
     }
 
+    /// The other half of `levels[z−1]` beside `levels[z]` (`levels` of survivor v): what
+    /// survivor `v XOR 2^z` holds
+    /// after halving round z.
+    pub fn sibling(levels: &[(usize, usize)], v: usize, z: usize) -> (usize, usize) {
+        let (parent, mine) = (levels[z - 1], levels[z]);
+        if (v >> z) & 1 == 0 {
+            (mine.1, parent.1)
+        } else {
+            (parent.0, mine.0)
+        }
+    }
+
     /// Block of survivor v after halving rounds 0..=z (z = 0: its half of `[0, m)`).
     /// Returns the n blocks for z = 0..n−1.
     pub fn levels(&self, m: usize, v: usize) -> Vec<(usize, usize)> {
         let h = mid(0, m);
-        let mut b = if v % 2 == 0 { (0, h) } else { (h, m) };
+        let mut b = if v.is_multiple_of(2) { (0, h) } else { (h, m) };
         let mut out = Vec::with_capacity(self.n);
         out.push(b);
         for z in 1..self.n {
@@ -363,13 +376,13 @@ pub fn allreduce_routing(p: usize, m: usize, rank: usize) -> Vec<Vec<Transfer>> 
     let h = mid(0, m);
     let mut rounds: Vec<Vec<Transfer>> = Vec::new();
     let sv = l.survivor(rank);
+    let lv = sv.map(|v| l.levels(m, v)).unwrap_or_default();
     for z in (1..l.n).rev() {
         rounds.push(match sv {
             Some(v) => {
-                let w = v ^ (1 << z);
-                let pr = l.survivor_rank(w);
-                let mine = l.levels(m, v)[z];
-                let theirs = l.levels(m, w)[z];
+                let pr = l.survivor_rank(v ^ (1 << z));
+                let mine = lv[z];
+                let theirs = Layout::sibling(&lv, v, z);
                 vec![
                     t(rank, pr, mine.0, mine.1, C),
                     t(pr, rank, theirs.0, theirs.1, C),
@@ -444,19 +457,19 @@ pub fn reduce_routing(p: usize, m: usize, root: usize, rank: usize) -> Vec<Vec<T
     let gt = l.group_of(root);
     let mut rounds: Vec<Vec<Transfer>> = Vec::new();
     let sv = l.survivor(rank);
+    let lv = sv.map(|v| l.levels(m, v)).unwrap_or_default();
     for z in (1..l.n).rev() {
         let d = 1usize << (z - 1);
         let mut round = vec![];
         if let Some(v) = sv {
             let x = (v / 2) ^ gt;
             if x >> z == 0 {
-                let w = v ^ (1 << z);
-                let pr = l.survivor_rank(w);
+                let pr = l.survivor_rank(v ^ (1 << z));
                 if x & d != 0 {
-                    let b = l.levels(m, v)[z];
+                    let b = lv[z];
                     round.push(t(rank, pr, b.0, b.1, C));
                 } else {
-                    let b = l.levels(m, w)[z];
+                    let b = Layout::sibling(&lv, v, z);
                     round.push(t(pr, rank, b.0, b.1, C));
                 }
             }
@@ -574,6 +587,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::needless_range_loop)]
     fn groups_partition_ranks_in_order() {
         for p in 2..200 {
             let l = Layout::new(p);
@@ -594,12 +608,28 @@ mod tests {
     }
 
     #[test]
+    fn sibling_matches_partner_levels() {
+        for p in 2..130 {
+            let l = Layout::new(p);
+            for m in [0, 1, 2, 7, 64, 1000] {
+                for v in 0..l.pw {
+                    let lv = l.levels(m, v);
+                    for z in 1..l.n {
+                        let w = v ^ (1 << z);
+                        assert_eq!(Layout::sibling(&lv, v, z), l.levels(m, w)[z], "p={p} m={m}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn round_counts() {
         for p in 1..100 {
             let q = ceil_log2(p);
             let l = Layout::new(p);
             for r in 0..p {
-                assert_eq!(reduction_phase(p, 10, r).len(), q);
+                assert_eq!(reduction_phase(p, 10, r).len(), q, "p={p} r={r}");
                 let lat = latency_allreduce(p, 10, r).len();
                 assert_eq!(lat, if p == l.pw { l.n } else { q + 1 });
                 if p > 1 {
