@@ -346,21 +346,34 @@ pub fn final_block(p: usize, m: usize, rank: usize) -> Option<(usize, usize)> {
     l.survivor(rank).map(|v| *l.levels(m, v).last().unwrap())
 }
 
-/// All survivors' final blocks `(rank, lo, hi)` after the reduction phase, sorted by `lo`
-/// (they partition `[0, m)`; p = 1: the single block `(0, 0, m)`). O(P log P).
+/// All survivors' final blocks `(rank, lo, hi)` after the reduction phase, in position
+/// order (they partition `[0, m)`; p = 1: the single block `(0, 0, m)`). O(P).
 pub fn final_blocks(p: usize, m: usize) -> Vec<(usize, usize, usize)> {
     let l = Layout::new(p);
     if p == 1 {
         return vec![(0, 0, m)];
     }
-    let mut v: Vec<(usize, usize, usize)> = (0..l.pw)
-        .map(|v| {
-            let (lo, hi) = *l.levels(m, v).last().unwrap();
-            (l.survivor_rank(v), lo, hi)
-        })
-        .collect();
-    v.sort_by_key(|&(r, lo, hi)| (lo, hi, r));
-    v
+    // Halving round z splits by bit z of v (0: lower part), so walking the halving tree
+    // lower part first lists the blocks by position.
+    fn walk(
+        l: &Layout,
+        lo: usize,
+        hi: usize,
+        z: usize,
+        v: usize,
+        out: &mut Vec<(usize, usize, usize)>,
+    ) {
+        if z == l.n {
+            out.push((l.survivor_rank(v), lo, hi));
+            return;
+        }
+        let md = mid(lo, hi);
+        walk(l, lo, md, z + 1, v, out);
+        walk(l, md, hi, z + 1, v | (1 << z), out);
+    }
+    let mut out = Vec::with_capacity(l.pw);
+    walk(&l, 0, m, 0, 0, &mut out);
+    out
 }
 
 /// §6.2: allreduce routing phase after [`reduction_phase`]; transfers involving `rank`, per
@@ -618,6 +631,20 @@ mod tests {
                         let w = v ^ (1 << z);
                         assert_eq!(Layout::sibling(&lv, v, z), l.levels(m, w)[z], "p={p} m={m}");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn final_blocks_match_levels() {
+        for p in 2..130 {
+            let l = Layout::new(p);
+            for m in [0, 1, 2, 7, 64, 1000] {
+                let fb = final_blocks(p, m);
+                assert_eq!(fb.len(), l.pw);
+                for (r, lo, hi) in fb {
+                    assert_eq!(final_block(p, m, r), Some((lo, hi)), "p={p} m={m} r={r}");
                 }
             }
         }
