@@ -300,6 +300,36 @@ fn max_rounds(c: &Case) -> Option<usize> {
                 r
             })
         }
+        // Butterfly (ALGORITHMS.md §6): the simulator's clock counts one round per send.
+        (Collective::Allreduce, Algorithm::Butterfly) => {
+            let spec = CallSpec {
+                coll: c.coll,
+                p: c.p,
+                rank: 0,
+                root: 0,
+                counts: vec![c.count],
+                displs: vec![],
+                commutative: c.commutative,
+                elem_bytes: if c.commutative { 8 } else { 16 },
+                seg_elems: c.seg,
+                params: CostParams::default(),
+            };
+            if pcoll::algo::butterfly::allreduce_uses_latency_variant(&spec) {
+                // §6.4: n rounds for p = 2^n, ⌈log2 p⌉ + 1 otherwise.
+                Some(if c.p.is_power_of_two() { q } else { q + 1 })
+            } else {
+                Some(2 * q)
+            }
+        }
+        (Collective::Reduce, Algorithm::Butterfly) => {
+            // §6.1 + §6.3: ⌈log2 p⌉ + (n − 1) + 1, one more for an eliminated root.
+            Some(q + pcoll::sched::butterfly::reduce_routing_rounds(c.p, c.root))
+        }
+        (Collective::ReduceScatter, Algorithm::Butterfly) => {
+            // Reduction phase + redistribution (a survivor sends to at most p − 1 ranks).
+            Some(q + c.p.saturating_sub(1))
+        }
+        (Collective::Allgatherv, Algorithm::Butterfly) => Some(q),
         _ => None,
     }
 }
