@@ -252,8 +252,7 @@ fn max_rounds(c: &Case) -> Option<usize> {
                 nseg,
             ))
         }
-        // Bi-greedy: ⌈log2 p⌉ + nseg − 1 rounds (ALGORITHMS.md §4); allreduce adds a
-        // binomial broadcast (⌈log2 p⌉).
+        // Bi-greedy: ⌈log2 p⌉ + nseg − 1 rounds (ALGORITHMS.md §4).
         (Collective::Reduce | Collective::Allreduce, Algorithm::Greedy) => {
             let spec = CallSpec {
                 coll: c.coll,
@@ -268,8 +267,9 @@ fn max_rounds(c: &Case) -> Option<usize> {
                 params: CostParams::default(),
             };
             let nseg = pcoll::algo::greedy::segments(&spec, true);
+            // allreduce: + circulant n-block broadcast, nseg − 1 + q rounds (§5.6).
             let bcast = if c.coll == Collective::Allreduce {
-                q
+                nseg - 1 + q
             } else {
                 0
             };

@@ -165,6 +165,46 @@ pub fn reduce(s: &CallSpec) -> Result<Program, Error> {
     Ok(prog)
 }
 
+/// n-block broadcast of `seg` from `root` (§5.6, Algorithm 1 with virtual rounds): every
+/// rank receives each block exactly once, straight into `seg`, in exactly `n − 1 + q`
+/// rounds. Cost `(n−1+q)(α + β⌈m/n⌉)`. Returns the rounds.
+pub fn bcast(
+    prog: &mut Program,
+    p: usize,
+    rank: usize,
+    root: usize,
+    n: usize,
+    seg: Piece,
+) -> usize {
+    if p == 1 || seg.len == 0 {
+        return 0;
+    }
+    let n = n.clamp(1, seg.len);
+    let r = (rank + p - root) % p;
+    let sch = Schedule::new(p, r);
+    for (k, off) in bcast_rounds(p, n) {
+        let sk = sch.skips[k];
+        let (f, t) = ((rank + p - sk % p) % p, (rank + sk) % p);
+        let send = match block_at(sch.send[k], off, n) {
+            Some(b) if t != root => vec![block(seg, n, b)],
+            _ => vec![],
+        };
+        let recv = match block_at(sch.recv[k], off, n) {
+            Some(b) if r != 0 => vec![block(seg, n, b)],
+            _ => vec![],
+        };
+        let (has_s, has_r) = (!send.is_empty(), !recv.is_empty());
+        post(prog, t, send, f, recv);
+        if has_r {
+            prog.wait(0);
+        }
+        if has_s {
+            prog.wait(1);
+        }
+    }
+    bcast_round_count(p, n)
+}
+
 /// `(root j, block b)` pairs of one message, in packing order.
 type RootBlocks = Vec<(usize, usize)>;
 

@@ -22,7 +22,6 @@
 //! Memory: accumulator m (the root's `Out`; non-roots with receives: a scratch m, or `Out`
 //! for allreduce) + `RECV_SLOTS` segment buffers.
 
-use super::util::binomial_bcast;
 use super::{CallSpec, Collective};
 use crate::error::Error;
 use crate::model::{self, Duplex, Scheme};
@@ -259,7 +258,11 @@ pub fn allreduce(s: &CallSpec) -> Result<Program, Error> {
     greedy_reduce(&mut prog, s, 0, true, true);
     let r1 = prog.rounds;
     if s.p > 1 && m > 0 {
-        prog.rounds = r1 + binomial_bcast(&mut prog, s.p, s.rank, 0, &[Piece::new(Buf::Out, 0, m)]);
+        // Broadcast with the same block count as the reduction: circulant n-block broadcast
+        // (§5.6), (nseg − 1 + q) rounds, the reversed-reduction counterpart.
+        let n = segments(s, true);
+        prog.rounds =
+            r1 + super::circulant::bcast(&mut prog, s.p, s.rank, 0, n, Piece::new(Buf::Out, 0, m));
     }
     Ok(prog)
 }

@@ -177,7 +177,8 @@ pub fn time_with_segments(
             }
         }
         (Allreduce, Binomial) => bin_reduce + bin_bcast,
-        (Allreduce, Greedy) if !half => (q + nf - 1.0) * round + bin_bcast,
+        // greedy reduce + circulant n-block broadcast with the same n (§5.6).
+        (Allreduce, Greedy) if !half => (q + nf - 1.0) * round + (q + nf - 1.0) * (a + b * s),
         (Allreduce, Circulant) => 2.0 * q * ax + (pf - 1.0) / pf * (2.0 * bx + g) * m,
         (Allreduce, Butterfly) => {
             let (bw, lat) = if pow2 {
