@@ -99,9 +99,15 @@ static void check_nc(tctx *t, int op, const void *got, const void *want, size_t 
     const size_t es = nc_size[op];
     for (size_t i = 0; i < n; i++)
         if (memcmp((const char *)got + i * es, (const char *)want + i * es, es) != 0) {
-            const uint32_t *g = (const uint32_t *)((const char *)got + i * es);
-            const uint32_t *w = (const uint32_t *)((const char *)want + i * es);
-            tc_fail(t, "recvbuf[%zu]: got %08x.. expected %08x..", i, g[0], w[0]);
+            char gs[40] = "", ws[40] = "";
+            for (size_t b = 0; b < es / 4; b++) {
+                uint32_t g, w;
+                memcpy(&g, (const char *)got + i * es + 4 * b, 4);
+                memcpy(&w, (const char *)want + i * es + 4 * b, 4);
+                snprintf(gs + strlen(gs), sizeof gs - strlen(gs), "%s%08x", b ? "," : "", g);
+                snprintf(ws + strlen(ws), sizeof ws - strlen(ws), "%s%08x", b ? "," : "", w);
+            }
+            tc_fail(t, "recvbuf[%zu]: got (%s) expected (%s)", i, gs, ws);
             return;
         }
 }
