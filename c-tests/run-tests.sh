@@ -149,22 +149,28 @@ echo "== building c-tests for $MPI into ${OUT#$ROOT/}"
 T_BUILD=$(date +%s)
 # up to date: binary newer than its source, common.h and this script
 fresh() { [ "$1" -nt "$2" ] && [ "$1" -nt "$SRC/common.h" ] && [ "$1" -nt "$SRC/run-tests.sh" ]; }
-for prog in $C_PROGS; do
-    if fresh "$OUT/$prog" "$SRC/$prog.c"; then
-        BUILT="$BUILT $prog"
-    elif $CC -std=c99 -O2 -Wall -Wextra -o "$OUT/$prog" "$SRC/$prog.c" -lm >"$LOGS/build-$prog.err" 2>&1; then
-        BUILT="$BUILT $prog"
+# compile <prog>: writes $LOGS/build-<prog>.rc (run in the background, all at once)
+compile() {
+    local prog=$1 rc=0
+    if [ -f "$SRC/$prog.c" ]; then
+        fresh "$OUT/$prog" "$SRC/$prog.c" ||
+            $CC -std=c99 -O2 -Wall -Wextra -o "$OUT/$prog" "$SRC/$prog.c" -lm >"$LOGS/build-$prog.err" 2>&1 || rc=$?
     else
-        record 0 "build $prog" "$(head -5 "$LOGS/build-$prog.err")"
+        local extra=""
+        # mpif.h has no interfaces: gfortran >= 10 rejects the mixed buffer types without this
+        [ $prog = fortran_mpif ] && extra="-fallow-argument-mismatch"
+        fresh "$OUT/$prog" "$SRC/$prog.f90" ||
+            (cd "$OUT" && $FC -O1 $extra -o "$OUT/$prog" "$SRC/$prog.f90") >"$LOGS/build-$prog.err" 2>&1 || rc=$?
     fi
+    echo $rc >"$LOGS/build-$prog.rc"
+}
+for prog in $C_PROGS $F_PROGS; do
+    rm -f "$LOGS/build-$prog.rc" "$LOGS/build-$prog.err"
+    compile $prog &
 done
-for prog in $F_PROGS; do
-    extra=""
-    # mpif.h has no interfaces: gfortran >= 10 rejects the mixed buffer types without this
-    [ $prog = fortran_mpif ] && extra="-fallow-argument-mismatch"
-    if fresh "$OUT/$prog" "$SRC/$prog.f90"; then
-        BUILT="$BUILT $prog"
-    elif (cd "$OUT" && $FC -O1 $extra -o "$OUT/$prog" "$SRC/$prog.f90") >"$LOGS/build-$prog.err" 2>&1; then
+wait
+for prog in $C_PROGS $F_PROGS; do
+    if [ "$(cat "$LOGS/build-$prog.rc" 2>/dev/null)" = 0 ]; then
         BUILT="$BUILT $prog"
     elif [ $prog = fortran_f08 ] && grep -qi "mpi_f08" "$LOGS/build-$prog.err"; then
         echo "NOTE  use mpi_f08 is not available for $MPI: fortran_f08 skipped"
