@@ -96,8 +96,11 @@ impl CaseResult {
 pub fn measure(case: &mut Case, variants: &[Variant], o: &Opts) -> CaseResult {
     let comm = case.comm;
     let mut list: Vec<Variant> = vec![Variant::Native];
-    list.extend(variants.iter().copied().filter(|v| *v != Variant::Native));
-    list.dedup();
+    for v in variants {
+        if !list.contains(v) {
+            list.push(*v);
+        }
+    }
 
     // 1. Probe: can pcoll serve the case with each variant on every rank?
     let probes: Vec<Result<Algorithm, String>> = list.iter().map(|v| case.probe(*v)).collect();
@@ -245,7 +248,14 @@ fn check(case: &mut Case, active: &[(Variant, Algorithm)], show: usize) -> (i64,
 
 /// Mismatching elements between `got` and `want`; prints the first `show` (one write per
 /// line, so lines of different ranks do not interleave).
-fn diff(case: &Case, what: &str, got: &[u8], want: &[u8], es: usize, show: usize) -> i64 {
+pub(crate) fn diff(
+    case: &Case,
+    what: &str,
+    got: &[u8],
+    want: &[u8],
+    es: usize,
+    show: usize,
+) -> i64 {
     let mut bad = 0i64;
     for (i, (g, w)) in got.chunks(es).zip(want.chunks(es)).enumerate() {
         if g != w {
@@ -270,6 +280,50 @@ fn diff(case: &Case, what: &str, got: &[u8], want: &[u8], es: usize, show: usize
 #[cfg(test)]
 mod tests {
     use super::Stats;
+    use crate::bench::case::Case;
+    use crate::bench::kind::{DType, OpKind};
+    use pcoll::Collective;
+
+    fn case(coll: Collective, p: usize, rank: usize, n: usize, dt: DType, op: OpKind) -> Case {
+        // No MPI call happens before `call`: the communicator is only stored.
+        Case::new(coll, crate::consts::comm_null(), p, rank, n, dt, op)
+    }
+
+    #[test]
+    fn oracle_by_hand_and_check_catches_wrong_results() {
+        // value(r, i) = (131 i + 71 r + 7) mod 11 - 5: element 0 of ranks 0,1,2 = 2, -4, 1;
+        // element 1 = (138, 209, 280) mod 11 - 5 = 1, -5, 0.
+        let c = case(Collective::Allreduce, 3, 1, 2, DType::Long, OpKind::Sum);
+        let o = c.oracle();
+        let got: Vec<i64> = o
+            .chunks(8)
+            .map(|b| i64::from_ne_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, vec![2 - 4 + 1, 1 - 5]);
+        let m = case(Collective::Allreduce, 3, 1, 2, DType::Int, OpKind::Max).oracle();
+        assert_eq!(m, [2i32.to_ne_bytes(), 1i32.to_ne_bytes()].concat());
+        // Reduce: only the root has a result.
+        assert!(case(Collective::Reduce, 3, 2, 2, DType::Long, OpKind::Sum)
+            .oracle()
+            .is_empty());
+        // Allgatherv of 5 elements over 3 ranks: blocks 2, 2, 1 from ranks 0, 1, 2.
+        let g = case(Collective::Allgatherv, 3, 0, 5, DType::Char, OpKind::Sum).oracle();
+        let want: Vec<u8> = [(0, 0), (0, 1), (1, 2), (1, 3), (2, 4)]
+            .iter()
+            .map(|&(r, i)| (((131 * i + 71 * r + 7) % 11) as i64 - 5) as i8 as u8)
+            .collect();
+        assert_eq!(g, want);
+        // Reduce_scatter: rank 1 gets elements 2..4 of the reduced vector.
+        let rs = case(Collective::ReduceScatter, 3, 1, 5, DType::Long, OpKind::Min);
+        assert_eq!(rs.result_range(), 0..16);
+        // A poisoned (never written) receive buffer fails the comparison in every element;
+        // the oracle compared with itself passes.
+        let mut c = case(Collective::Allreduce, 3, 0, 7, DType::Double, OpKind::Prod);
+        c.poison();
+        let o = c.oracle();
+        assert_eq!(super::diff(&c, "test", c.result(), &o, 8, 0), 7);
+        assert_eq!(super::diff(&c, "test", &o, &o, 8, 0), 0);
+    }
 
     #[test]
     fn stats() {

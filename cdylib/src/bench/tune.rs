@@ -58,6 +58,10 @@ pub struct Cell {
     /// Second-best candidate and its median relative to the winner (1.03 = 3% slower).
     pub rival: Option<(Algorithm, f64)>,
     pub remeasured: bool,
+    /// Every candidate's median (us), fastest first.
+    pub times: Vec<(Algorithm, f64)>,
+    /// The winner was replaced by its neighbours' algorithm ([`smooth`]).
+    pub smoothed: bool,
 }
 
 impl Cell {
@@ -76,6 +80,11 @@ impl Cell {
                 .get(1)
                 .and_then(|(w, u)| algorithm_of(*w).map(|a| (a, u / t.max(1e-12)))),
             remeasured,
+            times: r
+                .iter()
+                .filter_map(|(v, t)| algorithm_of(*v).map(|a| (a, *t)))
+                .collect(),
+            smoothed: false,
         })
     }
     pub fn ratio(&self) -> f64 {
@@ -167,11 +176,48 @@ impl Span {
                 short_size(b)
             ));
         }
+        let sm = self.cells.iter().filter(|c| c.smoothed).count();
+        if sm > 0 {
+            s.push_str(&format!(
+                "; {sm} isolated cell(s) smoothed to the neighbours' choice"
+            ));
+        }
         let re = self.cells.iter().filter(|c| c.remeasured).count();
         if re > 0 {
             s.push_str(&format!("; {re} close call(s) re-measured"));
         }
         s
+    }
+}
+
+/// An isolated cell (one size whose two neighbouring sizes, same collective and p, agree on
+/// an algorithm A that differs from its own winner) takes A when A is within `tol`
+/// (relative) of the winner there: a one-cell flip inside a range is usually noise, and a
+/// table should not switch algorithms for it. Decisions use the original winners only.
+pub fn smooth(cells: &mut [Cell], tol: f64) {
+    let mut idx: Vec<usize> = (0..cells.len()).collect();
+    idx.sort_by_key(|&i| (cells[i].coll, cells[i].p, cells[i].bytes));
+    let orig: Vec<Algorithm> = cells.iter().map(|c| c.alg).collect();
+    let mut changes = Vec::new();
+    for w in idx.windows(3) {
+        let (a, b, c) = (w[0], w[1], w[2]);
+        let same = |x: usize, y: usize| cells[x].coll == cells[y].coll && cells[x].p == cells[y].p;
+        if !same(a, b) || !same(b, c) || orig[a] != orig[c] || orig[a] == orig[b] {
+            continue;
+        }
+        let alt = orig[a];
+        if let Some(&(_, t)) = cells[b].times.iter().find(|(x, _)| *x == alt) {
+            if t <= cells[b].time_us * (1.0 + tol) {
+                changes.push((b, alt, t));
+            }
+        }
+    }
+    for (b, alt, t) in changes {
+        let c = &mut cells[b];
+        c.rival = Some((c.alg, c.time_us / t.max(1e-12)));
+        c.alg = alt;
+        c.time_us = t;
+        c.smoothed = true;
     }
 }
 
@@ -264,6 +310,8 @@ mod tests {
             native_us: 2.0,
             rival: Some((Native, 1.5)),
             remeasured: false,
+            times: vec![(alg, 1.0), (Native, 1.5)],
+            smoothed: false,
         }
     }
 
@@ -320,6 +368,34 @@ mod tests {
         assert!(
             t.contains("[[allreduce]]\np = [2, 3]\nalgorithm = \"ring\""),
             "{t}"
+        );
+    }
+
+    #[test]
+    fn smoothing_absorbs_isolated_near_ties_only() {
+        let mut cells = vec![
+            cell(2, 8, Ring),
+            cell(2, 16, Binomial),
+            cell(2, 32, Ring),
+            cell(2, 64, Binomial),
+            cell(2, 128, Ring),
+            cell(3, 8, Ring),
+        ];
+        // At 16 B ring is 3% slower than binomial: absorbed. At 64 B it is 30% slower: kept.
+        cells[1].times = vec![(Binomial, 1.0), (Ring, 1.03)];
+        cells[3].times = vec![(Binomial, 1.0), (Ring, 1.3)];
+        smooth(&mut cells, 0.05);
+        let algs: Vec<Algorithm> = cells.iter().map(|c| c.alg).collect();
+        assert_eq!(algs, vec![Ring, Ring, Ring, Binomial, Ring, Ring]);
+        assert!(cells[1].smoothed && !cells[3].smoothed);
+        assert_eq!(cells[1].time_us, 1.03);
+        assert_eq!(cells[1].rival.map(|r| r.0), Some(Binomial));
+        let s = spans(&cells, true);
+        assert_eq!(s.len(), 4, "{s:?}");
+        assert!(
+            s[0].note().contains("1 isolated cell(s) smoothed"),
+            "{}",
+            s[0].note()
         );
     }
 

@@ -158,6 +158,8 @@ fn body() -> i32 {
         return 0;
     }
     print!("{}", report::table(&meta, &ms));
+    // Before the stderr lines that follow (mpirun forwards both streams).
+    let _ = std::io::Write::flush(&mut std::io::stdout());
     let rows = report::rows(&meta, &ms);
     let mut status = 0;
     let mut out = |path: &Option<String>, text: &dyn Fn() -> String| {

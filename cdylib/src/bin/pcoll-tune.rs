@@ -57,6 +57,10 @@ struct Args {
     /// Candidates within this relative margin of the fastest are re-measured.
     #[arg(long, default_value_t = 0.05)]
     close: f64,
+    /// An isolated size whose neighbours agree on another algorithm takes it when that one is
+    /// within this relative margin there (0 = off).
+    #[arg(long, default_value_t = 0.10)]
+    smooth: f64,
     /// Iterations of a re-measurement.
     #[arg(long, default_value_t = 40)]
     remeasure_iters: usize,
@@ -82,17 +86,22 @@ struct Args {
 fn fit_model(reps: usize) -> (CostParams, Vec<Sample>) {
     let world = mpi::world();
     let mut samples = Vec::new();
+    let sizes = [
+        8usize,
+        64,
+        512,
+        4 << 10,
+        32 << 10,
+        256 << 10,
+        1 << 20,
+        4 << 20,
+    ];
     if mpi::size(world) >= 2 {
-        for b in [
-            8usize,
-            64,
-            512,
-            4 << 10,
-            32 << 10,
-            256 << 10,
-            1 << 20,
-            4 << 20,
-        ] {
+        // One untimed pass first: connections and eager/rendezvous paths are set up lazily.
+        for b in sizes {
+            mpi::pingpong(world, b, 2);
+        }
+        for b in sizes {
             let t = mpi::pingpong(world, b, reps);
             samples.push(Sample::PingPong {
                 bytes: b as f64,
@@ -237,6 +246,8 @@ fn body() -> i32 {
     }
 
     // 3. Rules and the file.
+    tune::smooth(&mut cells, args.smooth);
+    let smoothed = cells.iter().filter(|c| c.smoothed).count();
     let spans = tune::spans(&cells, !args.no_extrapolate);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -258,9 +269,10 @@ fn body() -> i32 {
         ))
         .comment(format!(
             "Winner per cell = smallest median (max over ranks) of native and every algorithm, \
-interleaved ABBA; candidates within {:.0}% re-measured ({remeasured} cells); neighbouring cells \
-with the same winner merged. Segment sizes are not tuned (no run-time segment setting).",
-            args.close * 100.0
+interleaved ABBA; candidates within {:.0}% re-measured ({remeasured} cells); isolated cells within {:.0}% of their \
+neighbours' choice smoothed ({smoothed} cells); neighbouring cells with the same winner merged. Segment sizes are not tuned (no run-time segment setting).",
+            args.close * 100.0,
+            args.smooth * 100.0
         ));
     if !args.no_model {
         let pp: Vec<String> = samples
@@ -335,6 +347,8 @@ with the same winner merged. Segment sizes are not tuned (no run-time segment se
         }
     }
     print!("{text}");
+    // Before the stderr lines that follow (mpirun forwards both streams).
+    let _ = std::io::Write::flush(&mut std::io::stdout());
     eprintln!(
         "pcoll-tune: wrote {} ({} rules from {} cells; model alpha={:.3e} beta={:.3e} gamma={:.3e})",
         args.out,
