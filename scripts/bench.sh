@@ -3,7 +3,8 @@
 #   p = 2 on both MPIs, p = 4 and 8 on Open MPI; all four collectives; 8 B .. 16 MiB;
 #   every algorithm vs native, interleaved (ABBA), results checked.
 # Writes results/bench.<mpi>.p<p>.{csv,json,svg} and results/bench.<mpi>.p<p>.ratio.svg.
-# Takes a while (tens of minutes on 2 cores); BENCH_ARGS adds options (e.g. "--budget 1").
+# Takes a while (tens of minutes on 2 cores). BENCH_ARGS adds or overrides options (later
+# ones win), e.g. BENCH_ARGS="--sizes 8,64k,1m --budget 1" for a quick run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p results

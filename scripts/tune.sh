@@ -2,7 +2,7 @@
 # make tune: measure every algorithm against native on sub-communicators p = 2..4 (Open MPI)
 # and p = 2 (MPICH: it busy-polls when oversubscribed), write results/tuning.<mpi>.toml.
 # Use a result with: PCOLL_TUNING=results/tuning.openmpi.toml (or copy it to tuning.toml).
-# TUNE_ARGS adds options (e.g. "--coarse" for a quick grid).
+# TUNE_ARGS adds or overrides options (later ones win), e.g. TUNE_ARGS="--coarse" for a quick grid.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p results

@@ -19,6 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 #[derive(Parser, Debug)]
 #[command(
     name = "pcoll-bench",
+    args_override_self = true,
     version,
     about = "Native MPI collectives vs pcoll's algorithms, interleaved (ABBA) in one MPI job",
     after_help = "Sizes are the tuning table's message size: reduce/allreduce the vector, \

@@ -26,6 +26,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 #[derive(Parser, Debug)]
 #[command(
     name = "pcoll-tune",
+    args_override_self = true,
     version,
     about = "Measure pcoll's algorithms against native and write a tuning.toml"
 )]
