@@ -15,7 +15,7 @@ if [ -x "$OMPI_BENCH" ] && command -v mpirun.openmpi >/dev/null; then
   echo "== Open MPI, p = 4: reduce and allreduce, 8 B .. 4 MiB (--check)"
   mpirun.openmpi --allow-run-as-root --oversubscribe -np 4 "$OMPI_BENCH" \
     --collectives reduce,allreduce --sizes 8..4m \
-    --iters 20 --min-iters 4 --warmup 2 --budget 1.5 --check \
+    --iters 40 --min-iters 4 --warmup 2 --budget 2 --check \
     --csv results/demo.csv --plot results/demo.svg --plot-ratio results/demo-ratio.svg \
     </dev/null
   ran=1
@@ -28,7 +28,7 @@ if [ -x "$MPICH_BENCH" ] && command -v mpiexec.mpich >/dev/null; then
   echo "== MPICH, p = 2: reduce and allreduce, 8 B .. 1 MiB (--check)"
   mpiexec.mpich -n 2 "$MPICH_BENCH" \
     --collectives reduce,allreduce --sizes 8,1k,64k,1m \
-    --iters 12 --min-iters 3 --warmup 1 --budget 0.8 --check \
+    --iters 30 --min-iters 4 --warmup 2 --budget 1 --check \
     </dev/null
   ran=1
 else

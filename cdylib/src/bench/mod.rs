@@ -123,6 +123,7 @@ impl Plan {
 pub fn run_plan(plan: &Plan, progress: &mut progress::Progress) -> Vec<Measured> {
     let mut out = Vec::new();
     let counts = element_counts(&plan.sizes, plan.dt);
+    warm_up_mpi();
     for &p in &plan.ps {
         let sub = mpi::sub_comm(p);
         if let Some(comm) = sub {
@@ -140,6 +141,16 @@ pub fn run_plan(plan: &Plan, progress: &mut progress::Progress) -> Vec<Measured>
         mpi::barrier(mpi::world());
     }
     out
+}
+
+/// A few untimed world-wide collectives before the first case (connections and progress
+/// engines start lazily; otherwise the first case pays for it).
+pub fn warm_up_mpi() {
+    let mut v = vec![0.0f64; 1024];
+    for _ in 0..20 {
+        mpi::barrier(mpi::world());
+        mpi::allreduce_max_f64(mpi::world(), &mut v);
+    }
 }
 
 /// Parses a comma-separated list with `f`.

@@ -199,10 +199,16 @@ pub fn table(meta: &Meta, ms: &[Measured]) -> String {
     for ((coll, p), g) in groups(ms) {
         let labels = labels(&g);
         let with_pred = g.iter().any(|m| !m.predicted.is_empty());
+        let lo = g.iter().map(|m| m.result.iters).min().unwrap_or(0);
+        let hi = g.iter().map(|m| m.result.iters).max().unwrap_or(0);
+        let its = if lo == hi {
+            format!("{lo}")
+        } else {
+            format!("{hi}..{lo}")
+        };
         let _ = writeln!(
             s,
-            "\n# {coll}  p={p}  ({} iterations x2, ABBA)",
-            g[0].result.iters
+            "\n# {coll}  p={p}  ({its} iterations x2 per case, ABBA; fewer for large sizes by the time budget)"
         );
         let mut h = format!("{:>10} {:>11}", "size", "native");
         for l in labels.iter().skip(1) {

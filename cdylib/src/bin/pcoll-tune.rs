@@ -205,6 +205,7 @@ fn body() -> i32 {
     };
 
     // 2. The grid.
+    bench::warm_up_mpi();
     let mut prog = Progress::new(
         ps.len() * colls.len() * counts.len(),
         me == 0 && !args.quiet,
