@@ -131,7 +131,7 @@ impl OpKind {
     /// for one rank in seven and 1 otherwise, so the product stays <= 2^ceil(p/7)).
     pub fn value(self, r: usize, i: usize) -> i64 {
         match self {
-            OpKind::Prod => 1 + ((i + 3 * r) % 7 == 0) as i64,
+            OpKind::Prod => 1 + (i + 3 * r).is_multiple_of(7) as i64,
             _ => ((i * 131 + r * 71 + 7) % 11) as i64 - 5,
         }
     }
@@ -210,7 +210,7 @@ pub fn parse_sizes(s: &str) -> Result<Vec<usize>, String> {
 /// `65536` -> `"64K"`, `1048576` -> `"1M"`, `100` -> `"100"` (table labels).
 pub fn short_size(n: usize) -> String {
     for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
             return format!("{}{unit}", n >> shift);
         }
     }
