@@ -5,6 +5,7 @@
 //! `ffi/` converts and checks arguments, `pmpi.rs` is the only caller of point-to-point
 //! `PMPI_*`, `comm.rs`/`mpi_types.rs` read MPI facts.
 
+pub mod bench;
 pub mod comm;
 pub mod consts;
 pub mod dispatch;

@@ -1,0 +1,315 @@
+//! One benchmark case: a collective on a communicator with a message size, datatype and op;
+//! its buffers, the calls (native `PMPI_*` or pcoll's exported `MPI_*` with a forced
+//! algorithm), the result check and the sequential oracle.
+
+use super::kind::{DType, OpKind};
+use crate::ffi::c as pc;
+use crate::state;
+use mpi_sys::*;
+use pcoll::{Algorithm, CallSpec, Collective};
+use std::os::raw::{c_int, c_void};
+
+/// What one timed call runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// The MPI's own collective, `PMPI_*` called directly (the baseline).
+    Native,
+    /// pcoll's exported `MPI_*` without forcing: the tuning table's choice.
+    Auto,
+    /// pcoll's exported `MPI_*` with `alg` forced (`Algorithm::Native`: pcoll's dispatch
+    /// handing the call to `PMPI_*`, i.e. the pure interposition overhead; "passthru").
+    Alg(Algorithm),
+}
+
+impl Variant {
+    pub fn label(self) -> &'static str {
+        match self {
+            Variant::Native => "native",
+            Variant::Auto => "auto",
+            Variant::Alg(Algorithm::Native) => "passthru",
+            Variant::Alg(a) => a.name(),
+        }
+    }
+    /// `auto`, `passthru` (or `native`), or an algorithm name.
+    pub fn parse(s: &str) -> Result<Variant, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Variant::Auto),
+            "passthru" | "passthrough" | "native" => Ok(Variant::Alg(Algorithm::Native)),
+            t => t
+                .parse::<Algorithm>()
+                .map(Variant::Alg)
+                .map_err(|e| format!("{e}, auto, passthru")),
+        }
+    }
+}
+
+/// Elements of a `bytes`-byte message of `dt` (at least one).
+pub fn elems_for(bytes: usize, dt: DType) -> usize {
+    (bytes / dt.size()).max(1)
+}
+
+/// Near-equal split of `n` elements into `p` blocks (the first `n % p` one larger).
+pub fn split_counts(n: usize, p: usize) -> (Vec<usize>, Vec<usize>) {
+    let counts: Vec<usize> = (0..p).map(|j| n / p + (j < n % p) as usize).collect();
+    let mut displs = Vec::with_capacity(p);
+    let mut acc = 0;
+    for c in &counts {
+        displs.push(acc);
+        acc += c;
+    }
+    (counts, displs)
+}
+
+pub struct Case {
+    pub coll: Collective,
+    pub comm: MPI_Comm,
+    pub p: usize,
+    pub rank: usize,
+    pub dt: DType,
+    pub op: OpKind,
+    /// Total elements: reduce/allreduce the vector, reduce_scatter/allgatherv the sum over
+    /// ranks (the tuning table's notion of message size, times the type size).
+    pub n: usize,
+    /// reduce_scatter/allgatherv per-rank counts and displacements (elements).
+    pub counts: Vec<c_int>,
+    pub displs: Vec<c_int>,
+    send: Vec<u64>,
+    recv: Vec<u64>,
+}
+
+fn words(bytes: usize) -> Vec<u64> {
+    vec![0u64; bytes.div_ceil(8).max(1)]
+}
+
+impl Case {
+    pub fn new(
+        coll: Collective,
+        comm: MPI_Comm,
+        p: usize,
+        rank: usize,
+        n: usize,
+        dt: DType,
+        op: OpKind,
+    ) -> Case {
+        let (counts, displs) = split_counts(n, p);
+        let es = dt.size();
+        let send_elems = match coll {
+            Collective::Allgatherv => counts[rank],
+            _ => n,
+        };
+        let mut c = Case {
+            coll,
+            comm,
+            p,
+            rank,
+            dt,
+            op,
+            n,
+            counts: counts.iter().map(|&x| x as c_int).collect(),
+            displs: displs.iter().map(|&x| x as c_int).collect(),
+            send: words(send_elems * es),
+            recv: words(n * es),
+        };
+        let sb = c.send_bytes_mut();
+        for i in 0..send_elems {
+            let gi = if coll == Collective::Allgatherv {
+                displs[rank] + i
+            } else {
+                i
+            };
+            dt.encode(op.value(rank, gi), &mut sb[i * es..(i + 1) * es]);
+        }
+        c
+    }
+
+    /// The message size as the tuning table keys it.
+    pub fn bytes(&self) -> usize {
+        self.n * self.dt.size()
+    }
+
+    fn send_bytes_mut(&mut self) -> &mut [u8] {
+        let len = self.send.len() * 8;
+        // SAFETY: reinterpreting a live Vec<u64> as bytes (u8 has no alignment or validity
+        // requirements); the length is the Vec's byte length.
+        unsafe { std::slice::from_raw_parts_mut(self.send.as_mut_ptr() as *mut u8, len) }
+    }
+
+    fn recv_bytes(&self) -> &[u8] {
+        // SAFETY: as above, read-only.
+        unsafe { std::slice::from_raw_parts(self.recv.as_ptr() as *const u8, self.recv.len() * 8) }
+    }
+
+    fn recv_bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above.
+        unsafe {
+            std::slice::from_raw_parts_mut(self.recv.as_mut_ptr() as *mut u8, self.recv.len() * 8)
+        }
+    }
+
+    /// The part of the receive buffer that carries this rank's result (bytes range).
+    pub fn result_range(&self) -> std::ops::Range<usize> {
+        let es = self.dt.size();
+        match self.coll {
+            Collective::Reduce if self.rank != 0 => 0..0,
+            Collective::Reduce | Collective::Allreduce | Collective::Allgatherv => 0..self.n * es,
+            Collective::ReduceScatter => 0..self.counts[self.rank] as usize * es,
+        }
+    }
+
+    pub fn result(&self) -> &[u8] {
+        &self.recv_bytes()[self.result_range()]
+    }
+
+    /// Fills the receive buffer with a pattern no correct result contains (0xA5 bytes are
+    /// not small integers in any type), so a stale result cannot pass the check.
+    pub fn poison(&mut self) {
+        self.recv_bytes_mut().fill(0xA5);
+    }
+
+    /// The expected result on this rank, from a sequential rank-order fold of every rank's
+    /// input (independent of MPI and of pcoll).
+    pub fn oracle(&self) -> Vec<u8> {
+        let es = self.dt.size();
+        let fold = |i: usize| {
+            (1..self.p).fold(self.op.value(0, i), |a, r| {
+                self.op.apply(a, self.op.value(r, i))
+            })
+        };
+        let range: Vec<i64> = match self.coll {
+            Collective::Reduce if self.rank != 0 => vec![],
+            Collective::Reduce | Collective::Allreduce => (0..self.n).map(fold).collect(),
+            Collective::ReduceScatter => {
+                let d = self.displs[self.rank] as usize;
+                (d..d + self.counts[self.rank] as usize).map(fold).collect()
+            }
+            Collective::Allgatherv => {
+                let mut v = Vec::with_capacity(self.n);
+                for j in 0..self.p {
+                    let d = self.displs[j] as usize;
+                    for i in d..d + self.counts[j] as usize {
+                        v.push(self.op.value(j, i));
+                    }
+                }
+                v
+            }
+        };
+        let mut out = vec![0u8; range.len() * es];
+        for (k, v) in range.iter().enumerate() {
+            self.dt.encode(*v, &mut out[k * es..(k + 1) * es]);
+        }
+        out
+    }
+
+    /// The `CallSpec` pcoll's dispatch builds for this call on this rank (for probing
+    /// whether an algorithm can serve it, and for the model).
+    pub fn spec(&self) -> CallSpec {
+        let counts = match self.coll {
+            Collective::Reduce | Collective::Allreduce => vec![self.n],
+            _ => self.counts.iter().map(|&c| c as usize).collect(),
+        };
+        let displs = match self.coll {
+            Collective::Allgatherv => self.displs.iter().map(|&d| d as usize).collect(),
+            _ => vec![],
+        };
+        let g = state::global();
+        let bytes = self.bytes();
+        let rule = g.table.lookup(self.coll, self.p, bytes);
+        let seg = g.cfg.segment.or(rule.and_then(|c| c.segment));
+        let es = self.dt.size();
+        CallSpec {
+            coll: self.coll,
+            p: self.p,
+            rank: self.rank,
+            root: 0,
+            counts,
+            displs,
+            // sum/max/min/prod are commutative.
+            commutative: true,
+            elem_bytes: es,
+            seg_elems: seg.map_or(0, |b| (b / es).max(1)),
+            params: g.table.model(),
+        }
+    }
+
+    /// Runs the collective once; returns the MPI return code.
+    pub fn call(&mut self, v: Variant) -> c_int {
+        match v {
+            Variant::Native => {}
+            Variant::Auto => state::force(self.coll, None),
+            Variant::Alg(a) => state::force(self.coll, Some(a)),
+        }
+        let native = v == Variant::Native;
+        let dt = self.dt.handle();
+        let op = self.op.handle();
+        let comm = self.comm;
+        let n = self.n as c_int;
+        let sbuf = self.send.as_ptr() as *const c_void;
+        let rbuf = self.recv.as_mut_ptr() as *mut c_void;
+        let counts = self.counts.as_ptr();
+        let displs = self.displs.as_ptr();
+        let mine = self.counts[self.rank];
+        // SAFETY: send and receive buffers are live Vecs sized in `new` for exactly these
+        // counts (send: n or counts[rank] elements, receive: n elements), counts/displs have
+        // p entries, the communicator is live; every rank of `comm` makes the same call.
+        unsafe {
+            match (self.coll, native) {
+                (Collective::Reduce, true) => PMPI_Reduce(sbuf, rbuf, n, dt, op, 0, comm),
+                (Collective::Reduce, false) => pc::MPI_Reduce(sbuf, rbuf, n, dt, op, 0, comm),
+                (Collective::Allreduce, true) => PMPI_Allreduce(sbuf, rbuf, n, dt, op, comm),
+                (Collective::Allreduce, false) => pc::MPI_Allreduce(sbuf, rbuf, n, dt, op, comm),
+                (Collective::ReduceScatter, true) => {
+                    PMPI_Reduce_scatter(sbuf, rbuf, counts, dt, op, comm)
+                }
+                (Collective::ReduceScatter, false) => {
+                    pc::MPI_Reduce_scatter(sbuf, rbuf, counts, dt, op, comm)
+                }
+                (Collective::Allgatherv, true) => {
+                    PMPI_Allgatherv(sbuf, mine, dt, rbuf, counts, displs, dt, comm)
+                }
+                (Collective::Allgatherv, false) => {
+                    pc::MPI_Allgatherv(sbuf, mine, dt, rbuf, counts, displs, dt, comm)
+                }
+            }
+        }
+    }
+
+    /// Can pcoll serve this case with `v` without failing? Builds this rank's program with
+    /// pcoll's builder (pure, no communication): unimplemented algorithms and failed
+    /// preconditions are found here. Callers combine the answer over all ranks.
+    pub fn probe(&self, v: Variant) -> Result<Algorithm, String> {
+        let spec = self.spec();
+        let alg = match v {
+            Variant::Native => return Ok(Algorithm::Native),
+            Variant::Alg(a) => a,
+            Variant::Auto => auto_choice(&spec),
+        };
+        if alg == Algorithm::Native {
+            return Ok(alg);
+        }
+        alg.check(&spec)?;
+        if spec.total() == 0 {
+            return Ok(alg);
+        }
+        pcoll::algo::build(alg, &spec)
+            .map(|_| alg)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The algorithm pcoll's dispatch picks without `pcoll_force` (environment force, then the
+/// tuning table, then binomial; failed preconditions fall back to the table's choice or
+/// binomial), mirroring `dispatch::choose`.
+pub fn auto_choice(spec: &CallSpec) -> Algorithm {
+    let g = state::global();
+    let rule = g.table.lookup(spec.coll, spec.p, spec.bytes());
+    let alg = g.cfg.force[spec.coll.index()]
+        .or(rule.map(|c| c.algorithm))
+        .unwrap_or(Algorithm::Binomial);
+    if alg.check(spec).is_ok() {
+        alg
+    } else {
+        rule.map(|c| c.algorithm)
+            .filter(|a| a.check(spec).is_ok())
+            .unwrap_or(Algorithm::Binomial)
+    }
+}

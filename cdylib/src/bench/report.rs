@@ -1,0 +1,378 @@
+//! Results of a benchmark run: flat rows, an OSU-style table, CSV, JSON and SVG plots.
+
+use super::case::Variant;
+use super::kind::{short_size, DType, OpKind};
+use super::run::CaseResult;
+use super::svg;
+use pcoll::Collective;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// One measured case (collective, p, size) with all its variants.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub coll: Collective,
+    pub p: usize,
+    pub bytes: usize,
+    pub count: usize,
+    pub result: CaseResult,
+    /// Model predictions (us) per variant label, where the model has one.
+    pub predicted: BTreeMap<String, f64>,
+}
+
+/// One CSV / JSON row: one variant of one case.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Row {
+    pub mpi: String,
+    pub collective: String,
+    pub p: usize,
+    pub bytes: usize,
+    pub count: usize,
+    pub datatype: DType,
+    pub op: OpKind,
+    pub variant: String,
+    pub algorithm: String,
+    pub iters: usize,
+    pub samples: usize,
+    pub min_us: f64,
+    pub median_us: f64,
+    pub p90_us: f64,
+    pub mean_us: f64,
+    /// median / native median.
+    pub ratio: f64,
+    pub predicted_us: Option<f64>,
+    pub errors: i64,
+    pub mismatches: Option<i64>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Meta {
+    pub tool: String,
+    pub mpi: String,
+    pub mpi_version: String,
+    pub world_size: usize,
+    pub datatype: DType,
+    pub op: OpKind,
+    pub command: String,
+    pub unix_time: u64,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Skipped {
+    pub collective: String,
+    pub p: usize,
+    pub bytes: usize,
+    pub variant: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Document {
+    pub meta: Meta,
+    pub rows: Vec<Row>,
+    pub skipped: Vec<Skipped>,
+}
+
+pub fn rows(meta: &Meta, ms: &[Measured]) -> Vec<Row> {
+    let mut out = Vec::new();
+    for m in ms {
+        let nat = m.result.native_median();
+        for v in &m.result.variants {
+            out.push(Row {
+                mpi: meta.mpi.clone(),
+                collective: m.coll.name().to_string(),
+                p: m.p,
+                bytes: m.bytes,
+                count: m.count,
+                datatype: meta.datatype,
+                op: meta.op,
+                variant: v.variant.label().to_string(),
+                algorithm: v.algorithm.name().to_string(),
+                iters: m.result.iters,
+                samples: v.samples.len(),
+                min_us: v.stats.min,
+                median_us: v.stats.median,
+                p90_us: v.stats.p90,
+                mean_us: v.stats.mean,
+                ratio: if nat > 0.0 {
+                    v.stats.median / nat
+                } else {
+                    f64::NAN
+                },
+                predicted_us: m.predicted.get(v.variant.label()).copied(),
+                errors: v.errors,
+                mismatches: if v.variant == Variant::Native {
+                    m.result.native_mismatches
+                } else {
+                    v.mismatches
+                },
+            });
+        }
+    }
+    out
+}
+
+pub fn skipped(ms: &[Measured]) -> Vec<Skipped> {
+    let mut out = Vec::new();
+    for m in ms {
+        for (v, r) in &m.result.skipped {
+            out.push(Skipped {
+                collective: m.coll.name().into(),
+                p: m.p,
+                bytes: m.bytes,
+                variant: v.clone(),
+                reason: r.clone(),
+            });
+        }
+    }
+    out
+}
+
+pub fn csv(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "mpi,collective,p,bytes,count,datatype,op,variant,algorithm,iters,samples,min_us,median_us,p90_us,mean_us,ratio,predicted_us,errors,mismatches\n",
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.4},{},{},{}",
+            r.mpi,
+            r.collective,
+            r.p,
+            r.bytes,
+            r.count,
+            r.datatype,
+            r.op,
+            r.variant,
+            r.algorithm,
+            r.iters,
+            r.samples,
+            r.min_us,
+            r.median_us,
+            r.p90_us,
+            r.mean_us,
+            r.ratio,
+            r.predicted_us.map_or(String::new(), |v| format!("{v:.3}")),
+            r.errors,
+            r.mismatches.map_or(String::new(), |v| v.to_string()),
+        );
+    }
+    s
+}
+
+/// Cases grouped by (collective, p), in first-seen order.
+fn groups(ms: &[Measured]) -> Vec<((Collective, usize), Vec<&Measured>)> {
+    let mut out: Vec<((Collective, usize), Vec<&Measured>)> = Vec::new();
+    for m in ms {
+        let key = (m.coll, m.p);
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(m),
+            None => out.push((key, vec![m])),
+        }
+    }
+    out
+}
+
+/// Variant labels of a group in measured order (union over sizes, native first).
+fn labels(g: &[&Measured]) -> Vec<String> {
+    let mut l: Vec<String> = Vec::new();
+    for m in g {
+        for v in &m.result.variants {
+            let s = v.variant.label().to_string();
+            if !l.contains(&s) {
+                l.push(s);
+            }
+        }
+    }
+    l
+}
+
+/// The OSU-style table: per (collective, p) one block, one line per size: native median
+/// (us), then each variant's median and its ratio to native; `*` marks the fastest.
+pub fn table(meta: &Meta, ms: &[Measured]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# {} ({}), datatype {}, op {}; times: median over repetitions of the max over ranks, us; ratio = median / native median (< 1: pcoll faster); * = fastest",
+        meta.mpi_version, meta.mpi, meta.datatype, meta.op
+    );
+    for ((coll, p), g) in groups(ms) {
+        let labels = labels(&g);
+        let with_pred = g.iter().any(|m| !m.predicted.is_empty());
+        let lo = g.iter().map(|m| m.result.iters).min().unwrap_or(0);
+        let hi = g.iter().map(|m| m.result.iters).max().unwrap_or(0);
+        let its = if lo == hi {
+            format!("{lo}")
+        } else {
+            format!("{hi}..{lo}")
+        };
+        let _ = writeln!(
+            s,
+            "\n# {coll}  p={p}  ({its} iterations x2 per case, ABBA; fewer for large sizes by the time budget)"
+        );
+        let mut h = format!("{:>10} {:>11}", "size", "native");
+        for l in labels.iter().skip(1) {
+            let _ = write!(h, " {:>11} {:>6}", l, "ratio");
+            if with_pred {
+                let _ = write!(h, " {:>9}", "model");
+            }
+        }
+        let _ = writeln!(s, "{h}");
+        let mut notes: Vec<String> = Vec::new();
+        for m in &g {
+            let nat = m.result.native_median();
+            let best = m
+                .result
+                .variants
+                .iter()
+                .min_by(|a, b| a.stats.median.total_cmp(&b.stats.median))
+                .map(|v| v.variant.label().to_string());
+            let star = |l: &str| if best.as_deref() == Some(l) { "*" } else { " " };
+            let mut line = format!(
+                "{:>10} {:>10.2}{}",
+                short_size(m.bytes),
+                nat,
+                star("native")
+            );
+            for l in labels.iter().skip(1) {
+                match m.result.get(l) {
+                    Some(v) => {
+                        let _ = write!(
+                            line,
+                            " {:>10.2}{} {:>6.2}",
+                            v.stats.median,
+                            star(l),
+                            v.stats.median / nat
+                        );
+                    }
+                    None => {
+                        let _ = write!(line, " {:>11} {:>6}", "-", "");
+                    }
+                }
+                if with_pred {
+                    match m.predicted.get(l) {
+                        Some(t) => {
+                            let _ = write!(line, " {t:>9.2}");
+                        }
+                        None => {
+                            let _ = write!(line, " {:>9}", "");
+                        }
+                    }
+                }
+            }
+            let _ = writeln!(s, "{line}");
+            if let Some(nm) = m.result.native_mismatches {
+                let bad: i64 = m.result.variants.iter().filter_map(|v| v.mismatches).sum();
+                if nm != 0 || bad != 0 {
+                    notes.push(format!(
+                        "#   CHECK FAILED at {}: native vs oracle {nm}, pcoll vs native {bad} mismatching elements",
+                        short_size(m.bytes)
+                    ));
+                }
+            }
+            let errs: i64 = m.result.variants.iter().map(|v| v.errors).sum();
+            if errs != 0 {
+                notes.push(format!("#   {errs} MPI errors at {}", short_size(m.bytes)));
+            }
+        }
+        // Skipped variants, each reason once with the sizes it applies to.
+        let mut sk: Vec<(String, String, Vec<usize>)> = Vec::new();
+        for m in &g {
+            for (v, r) in &m.result.skipped {
+                match sk.iter_mut().find(|(a, b, _)| a == v && b == r) {
+                    Some((_, _, sizes)) => sizes.push(m.bytes),
+                    None => sk.push((v.clone(), r.clone(), vec![m.bytes])),
+                }
+            }
+        }
+        for (v, r, sizes) in sk {
+            let at = if sizes.len() == g.len() {
+                "all sizes".to_string()
+            } else {
+                sizes
+                    .iter()
+                    .map(|b| short_size(*b))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            notes.push(format!("#   skipped {v} ({at}): {r}"));
+        }
+        if g.iter().all(|m| m.result.native_mismatches.is_some()) {
+            let total: i64 = g
+                .iter()
+                .map(|m| {
+                    m.result.native_mismatches.unwrap_or(0)
+                        + m.result
+                            .variants
+                            .iter()
+                            .filter_map(|v| v.mismatches)
+                            .sum::<i64>()
+                })
+                .sum();
+            notes.push(format!(
+                "#   check: {total} mismatching elements (every pcoll result vs native, native vs sequential oracle)"
+            ));
+        }
+        for n in notes {
+            let _ = writeln!(s, "{n}");
+        }
+    }
+    s
+}
+
+/// Latency vs size per (collective, p), one line per variant, native thick black.
+pub fn latency_plot(meta: &Meta, ms: &[Measured]) -> String {
+    let panels: Vec<svg::Panel> = groups(ms)
+        .into_iter()
+        .map(|((coll, p), g)| svg::Panel {
+            title: format!(
+                "{coll}, p = {p} ({}, {} {})",
+                meta.mpi, meta.datatype, meta.op
+            ),
+            ylabel: "median latency (us)".into(),
+            series: labels(&g)
+                .into_iter()
+                .map(|l| svg::Series {
+                    emphasis: l == "native",
+                    points: g
+                        .iter()
+                        .filter_map(|m| m.result.get(&l).map(|v| (m.bytes as f64, v.stats.median)))
+                        .collect(),
+                    label: l,
+                })
+                .collect(),
+            hline: None,
+        })
+        .collect();
+    svg::render(&panels, 2)
+}
+
+/// Ratio (median / native median) vs size; native is the dashed line at 1.
+pub fn ratio_plot(meta: &Meta, ms: &[Measured]) -> String {
+    let panels: Vec<svg::Panel> = groups(ms)
+        .into_iter()
+        .map(|((coll, p), g)| svg::Panel {
+            title: format!("{coll}, p = {p} ({}): time / native", meta.mpi),
+            ylabel: "median / native median".into(),
+            series: labels(&g)
+                .into_iter()
+                .filter(|l| l != "native")
+                .map(|l| svg::Series {
+                    emphasis: false,
+                    points: g
+                        .iter()
+                        .filter_map(|m| {
+                            let nat = m.result.native_median();
+                            m.result
+                                .get(&l)
+                                .map(|v| (m.bytes as f64, v.stats.median / nat))
+                        })
+                        .collect(),
+                    label: l,
+                })
+                .collect(),
+            hline: Some(1.0),
+        })
+        .collect();
+    svg::render(&panels, 2)
+}

@@ -1,0 +1,416 @@
+//! `pcoll-tune`'s decisions, kept free of MPI so they are unit-tested: the winner of a
+//! measured cell, and merging neighbouring cells with the same winner into table rules.
+
+use super::case::Variant;
+use super::kind::short_size;
+use super::report::Measured;
+use super::tuning_api::{Rule, INF};
+use pcoll::{Algorithm, Collective};
+
+/// Candidates for a tuning rule: native and the algorithms; `auto` (the table being
+/// replaced) and `passthru` (= native behind pcoll's dispatch) are not candidates.
+pub fn is_candidate(v: Variant) -> bool {
+    matches!(v, Variant::Native) || matches!(v, Variant::Alg(a) if a != Algorithm::Native)
+}
+
+pub fn algorithm_of(v: Variant) -> Option<Algorithm> {
+    match v {
+        Variant::Native => Some(Algorithm::Native),
+        Variant::Alg(a) if a != Algorithm::Native => Some(a),
+        _ => None,
+    }
+}
+
+/// Candidates of a measured case by median time (fastest first): (variant, median us).
+pub fn ranking(m: &Measured) -> Vec<(Variant, f64)> {
+    let mut r: Vec<(Variant, f64)> = m
+        .result
+        .variants
+        .iter()
+        .filter(|v| is_candidate(v.variant) && v.errors == 0 && v.mismatches.unwrap_or(0) == 0)
+        .map(|v| (v.variant, v.stats.median))
+        .collect();
+    r.sort_by(|a, b| a.1.total_cmp(&b.1));
+    r
+}
+
+/// Candidates within `close` (relative, e.g. 0.05) of the fastest, the fastest included.
+pub fn close_calls(rank: &[(Variant, f64)], close: f64) -> Vec<Variant> {
+    match rank.first() {
+        None => vec![],
+        Some(&(_, best)) => rank
+            .iter()
+            .filter(|(_, t)| *t <= best * (1.0 + close))
+            .map(|(v, _)| *v)
+            .collect(),
+    }
+}
+
+/// The decided winner of one (collective, p, bytes) cell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    pub coll: Collective,
+    pub p: usize,
+    pub bytes: usize,
+    pub alg: Algorithm,
+    pub time_us: f64,
+    pub native_us: f64,
+    /// Second-best candidate and its median relative to the winner (1.03 = 3% slower).
+    pub rival: Option<(Algorithm, f64)>,
+    pub remeasured: bool,
+    /// Every candidate's median (us), fastest first.
+    pub times: Vec<(Algorithm, f64)>,
+    /// The winner was replaced by its neighbours' algorithm ([`smooth`]).
+    pub smoothed: bool,
+}
+
+impl Cell {
+    /// The cell from the (final) measurement of a case.
+    pub fn decide(m: &Measured, remeasured: bool) -> Option<Cell> {
+        let r = ranking(m);
+        let (v, t) = *r.first()?;
+        Some(Cell {
+            coll: m.coll,
+            p: m.p,
+            bytes: m.bytes,
+            alg: algorithm_of(v)?,
+            time_us: t,
+            native_us: m.result.native_median(),
+            rival: r
+                .get(1)
+                .and_then(|(w, u)| algorithm_of(*w).map(|a| (a, u / t.max(1e-12)))),
+            remeasured,
+            times: r
+                .iter()
+                .filter_map(|(v, t)| algorithm_of(*v).map(|a| (a, *t)))
+                .collect(),
+            smoothed: false,
+        })
+    }
+    pub fn ratio(&self) -> f64 {
+        self.time_us / self.native_us.max(1e-12)
+    }
+}
+
+/// A rule to be written: collective, p range, bytes range (half-open), winner, the cells.
+#[derive(Clone, Debug)]
+pub struct Span {
+    pub coll: Collective,
+    pub p: (usize, usize),
+    pub bytes: (usize, usize),
+    pub alg: Algorithm,
+    pub cells: Vec<Cell>,
+}
+
+impl Span {
+    pub fn rule(&self) -> Rule {
+        let mut r = Rule::new(self.alg).note(self.note());
+        r = if self.p.1 == INF {
+            r.p(self.p.0..)
+        } else {
+            r.p(self.p.0..self.p.1)
+        };
+        if (self.bytes.0, self.bytes.1) != (0, INF) {
+            r = if self.bytes.1 == INF {
+                r.bytes(self.bytes.0..)
+            } else {
+                r.bytes(self.bytes.0..self.bytes.1)
+            };
+        }
+        r
+    }
+
+    /// The measurement behind the rule, for its comment.
+    pub fn note(&self) -> String {
+        let ratios: Vec<f64> = self.cells.iter().map(Cell::ratio).collect();
+        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ratios.iter().copied().fold(0.0, f64::max);
+        let geo = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+        let ps: Vec<usize> = {
+            let mut v: Vec<usize> = self.cells.iter().map(|c| c.p).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let sizes = {
+            let mut v: Vec<usize> = self.cells.iter().map(|c| c.bytes).collect();
+            v.sort();
+            v.dedup();
+            match (v.first(), v.last()) {
+                (Some(a), Some(b)) if a != b => format!("{}..{} B", short_size(*a), short_size(*b)),
+                (Some(a), _) => format!("{} B", short_size(*a)),
+                _ => String::new(),
+            }
+        };
+        let closest = self
+            .cells
+            .iter()
+            .filter_map(|c| c.rival.map(|r| (r, c.bytes, c.p)))
+            .min_by(|a, b| a.0 .1.total_cmp(&b.0 .1));
+        let ps = ps
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let cells = match ratios.len() {
+            1 => String::new(),
+            n => format!(", {n} cells"),
+        };
+        let mut s = if self.alg == Algorithm::Native {
+            format!("measured: native fastest at p={ps} {sizes}{cells}")
+        } else {
+            format!(
+                "measured: {} at p={ps} {sizes}: median/native {}",
+                self.alg,
+                if ratios.len() == 1 {
+                    format!("{lo:.2}")
+                } else {
+                    format!("{lo:.2}..{hi:.2} (geo-mean {geo:.2}{cells})")
+                }
+            )
+        };
+        if let Some(((a, rel), b, p)) = closest {
+            s.push_str(&format!(
+                "; closest rival {a} +{:.1}% at {} B p={p}",
+                (rel - 1.0) * 100.0,
+                short_size(b)
+            ));
+        }
+        let sm = self.cells.iter().filter(|c| c.smoothed).count();
+        if sm > 0 {
+            s.push_str(&format!(
+                "; {sm} isolated cell(s) smoothed to the neighbours' choice"
+            ));
+        }
+        let re = self.cells.iter().filter(|c| c.remeasured).count();
+        if re > 0 {
+            s.push_str(&format!("; {re} close call(s) re-measured"));
+        }
+        s
+    }
+}
+
+/// An isolated cell (one size whose two neighbouring sizes, same collective and p, agree on
+/// an algorithm A that differs from its own winner) takes A when A is within `tol`
+/// (relative) of the winner there: a one-cell flip inside a range is usually noise, and a
+/// table should not switch algorithms for it. Decisions use the original winners only.
+pub fn smooth(cells: &mut [Cell], tol: f64) {
+    let mut idx: Vec<usize> = (0..cells.len()).collect();
+    idx.sort_by_key(|&i| (cells[i].coll, cells[i].p, cells[i].bytes));
+    let orig: Vec<Algorithm> = cells.iter().map(|c| c.alg).collect();
+    let mut changes = Vec::new();
+    for w in idx.windows(3) {
+        let (a, b, c) = (w[0], w[1], w[2]);
+        let same = |x: usize, y: usize| cells[x].coll == cells[y].coll && cells[x].p == cells[y].p;
+        if !same(a, b) || !same(b, c) || orig[a] != orig[c] || orig[a] == orig[b] {
+            continue;
+        }
+        let alt = orig[a];
+        if let Some(&(_, t)) = cells[b].times.iter().find(|(x, _)| *x == alt) {
+            if t <= cells[b].time_us * (1.0 + tol) {
+                changes.push((b, alt, t));
+            }
+        }
+    }
+    for (b, alt, t) in changes {
+        let c = &mut cells[b];
+        c.rival = Some((c.alg, c.time_us / t.max(1e-12)));
+        c.alg = alt;
+        c.time_us = t;
+        c.smoothed = true;
+    }
+}
+
+/// Merges cells into rules. Per (collective, p): sizes in order, runs with the same winner
+/// become one bytes range; the first starts at 0, the last is open, a boundary is the first
+/// measured size of the next run. Then neighbouring measured p with identical rule lists are
+/// merged. A measured p covers up to the next measured p; the largest covers everything
+/// above when `extrapolate`, else only itself.
+pub fn spans(cells: &[Cell], extrapolate: bool) -> Vec<Span> {
+    let mut out = Vec::new();
+    for coll in Collective::ALL {
+        let mut ps: Vec<usize> = cells
+            .iter()
+            .filter(|c| c.coll == coll)
+            .map(|c| c.p)
+            .collect();
+        ps.sort();
+        ps.dedup();
+        // Per p: runs (bytes lo, bytes hi, alg, cells).
+        let mut per_p: Vec<(usize, Vec<Span>)> = Vec::new();
+        for (k, &p) in ps.iter().enumerate() {
+            let mut cs: Vec<&Cell> = cells
+                .iter()
+                .filter(|c| c.coll == coll && c.p == p)
+                .collect();
+            cs.sort_by_key(|c| c.bytes);
+            let p_hi = match ps.get(k + 1) {
+                Some(&next) => next,
+                None if extrapolate => INF,
+                None => p + 1,
+            };
+            let mut runs: Vec<Span> = Vec::new();
+            for c in cs {
+                match runs.last_mut() {
+                    Some(r) if r.alg == c.alg => r.cells.push(c.clone()),
+                    _ => {
+                        let lo = if runs.is_empty() { 0 } else { c.bytes };
+                        if let Some(r) = runs.last_mut() {
+                            r.bytes.1 = c.bytes;
+                        }
+                        runs.push(Span {
+                            coll,
+                            p: (p, p_hi),
+                            bytes: (lo, INF),
+                            alg: c.alg,
+                            cells: vec![c.clone()],
+                        });
+                    }
+                }
+            }
+            per_p.push((p, runs));
+        }
+        // Merge neighbouring p with the same (bytes range, alg) lists.
+        let mut merged: Vec<Vec<Span>> = Vec::new();
+        for (_, runs) in per_p {
+            let same = merged.last().is_some_and(|prev: &Vec<Span>| {
+                prev.len() == runs.len()
+                    && prev
+                        .iter()
+                        .zip(&runs)
+                        .all(|(a, b)| a.bytes == b.bytes && a.alg == b.alg)
+            });
+            if same {
+                let prev = merged.last_mut().unwrap();
+                for (a, b) in prev.iter_mut().zip(runs) {
+                    a.p.1 = b.p.1;
+                    a.cells.extend(b.cells);
+                }
+            } else {
+                merged.push(runs);
+            }
+        }
+        out.extend(merged.into_iter().flatten());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Algorithm::*;
+
+    fn cell(p: usize, bytes: usize, alg: Algorithm) -> Cell {
+        Cell {
+            coll: Collective::Allreduce,
+            p,
+            bytes,
+            alg,
+            time_us: 1.0,
+            native_us: 2.0,
+            rival: Some((Native, 1.5)),
+            remeasured: false,
+            times: vec![(alg, 1.0), (Native, 1.5)],
+            smoothed: false,
+        }
+    }
+
+    #[test]
+    fn merges_sizes_and_p() {
+        let mut cells = Vec::new();
+        for p in [2, 3] {
+            cells.push(cell(p, 8, Binomial));
+            cells.push(cell(p, 64, Binomial));
+            cells.push(cell(p, 1024, Ring));
+            cells.push(cell(p, 65536, Ring));
+        }
+        cells.push(cell(4, 8, Native));
+        cells.push(cell(4, 64, Binomial));
+        let s = spans(&cells, true);
+        let got: Vec<_> = s.iter().map(|x| (x.p, x.bytes, x.alg)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ((2, 4), (0, 1024), Binomial),
+                ((2, 4), (1024, INF), Ring),
+                ((4, INF), (0, 64), Native),
+                ((4, INF), (64, INF), Binomial),
+            ]
+        );
+        // Every measured cell is covered by exactly one span with its own winner.
+        for c in &cells {
+            let hits: Vec<_> = s
+                .iter()
+                .filter(|x| {
+                    x.p.0 <= c.p && c.p < x.p.1 && x.bytes.0 <= c.bytes && c.bytes < x.bytes.1
+                })
+                .collect();
+            assert_eq!(hits.len(), 1);
+            assert_eq!(hits[0].alg, c.alg);
+        }
+        assert_eq!(s[0].cells.len(), 4);
+        let n = s[0].note();
+        assert!(n.contains("median/native 0.50"), "{n}");
+        assert!(n.contains("p=2,3"), "{n}");
+        assert!(n.contains("closest rival native +50.0%"), "{n}");
+    }
+
+    #[test]
+    fn no_extrapolation_limits_last_p() {
+        let s = spans(&[cell(2, 8, Ring)], false);
+        assert_eq!(s[0].p, (2, 3));
+        assert_eq!(s[0].bytes, (0, INF));
+        let t = super::super::tuning_api::builder()
+            .rule(Collective::Allreduce, s[0].rule())
+            .build()
+            .unwrap()
+            .to_toml();
+        assert!(
+            t.contains("[[allreduce]]\np = [2, 3]\nalgorithm = \"ring\""),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn smoothing_absorbs_isolated_near_ties_only() {
+        let mut cells = vec![
+            cell(2, 8, Ring),
+            cell(2, 16, Binomial),
+            cell(2, 32, Ring),
+            cell(2, 64, Binomial),
+            cell(2, 128, Ring),
+            cell(3, 8, Ring),
+        ];
+        // At 16 B ring is 3% slower than binomial: absorbed. At 64 B it is 30% slower: kept.
+        cells[1].times = vec![(Binomial, 1.0), (Ring, 1.03)];
+        cells[3].times = vec![(Binomial, 1.0), (Ring, 1.3)];
+        smooth(&mut cells, 0.05);
+        let algs: Vec<Algorithm> = cells.iter().map(|c| c.alg).collect();
+        assert_eq!(algs, vec![Ring, Ring, Ring, Binomial, Ring, Ring]);
+        assert!(cells[1].smoothed && !cells[3].smoothed);
+        assert_eq!(cells[1].time_us, 1.03);
+        assert_eq!(cells[1].rival.map(|r| r.0), Some(Binomial));
+        let s = spans(&cells, true);
+        assert_eq!(s.len(), 4, "{s:?}");
+        assert!(
+            s[0].note().contains("1 isolated cell(s) smoothed"),
+            "{}",
+            s[0].note()
+        );
+    }
+
+    #[test]
+    fn close_calls_within_margin() {
+        let r = vec![
+            (Variant::Alg(Ring), 10.0),
+            (Variant::Native, 10.4),
+            (Variant::Alg(Binomial), 10.6),
+        ];
+        assert_eq!(
+            close_calls(&r, 0.05),
+            vec![Variant::Alg(Ring), Variant::Native]
+        );
+        assert!(!is_candidate(Variant::Auto));
+        assert!(!is_candidate(Variant::Alg(Native)));
+    }
+}

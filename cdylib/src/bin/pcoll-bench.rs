@@ -1,0 +1,203 @@
+//! pcoll-bench: native MPI collectives vs every pcoll algorithm, interleaved in one MPI job.
+//!
+//! ```text
+//! mpirun.openmpi --allow-run-as-root --oversubscribe -np 4 build/openmpi/pcoll-bench \
+//!     --collectives reduce,allreduce --sizes 8..4m --check --plot results/demo.svg
+//! ```
+//!
+//! No `LD_PRELOAD` is needed: the binary links pcoll's entry points itself (native =
+//! `PMPI_*`, pcoll = the exported `MPI_*` with the algorithm forced). Environment variables
+//! of the library (`PCOLL_TUNING`, `PCOLL_SEGMENT`, ...) apply to the pcoll variants.
+
+use clap::Parser;
+use pcoll::Collective;
+use pcoll_mpi::bench::case::Variant;
+use pcoll_mpi::bench::kind::{parse_sizes, DType, OpKind};
+use pcoll_mpi::bench::{self, mpi, progress::Progress, report, run::Opts, Plan};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "pcoll-bench",
+    args_override_self = true,
+    version,
+    about = "Native MPI collectives vs pcoll's algorithms, interleaved (ABBA) in one MPI job",
+    after_help = "Sizes are the tuning table's message size: reduce/allreduce the vector, \
+reduce_scatter/allgatherv the total over all ranks. Times are the median over repetitions of \
+the maximum over ranks. Variants: native (PMPI_* directly), auto (pcoll's table), passthru \
+(pcoll forced to native: interposition overhead) and each algorithm."
+)]
+struct Args {
+    /// Collectives: reduce, allreduce, reduce_scatter, allgatherv (comma-separated).
+    #[arg(long, default_value = "reduce,allreduce")]
+    collectives: String,
+    /// Message sizes in bytes: list and/or power-of-two ranges, e.g. 8,1k,64k,1m or 8..4m.
+    #[arg(long, default_value = "4..16m")]
+    sizes: String,
+    /// Communicator sizes (sub-communicators of ranks 0..p), e.g. 2,4 or 2..8; default: all.
+    #[arg(long)]
+    p: Option<String>,
+    /// Maximum timed iterations per case (each times every variant twice, ABBA).
+    #[arg(long, default_value_t = 50)]
+    iters: usize,
+    /// Minimum timed iterations per case, whatever the time budget.
+    #[arg(long, default_value_t = 5)]
+    min_iters: usize,
+    /// Untimed warm-up passes over all variants per case.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Time budget per case in seconds (iterations are reduced to fit; 0 = no limit).
+    #[arg(long, default_value_t = 2.0)]
+    budget: f64,
+    /// Datatype: double, float, int, long, char (byte).
+    #[arg(long, default_value = "double")]
+    datatype: String,
+    /// Reduction op: sum, max, min, prod.
+    #[arg(long, default_value = "sum")]
+    op: String,
+    /// Variants: auto, passthru, and algorithm names; default: auto + every algorithm
+    /// available for the collective. Unimplemented ones are left out automatically.
+    #[arg(long)]
+    algorithms: Option<String>,
+    /// Validate every pcoll result against native (bitwise; exact integer-valued data) and
+    /// native against a sequential oracle; exit 1 on any mismatch.
+    #[arg(long)]
+    check: bool,
+    /// Write all rows as CSV.
+    #[arg(long)]
+    csv: Option<String>,
+    /// Write all rows (with run metadata) as JSON.
+    #[arg(long)]
+    json: Option<String>,
+    /// Latency-vs-size plot (SVG, log-log, one line per variant, native thick black).
+    #[arg(long)]
+    plot: Option<String>,
+    /// Ratio-to-native plot (SVG).
+    #[arg(long)]
+    plot_ratio: Option<String>,
+    /// No progress output.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn write_file(path: &str, text: &str) -> Result<(), String> {
+    if let Some(dir) = std::path::Path::new(path).parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+    }
+    std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))
+}
+
+fn plan(a: &Args, world: usize) -> Result<Plan, String> {
+    let colls = bench::parse_list(&a.collectives, |s| s.parse::<Collective>())?;
+    let variants = match &a.algorithms {
+        None => None,
+        Some(s) => Some(bench::parse_list(s, Variant::parse)?),
+    };
+    if a.iters == 0 {
+        return Err("--iters must be at least 1".into());
+    }
+    Ok(Plan {
+        colls,
+        ps: match &a.p {
+            None => vec![world],
+            Some(s) => bench::parse_ps(s, world)?,
+        },
+        sizes: parse_sizes(&a.sizes)?,
+        dt: a.datatype.parse::<DType>()?,
+        op: a.op.parse::<OpKind>()?,
+        variants,
+        opts: Opts {
+            warmup: a.warmup,
+            iters: a.iters,
+            min_iters: a.min_iters.min(a.iters),
+            budget: a.budget,
+            check: a.check,
+            show_mismatches: 5,
+        },
+    })
+}
+
+fn body() -> i32 {
+    let me = mpi::rank(mpi::world());
+    let world = mpi::size(mpi::world());
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            if me == 0 {
+                let _ = e.print();
+            }
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let plan = match plan(&args, world) {
+        Ok(p) => p,
+        Err(e) => {
+            if me == 0 {
+                eprintln!("pcoll-bench: {e}");
+            }
+            return 2;
+        }
+    };
+    let meta = report::Meta {
+        tool: format!("pcoll-bench {}", env!("CARGO_PKG_VERSION")),
+        mpi: mpi::mpi_name().into(),
+        mpi_version: mpi::library_version(),
+        world_size: world,
+        datatype: plan.dt,
+        op: plan.op,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        unix_time: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    };
+    let mut prog = Progress::new(plan.cases(), me == 0 && !args.quiet);
+    let ms = bench::run_plan(&plan, &mut prog);
+    prog.finish();
+    if me != 0 {
+        return 0;
+    }
+    print!("{}", report::table(&meta, &ms));
+    // Before the stderr lines that follow (mpirun forwards both streams).
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let rows = report::rows(&meta, &ms);
+    let mut status = 0;
+    let mut out = |path: &Option<String>, text: &dyn Fn() -> String| {
+        if let Some(p) = path {
+            match write_file(p, &text()) {
+                Ok(()) => eprintln!("pcoll-bench: wrote {p}"),
+                Err(e) => {
+                    eprintln!("pcoll-bench: {e}");
+                    status = 1;
+                }
+            }
+        }
+    };
+    out(&args.csv, &|| report::csv(&rows));
+    out(&args.json, &|| {
+        let doc = report::Document {
+            meta: meta.clone(),
+            rows: rows.clone(),
+            skipped: report::skipped(&ms),
+        };
+        serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+    });
+    out(&args.plot, &|| report::latency_plot(&meta, &ms));
+    out(&args.plot_ratio, &|| report::ratio_plot(&meta, &ms));
+    if args.check {
+        let bad: i64 = rows.iter().filter_map(|r| r.mismatches).sum();
+        let errs: i64 = rows.iter().map(|r| r.errors).sum();
+        if bad != 0 || errs != 0 {
+            eprintln!("pcoll-bench: CHECK FAILED: {bad} mismatching elements, {errs} MPI errors");
+            status = 1;
+        } else {
+            eprintln!("pcoll-bench: check passed: every pcoll result equals native, native equals the oracle");
+        }
+    }
+    status
+}
+
+fn main() {
+    bench::run_main("pcoll-bench", body)
+}

@@ -1,0 +1,368 @@
+//! pcoll-tune: measures every algorithm against native over a grid of communicator sizes
+//! (sub-communicators 2..P) and message sizes, re-measures close calls, merges neighbouring
+//! cells with the same winner into rules, fits the cost model, and writes a `tuning.toml`
+//! (load it with `PCOLL_TUNING=path`).
+//!
+//! ```text
+//! mpirun.openmpi --allow-run-as-root --oversubscribe -np 4 build/openmpi/pcoll-tune \
+//!     --out results/tuning.openmpi.toml
+//! ```
+//!
+//! Segment sizes are not tuned: the library has no run-time way to set the segment of a
+//! call (only `PCOLL_SEGMENT`, read once per process), so the rules leave it to the algorithm.
+
+use clap::Parser;
+use pcoll::Collective;
+use pcoll::CostParams;
+use pcoll_mpi::bench::case::Variant;
+use pcoll_mpi::bench::kind::{parse_sizes, short_size, DType, OpKind};
+use pcoll_mpi::bench::model_hook::{self, Sample};
+use pcoll_mpi::bench::report::{self, Measured};
+use pcoll_mpi::bench::run::Opts;
+use pcoll_mpi::bench::tune::{self, Cell};
+use pcoll_mpi::bench::{self, mpi, progress::Progress, tuning_api};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "pcoll-tune",
+    args_override_self = true,
+    version,
+    about = "Measure pcoll's algorithms against native and write a tuning.toml"
+)]
+struct Args {
+    /// Output file.
+    #[arg(long, default_value = "tuning.toml")]
+    out: String,
+    /// Collectives to tune (comma-separated).
+    #[arg(long, default_value = "reduce,allreduce,reduce_scatter,allgatherv")]
+    collectives: String,
+    /// Communicator sizes (sub-communicators of ranks 0..p); default 2..<job size>.
+    #[arg(long)]
+    p: Option<String>,
+    /// Message sizes (bytes; list and/or power-of-two ranges).
+    #[arg(long, default_value = "8..16m")]
+    sizes: String,
+    /// Use every 4th power of two from the range instead of every one (quicker grid).
+    #[arg(long)]
+    coarse: bool,
+    #[arg(long, default_value_t = 20)]
+    iters: usize,
+    #[arg(long, default_value_t = 3)]
+    min_iters: usize,
+    #[arg(long, default_value_t = 2)]
+    warmup: usize,
+    /// Time budget per case in seconds.
+    #[arg(long, default_value_t = 1.5)]
+    budget: f64,
+    /// Candidates within this relative margin of the fastest are re-measured.
+    #[arg(long, default_value_t = 0.05)]
+    close: f64,
+    /// An isolated size whose neighbours agree on another algorithm takes it when that one is
+    /// within this relative margin there (0 = off).
+    #[arg(long, default_value_t = 0.10)]
+    smooth: f64,
+    /// Iterations of a re-measurement.
+    #[arg(long, default_value_t = 40)]
+    remeasure_iters: usize,
+    #[arg(long, default_value = "double")]
+    datatype: String,
+    #[arg(long, default_value = "sum")]
+    op: String,
+    /// The largest measured p applies only to itself (default: to every larger p too).
+    #[arg(long)]
+    no_extrapolate: bool,
+    /// Skip the alpha/beta/gamma fit (the [model] section keeps the current values).
+    #[arg(long)]
+    no_model: bool,
+    /// Also write every measurement as CSV.
+    #[arg(long)]
+    csv: Option<String>,
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Ping-pong (alpha, beta) between world ranks 0 and 1 and `MPI_Reduce_local` (gamma);
+/// collective over MPI_COMM_WORLD; the fit is broadcast so every rank has it.
+fn fit_model(reps: usize) -> (CostParams, Vec<Sample>) {
+    let world = mpi::world();
+    let mut samples = Vec::new();
+    let sizes = [
+        8usize,
+        64,
+        512,
+        4 << 10,
+        32 << 10,
+        256 << 10,
+        1 << 20,
+        4 << 20,
+    ];
+    if mpi::size(world) >= 2 {
+        // One untimed pass first: connections and eager/rendezvous paths are set up lazily.
+        for b in sizes {
+            mpi::pingpong(world, b, 2);
+        }
+        for b in sizes {
+            let t = mpi::pingpong(world, b, reps);
+            samples.push(Sample::PingPong {
+                bytes: b as f64,
+                time: t,
+            });
+        }
+    }
+    for b in [64usize << 10, 256 << 10, 1 << 20, 4 << 20] {
+        samples.push(Sample::LocalReduce {
+            bytes: b as f64,
+            time: mpi::reduce_local_time(b, reps),
+        });
+    }
+    let c = model_hook::fit(&samples);
+    let mut v = [c.alpha, c.beta, c.gamma];
+    mpi::bcast_f64(world, &mut v);
+    (
+        CostParams {
+            alpha: v[0],
+            beta: v[1],
+            gamma: v[2],
+        },
+        samples,
+    )
+}
+
+fn body() -> i32 {
+    let world = mpi::world();
+    let me = mpi::rank(world);
+    let nw = mpi::size(world);
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            if me == 0 {
+                let _ = e.print();
+            }
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let fail = |e: String| {
+        if me == 0 {
+            eprintln!("pcoll-tune: {e}");
+        }
+        2
+    };
+    let colls = match bench::parse_list(&args.collectives, |s| s.parse::<Collective>()) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let ps = match &args.p {
+        Some(s) => bench::parse_ps(s, nw),
+        None if nw >= 2 => bench::parse_ps(&format!("2..{nw}"), nw),
+        None => Err("pcoll-tune needs at least 2 ranks (p = 1 has nothing to tune)".into()),
+    };
+    let ps: Vec<usize> = match ps {
+        Ok(v) => v.into_iter().filter(|&p| p >= 2).collect(),
+        Err(e) => return fail(e),
+    };
+    if ps.is_empty() {
+        return fail("no communicator size >= 2 to tune".into());
+    }
+    let (dt, op) = match (args.datatype.parse::<DType>(), args.op.parse::<OpKind>()) {
+        (Ok(d), Ok(o)) => (d, o),
+        (Err(e), _) | (_, Err(e)) => return fail(e),
+    };
+    let mut sizes = match parse_sizes(&args.sizes) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    if args.coarse {
+        sizes = sizes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 4 == 0 || *i == sizes.len() - 1)
+            .map(|(_, s)| *s)
+            .collect();
+    }
+    let counts = bench::element_counts(&sizes, dt);
+    let opts = Opts {
+        warmup: args.warmup,
+        iters: args.iters.max(1),
+        min_iters: args.min_iters.min(args.iters.max(1)),
+        budget: args.budget,
+        check: true, // a candidate with a wrong result never wins
+        show_mismatches: 3,
+    };
+    let re_opts = Opts {
+        warmup: 1,
+        iters: args.remeasure_iters.max(1),
+        min_iters: (args.remeasure_iters / 4).max(3),
+        budget: 2.0 * args.budget,
+        ..opts.clone()
+    };
+
+    // 1. Model fit (before the grid, while nothing else of ours runs).
+    let (params, samples) = if args.no_model {
+        (pcoll_mpi::state::global().table.model(), vec![])
+    } else {
+        fit_model(20)
+    };
+
+    // 2. The grid.
+    bench::warm_up_mpi();
+    let mut prog = Progress::new(
+        ps.len() * colls.len() * counts.len(),
+        me == 0 && !args.quiet,
+    );
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut all: Vec<Measured> = Vec::new();
+    let mut remeasured = 0usize;
+    for &p in &ps {
+        if let Some(comm) = mpi::sub_comm(p) {
+            for &coll in &colls {
+                let vars: Vec<Variant> = bench::default_variants(coll)
+                    .into_iter()
+                    .filter(|v| tune::is_candidate(*v))
+                    .collect();
+                for &n in &counts {
+                    let mut m = bench::measure_case(comm, coll, p, n, dt, op, &vars, &opts);
+                    let close = tune::close_calls(&tune::ranking(&m), args.close);
+                    // Identical on every rank (results are reduced), so all ranks agree.
+                    let again = close.len() > 1;
+                    if again {
+                        let r = bench::measure_case(comm, coll, p, n, dt, op, &close, &re_opts);
+                        all.push(m);
+                        m = r;
+                        remeasured += 1;
+                    }
+                    if let Some(c) = Cell::decide(&m, again) {
+                        cells.push(c);
+                    }
+                    prog.tick(&format!("{coll} p={p} {}", short_size(m.bytes)));
+                    all.push(m);
+                }
+            }
+            mpi::free_comm(comm);
+        }
+        mpi::barrier(world);
+    }
+    prog.finish();
+    if me != 0 {
+        return 0;
+    }
+
+    // 3. Rules and the file.
+    tune::smooth(&mut cells, args.smooth);
+    let smoothed = cells.iter().filter(|c| c.smoothed).count();
+    let spans = tune::spans(&cells, !args.no_extrapolate);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut b = tuning_api::builder()
+        .origin(args.out.clone())
+        .comment(format!(
+            "pcoll tuning table written by pcoll-tune {} (unix time {now})",
+            env!("CARGO_PKG_VERSION")
+        ))
+        .comment(format!(
+            "MPI: {} ({}); job of {nw} ranks; p = {:?}; {} sizes {}..{} B; datatype {dt}, op {op}",
+            mpi::library_version(),
+            mpi::mpi_name(),
+            ps,
+            counts.len(),
+            counts.first().map_or(0, |n| n * dt.size()),
+            counts.last().map_or(0, |n| n * dt.size()),
+        ))
+        .comment(format!(
+            "Winner per cell = smallest median (max over ranks) of native and every algorithm, \
+interleaved ABBA; candidates within {:.0}% re-measured ({remeasured} cells); isolated cells within {:.0}% of their \
+neighbours' choice smoothed ({smoothed} cells); neighbouring cells with the same winner merged. Segment sizes are not tuned (no run-time segment setting).",
+            args.close * 100.0,
+            args.smooth * 100.0
+        ));
+    if !args.no_model {
+        let pp: Vec<String> = samples
+            .iter()
+            .filter_map(|s| match s {
+                Sample::PingPong { bytes, time } => Some(format!(
+                    "{}:{:.2}us",
+                    short_size(*bytes as usize),
+                    time * 1e6
+                )),
+                _ => None,
+            })
+            .collect();
+        let lr: Vec<String> = samples
+            .iter()
+            .filter_map(|s| match s {
+                Sample::LocalReduce { bytes, time } => Some(format!(
+                    "{}:{:.1}us",
+                    short_size(*bytes as usize),
+                    time * 1e6
+                )),
+                _ => None,
+            })
+            .collect();
+        b = b
+            .comment(format!(
+                "[model] least-squares fit: ping-pong one-way times (alpha + beta*bytes) {}",
+                pp.join(" ")
+            ))
+            .comment(format!(
+                "and MPI_Reduce_local(sum, double) times (gamma*bytes) {}",
+                lr.join(" ")
+            ))
+            .model(params);
+    }
+    for s in &spans {
+        b = b.rule(s.coll, s.rule());
+    }
+    let text = match b.build() {
+        Ok(t) => t.to_toml(),
+        Err(e) => {
+            eprintln!("pcoll-tune: internal error, the generated table is invalid: {e}");
+            return 1;
+        }
+    };
+    if let Err(e) = tuning_api::parse(&text, &args.out) {
+        eprintln!("pcoll-tune: internal error, the written table does not parse: {e}");
+        return 1;
+    }
+    if let Some(dir) = std::path::Path::new(&args.out).parent() {
+        if !dir.as_os_str().is_empty() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+    }
+    if let Err(e) = std::fs::write(&args.out, &text) {
+        eprintln!("pcoll-tune: {}: {e}", args.out);
+        return 1;
+    }
+    if let Some(path) = &args.csv {
+        let meta = report::Meta {
+            tool: format!("pcoll-tune {}", env!("CARGO_PKG_VERSION")),
+            mpi: mpi::mpi_name().into(),
+            mpi_version: mpi::library_version(),
+            world_size: nw,
+            datatype: dt,
+            op,
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            unix_time: now,
+        };
+        if let Err(e) = std::fs::write(path, report::csv(&report::rows(&meta, &all))) {
+            eprintln!("pcoll-tune: {path}: {e}");
+        }
+    }
+    print!("{text}");
+    // Before the stderr lines that follow (mpirun forwards both streams).
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    eprintln!(
+        "pcoll-tune: wrote {} ({} rules from {} cells; model alpha={:.3e} beta={:.3e} gamma={:.3e})",
+        args.out,
+        spans.len(),
+        cells.len(),
+        params.alpha,
+        params.beta,
+        params.gamma
+    );
+    0
+}
+
+fn main() {
+    bench::run_main("pcoll-tune", body)
+}

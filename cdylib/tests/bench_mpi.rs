@@ -1,0 +1,244 @@
+//! End-to-end runs of `pcoll-bench` and `pcoll-tune` under the MPI this crate is built
+//! against (Open MPI: mpirun.openmpi; MPICH: mpiexec.mpich, p <= 2 because MPICH busy-polls
+//! when oversubscribed). The bench's `--check` compares every pcoll result with native and
+//! native with a sequential oracle; these tests read its JSON and require zero mismatches.
+//! Skipped (with a message) when the launcher is not installed.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn launcher(np: usize) -> Option<Vec<String>> {
+    let mpi = pcoll_mpi::bench::mpi::mpi_name();
+    let (prog, args): (&str, Vec<String>) = if mpi == "mpich" {
+        ("mpiexec.mpich", vec!["-n".into(), np.to_string()])
+    } else {
+        (
+            "mpirun.openmpi",
+            vec![
+                "--allow-run-as-root".into(),
+                "--oversubscribe".into(),
+                "-np".into(),
+                np.to_string(),
+            ],
+        )
+    };
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {prog}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !found {
+        eprintln!("skipping: {prog} not installed");
+        return None;
+    }
+    let mut v = vec![prog.to_string()];
+    v.extend(args);
+    Some(v)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("pcoll-bench-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+/// Runs `bin` with `args` on `np` ranks; returns stdout (panics with stderr on failure).
+fn run(np: usize, bin: &str, args: &[&str]) -> Option<String> {
+    let mut l = launcher(np)?;
+    let exe = l.remove(0);
+    let out = Command::new(exe)
+        .args(&l)
+        .arg(bin)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("launcher runs");
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    let se = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        out.status.success(),
+        "{bin} {args:?} on {np} ranks failed\nstdout:\n{so}\nstderr:\n{se}"
+    );
+    Some(so)
+}
+
+fn json(path: &PathBuf) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Every row checked and exact; native rows have ratio 1; returns (collective, p, bytes,
+/// variant) tuples.
+fn checked_rows(doc: &serde_json::Value) -> Vec<(String, u64, u64, String)> {
+    let rows = doc["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    rows.iter()
+        .map(|r| {
+            let id = format!("{r}");
+            assert_eq!(r["mismatches"].as_i64(), Some(0), "{id}");
+            assert_eq!(r["errors"].as_i64(), Some(0), "{id}");
+            assert!(r["median_us"].as_f64().unwrap() > 0.0, "{id}");
+            assert!(r["min_us"].as_f64() <= r["median_us"].as_f64(), "{id}");
+            assert!(r["median_us"].as_f64() <= r["p90_us"].as_f64(), "{id}");
+            if r["variant"] == "native" {
+                assert!((r["ratio"].as_f64().unwrap() - 1.0).abs() < 1e-12, "{id}");
+            }
+            (
+                r["collective"].as_str().unwrap().to_string(),
+                r["p"].as_u64().unwrap(),
+                r["bytes"].as_u64().unwrap(),
+                r["variant"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn bench_all_collectives_checked() {
+    let j = tmp("all.json");
+    let svg = tmp("all.svg");
+    let np = 2;
+    let Some(out) = run(
+        np,
+        env!("CARGO_BIN_EXE_pcoll-bench"),
+        &[
+            "--collectives",
+            "reduce,allreduce,reduce_scatter,allgatherv",
+            "--sizes",
+            "8,1k,100000",
+            "--p",
+            "1,2",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "--check",
+            "--quiet",
+            "--json",
+            j.to_str().unwrap(),
+            "--plot",
+            svg.to_str().unwrap(),
+        ],
+    ) else {
+        return;
+    };
+    let rows = checked_rows(&json(&j));
+    for coll in ["reduce", "allreduce", "reduce_scatter", "allgatherv"] {
+        for p in [1u64, 2] {
+            for bytes in [8u64, 1024, 100000] {
+                // The sizes are byte counts of doubles, so each is measured exactly.
+                let vs: Vec<&str> = rows
+                    .iter()
+                    .filter(|r| r.0 == coll && r.1 == p && r.2 == bytes)
+                    .map(|r| r.3.as_str())
+                    .collect();
+                assert_eq!(vs.first(), Some(&"native"), "{coll} p={p} {bytes}: {vs:?}");
+                // binomial exists for every collective in every build.
+                assert!(vs.contains(&"binomial"), "{coll} p={p} {bytes}: {vs:?}");
+                assert!(vs.contains(&"auto"), "{coll} p={p} {bytes}: {vs:?}");
+            }
+        }
+    }
+    assert!(out.contains("# allgatherv  p=2"), "{out}");
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.starts_with("<svg") && s.contains("allgatherv, p = 2"));
+}
+
+#[test]
+fn bench_other_types_and_ops_checked() {
+    // Integer and one-byte types, non-sum ops, odd sizes (counts not divisible by p).
+    for (dt, op, colls) in [
+        ("int", "max", "allreduce,reduce_scatter"),
+        ("float", "prod", "reduce,allreduce"),
+        ("long", "min", "reduce,allgatherv"),
+        ("char", "sum", "allreduce,allgatherv"),
+    ] {
+        let j = tmp(&format!("{dt}.json"));
+        let Some(_) = run(
+            if pcoll_mpi::bench::mpi::mpi_name() == "mpich" {
+                2
+            } else {
+                3
+            },
+            env!("CARGO_BIN_EXE_pcoll-bench"),
+            &[
+                "--collectives",
+                colls,
+                "--datatype",
+                dt,
+                "--op",
+                op,
+                "--sizes",
+                "1,13,4099",
+                "--algorithms",
+                "binomial,ring,auto,passthru",
+                "--iters",
+                "2",
+                "--warmup",
+                "1",
+                "--check",
+                "--quiet",
+                "--json",
+                j.to_str().unwrap(),
+            ],
+        ) else {
+            return;
+        };
+        let rows = checked_rows(&json(&j));
+        assert!(rows.iter().any(|r| r.3 == "binomial"), "{dt} {op}");
+        assert!(rows.iter().any(|r| r.3 == "passthru"), "{dt} {op}");
+        // ring is not a reduce algorithm: it must not appear there.
+        assert!(
+            !rows.iter().any(|r| r.0 == "reduce" && r.3 == "ring"),
+            "{dt} {op}"
+        );
+    }
+}
+
+#[test]
+fn tune_writes_a_table() {
+    let out = tmp("tuning.toml");
+    let Some(stdout) = run(
+        2,
+        env!("CARGO_BIN_EXE_pcoll-tune"),
+        &[
+            "--collectives",
+            "allreduce,allgatherv",
+            "--sizes",
+            "8,64k",
+            "--iters",
+            "3",
+            "--remeasure-iters",
+            "4",
+            "--budget",
+            "0.3",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ) else {
+        return;
+    };
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(stdout, text);
+    assert!(text.contains("[model]\nalpha = "), "{text}");
+    for coll in ["allreduce", "allgatherv"] {
+        assert!(text.contains(&format!("[[{coll}]]")), "{text}");
+    }
+    assert!(!text.contains("[[reduce]]"), "{text}");
+    // Every rule carries its measurement.
+    let rules = text.matches("[[").count();
+    assert_eq!(text.matches("# measured: ").count(), rules, "{text}");
+    // The model is positive and finite.
+    for key in ["alpha", "beta", "gamma"] {
+        let v: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} = ")))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(v > 0.0 && v.is_finite(), "{key} = {v}");
+    }
+    // TODO(tuning): once the real pcoll::tuning lands, also assert
+    // pcoll::tuning::Table::parse(&text, "test").is_ok().
+}
