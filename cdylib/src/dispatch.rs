@@ -92,6 +92,14 @@ fn validate(a: &Args) -> Option<Valid> {
         mpi_types::op_accepts(a.op, a.dt, &facts).ok()?;
     }
     let null = |ptr: *const c_void, n: usize| ptr.is_null() && n > 0;
+    // The same buffer as input and output without MPI_IN_PLACE is erroneous; the MPI decides
+    // how to report it (Open MPI: MPI_ERR_BUFFER for allreduce).
+    if !in_place && a.sendbuf == a.recvbuf as *const c_void && !a.sendbuf.is_null() {
+        let is_root_or_all = a.coll != Collective::Reduce || a.root == rank as i64;
+        if is_root_or_all {
+            return None;
+        }
+    }
     match a.coll {
         Collective::Reduce => {
             if a.root < 0 || a.root >= p as i64 {
