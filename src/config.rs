@@ -213,15 +213,21 @@ impl Config {
     /// The table to use: `PCOLL_TUNING`'s file if set and valid, else the built-in table
     /// (with a warning saying why).
     pub fn load_table(&self) -> (Table, Vec<String>) {
+        self.load_table_or(Table::builtin())
+    }
+
+    /// [`Config::load_table`] with another built-in table (the MPI library embeds one tuned
+    /// for the MPI it is built against).
+    pub fn load_table_or(&self, builtin: Table) -> (Table, Vec<String>) {
         let Some(path) = &self.tuning else {
-            return (Table::builtin(), Vec::new());
+            return (builtin, Vec::new());
         };
         let origin = path.display().to_string();
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) => {
                 return (
-                    Table::builtin(),
+                    builtin,
                     vec![format!(
                         "PCOLL_TUNING={origin:?}: cannot read the file ({e}); accepted: a readable tuning.toml; using the built-in table"
                     )],
@@ -231,7 +237,7 @@ impl Config {
         match Table::parse(&text, &origin) {
             Ok(t) => (t, Vec::new()),
             Err(e) => (
-                Table::builtin(),
+                builtin,
                 vec![format!(
                     "PCOLL_TUNING={origin:?}: invalid tuning table; using the built-in table:\n{e}"
                 )],

@@ -44,7 +44,7 @@ pub fn global() -> &'static Global {
         let world_rank = world_rank();
         let (cfg, mut warnings) = Config::from_env();
         init_logger(world_rank, cfg.log.as_deref());
-        let (table, w2) = cfg.load_table();
+        let (table, w2) = cfg.load_table_or(builtin_table());
         warnings.extend(w2);
         for w in &warnings {
             // Configuration mistakes are always shown (once per process, from rank 0 only
@@ -62,6 +62,19 @@ pub fn global() -> &'static Global {
             table,
             world_rank,
         }
+    })
+}
+
+/// The table embedded for the MPI this library is built against (`tuning.toml` for Open MPI,
+/// `tuning.mpich.toml` for MPICH: the two MPIs' native collectives win at different sizes).
+pub fn builtin_table() -> Table {
+    #[cfg(pcoll_mpich)]
+    const TEXT: &str = include_str!("../../tuning.mpich.toml");
+    #[cfg(not(pcoll_mpich))]
+    const TEXT: &str = pcoll::tuning::BUILTIN_TOML;
+    Table::parse(TEXT, "built-in table").unwrap_or_else(|e| {
+        eprintln!("pcoll: warning: built-in table invalid ({e}); using the core default");
+        Table::builtin()
     })
 }
 
