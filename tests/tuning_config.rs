@@ -464,21 +464,22 @@ fn fallback_policies() {
 
 #[test]
 fn builtin_table_decisions() {
+    // Whatever the measured table says: commutative calls run the rule's algorithm (from a
+    // table line), non-commutative calls run an order-preserving algorithm.
     let t = Table::builtin();
     let c = Config::default();
-    let alg = |coll, bytes, comm| {
-        choose(&c, &t, &spec(coll, 8, bytes, comm))
-            .unwrap()
-            .algorithm
-    };
-    assert_eq!(alg(Collective::Reduce, 1 << 20, false), Algorithm::Pipeline);
-    assert_eq!(alg(Collective::Allreduce, 1 << 20, true), Algorithm::Ring);
-    // Ring allreduce is not order-preserving: falls back to binomial.
-    assert_eq!(
-        alg(Collective::Allreduce, 1 << 20, false),
-        Algorithm::Binomial
-    );
-    assert_eq!(alg(Collective::Allgatherv, 64, false), Algorithm::Ring);
-    let d = choose(&c, &t, &spec(Collective::Reduce, 8, 16, true)).unwrap();
-    assert!(matches!(d.source, Source::Table { rule: 0, line } if line > 0));
+    for coll in Collective::ALL {
+        for bytes in [8, 1 << 12, 1 << 16, 1 << 20, 1 << 24] {
+            let rule = t.lookup(coll, 8, bytes).expect("builtin covers p = 8");
+            let d = choose(&c, &t, &spec(coll, 8, bytes, true)).unwrap();
+            assert_eq!(d.algorithm, rule.algorithm, "{coll} {bytes}");
+            assert!(matches!(d.source, Source::Table { line, .. } if line > 0));
+            let d = choose(&c, &t, &spec(coll, 8, bytes, false)).unwrap();
+            assert!(
+                d.algorithm.order_preserving(coll),
+                "{coll} {bytes}: {}",
+                d.algorithm
+            );
+        }
+    }
 }

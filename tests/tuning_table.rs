@@ -21,37 +21,26 @@ fn assert_has(e: &str, parts: &[&str]) {
 }
 
 #[test]
-fn builtin_parses_and_has_the_documented_defaults() {
+fn builtin_parses_and_covers_every_cell() {
+    // The repository's tuning.toml is written by `make tune` (pcoll-tune) on the development
+    // machine; whatever it measured, it must parse, round-trip, and give every cell a rule.
     let t = Table::parse(BUILTIN_TOML, "tuning.toml").expect("repository tuning.toml parses");
     assert_eq!(t, Table::builtin());
+    assert_eq!(Table::parse(&t.to_toml(), "round trip").unwrap(), t);
     let m = t.model();
-    assert_eq!((m.alpha, m.beta, m.gamma), (2.0e-6, 2.0e-10, 2.5e-10));
-    use Algorithm::*;
-    use Collective::*;
-    for p in [1, 2, 3, 8, 17, 64, 1000] {
-        for bytes in [0, 1, 8, KIB64 - 1, KIB64, KIB64 + 1, 1 << 20, 1 << 30] {
-            let small = bytes < KIB64;
-            let want = [
-                (Reduce, if small { Binomial } else { Pipeline }),
-                (Allreduce, if small { Binomial } else { Ring }),
-                (ReduceScatter, if small { Binomial } else { Ring }),
-                (Allgatherv, Ring),
-            ];
-            for (coll, alg) in want {
-                let c = t.lookup(coll, p, bytes).expect("builtin covers everything");
-                assert_eq!(c.algorithm, alg, "{coll} p={p} bytes={bytes}");
-                assert_eq!(c.segment, None);
-            }
-        }
-    }
-    // Only the algorithms that exist today.
+    assert!(m.alpha > 0.0 && m.beta > 0.0 && m.gamma >= 0.0, "{m:?}");
     for coll in Collective::ALL {
-        for r in t.rules(coll) {
-            assert!(
-                [Native, Binomial, Ring, Pipeline].contains(&r.algorithm),
-                "{coll}: {}",
-                r.algorithm
-            );
+        for p in [2, 3, 4, 8, 17, 64, 1000] {
+            for bytes in [0, 1, 8, KIB64 - 1, KIB64, KIB64 + 1, 1 << 20, 1 << 30] {
+                let c = t
+                    .lookup(coll, p, bytes)
+                    .expect("builtin covers every cell for p >= 2");
+                assert!(
+                    Algorithm::available(coll).contains(&c.algorithm),
+                    "{coll}: {}",
+                    c.algorithm
+                );
+            }
         }
     }
 }
