@@ -14,13 +14,35 @@ use pcoll::algo::{build, Algorithm, CallSpec, Collective};
 use pcoll::{exec, Error};
 use std::os::raw::{c_int, c_void};
 
+/// Counts of a call without a heap allocation for the common single-count case.
+pub enum Counts {
+    One([i64; 1]),
+    Many(Vec<i64>),
+}
+
+impl std::ops::Deref for Counts {
+    type Target = [i64];
+    fn deref(&self) -> &[i64] {
+        match self {
+            Counts::One(c) => c,
+            Counts::Many(v) => v,
+        }
+    }
+}
+
+impl From<Vec<i64>> for Counts {
+    fn from(v: Vec<i64>) -> Counts {
+        Counts::Many(v)
+    }
+}
+
 /// One collective call as the C (or Fortran, or large-count) entry point received it.
 pub struct Args {
     pub coll: Collective,
     pub sendbuf: *const c_void,
     pub recvbuf: *mut c_void,
     /// reduce/allreduce: `[count]`; reduce_scatter/allgatherv: `recvcounts`.
-    pub counts: Vec<i64>,
+    pub counts: Counts,
     /// allgatherv: `displs`.
     pub displs: Vec<i64>,
     /// allgatherv: `sendcount` and `sendtype`.
@@ -33,6 +55,16 @@ pub struct Args {
     pub comm: MPI_Comm,
     /// Where `counts` came from (for the program reading them): only a reporting aid.
     pub large_count: bool,
+}
+
+/// Wall-clock time for the stats (only with `PCOLL_STATS=1`, so that a native call pays
+/// no timer reads otherwise; `time_us` then stays 0).
+fn stat_time() -> f64 {
+    if state::global().cfg.stats {
+        wtime()
+    } else {
+        0.0
+    }
 }
 
 fn wtime() -> f64 {
@@ -57,6 +89,60 @@ fn nonneg(v: &[i64]) -> Option<Vec<usize>> {
             }
         })
         .collect()
+}
+
+/// Bad input that some native MPI does not check and crashes on (MPICH 4.0.2: a negative
+/// count in reduce/allreduce; Open MPI 4.1.4: NULL buffers with count > 0, negative
+/// allgatherv counts): pcoll reports it with the error class the standard names, through
+/// the communicator's error handler, instead of passing it on. Only for a valid
+/// intracommunicator; everything else is left to the MPI.
+fn own_error(a: &Args) -> Option<(c_int, String)> {
+    let (p, rank) = comm::facts(a.comm).ok()??;
+    if let Some(c) = a.counts.iter().find(|&&c| c < 0) {
+        return Some((consts::ERR_COUNT(), format!("negative count {c}")));
+    }
+    let in_place = a.sendbuf == consts::in_place();
+    if a.coll == Collective::Allgatherv && !in_place && a.sendcount < 0 {
+        return Some((
+            consts::ERR_COUNT(),
+            format!("negative sendcount {}", a.sendcount),
+        ));
+    }
+    // A NULL buffer is MPI_BOTTOM, legal only with absolute-address datatypes: flag it only
+    // for types whose data starts at offset 0.
+    let plain = |dt: MPI_Datatype| {
+        mpi_types::type_facts(dt).map_or(false, |f| f.lb == 0 && f.true_lb == 0 && f.size > 0)
+    };
+    let null = |ptr: *const c_void, n: i64, dt: MPI_Datatype| ptr.is_null() && n > 0 && plain(dt);
+    let counts_ok = a.counts.len()
+        == if matches!(a.coll, Collective::Reduce | Collective::Allreduce) {
+            1
+        } else {
+            p
+        };
+    if !counts_ok {
+        return None;
+    }
+    let total: i64 = a.counts.iter().sum();
+    let (send_n, recv_n, send_dt) = match a.coll {
+        Collective::Reduce => (total, if a.root == rank as i64 { total } else { 0 }, a.dt),
+        Collective::Allreduce => (total, total, a.dt),
+        Collective::ReduceScatter => (total, a.counts[rank], a.dt),
+        Collective::Allgatherv => (a.sendcount, total, a.sendtype),
+    };
+    if !in_place && null(a.sendbuf, send_n, send_dt) {
+        return Some((
+            consts::ERR_BUFFER(),
+            "NULL send buffer with a non-zero count".into(),
+        ));
+    }
+    if null(a.recvbuf as *const c_void, recv_n, a.dt) {
+        return Some((
+            consts::ERR_BUFFER(),
+            "NULL receive buffer with a non-zero count".into(),
+        ));
+    }
+    None
 }
 
 /// `None`: hand the call to the native collective (bad input is reported by it, with its
@@ -234,8 +320,23 @@ fn native_requested(a: &Args) -> Option<usize> {
         Collective::Reduce | Collective::Allreduce => *a.counts.first()?,
         _ => a.counts.iter().sum(),
     };
-    if elems < 0 || size < 0 {
-        return None;
+    if elems < 0
+        || size < 0
+        || a.counts.iter().any(|&c| c < 0)
+        || (a.coll == Collective::Allgatherv && a.sendcount < 0)
+    {
+        return None; // bad counts: the full path reports them (some MPIs crash on them)
+    }
+    if elems > 0 && (a.sendbuf.is_null() || a.recvbuf.is_null()) {
+        // Possibly a NULL buffer error (or MPI_BOTTOM): the full path decides. A NULL
+        // receive buffer at a non-root of a reduce is fine and common.
+        let mut rank: c_int = -1;
+        // SAFETY: out-pointer; the communicator answered PMPI_Comm_size above.
+        unsafe { PMPI_Comm_rank(a.comm, &mut rank) };
+        let recv_matters = a.coll != Collective::Reduce || a.root == rank as i64;
+        if a.sendbuf.is_null() || (recv_matters && a.recvbuf.is_null()) {
+            return None;
+        }
     }
     let bytes = elems as usize * size as usize;
     let alg = requested(a.coll, p as usize, bytes);
@@ -272,11 +373,15 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
     if state::disabled() {
         return native();
     }
-    let t0 = wtime();
+    let t0 = stat_time();
     if let Some(bytes) = native_requested(a) {
         let rc = native();
-        state::record(a.coll, Algorithm::Native, bytes, wtime() - t0);
+        state::record(a.coll, Algorithm::Native, bytes, stat_time() - t0);
         return rc;
+    }
+    if let Some((code, what)) = own_error(a) {
+        log::error!("{}: invalid argument: {what}", a.coll);
+        return raise(a.comm, code);
     }
     let Some(mut v) = validate(a) else {
         log::debug!("{}: arguments pcoll does not serve; native call", a.coll);
@@ -289,13 +394,13 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
     };
     if alg == Algorithm::Native {
         let rc = native();
-        state::record(a.coll, alg, bytes, wtime() - t0);
+        state::record(a.coll, alg, bytes, stat_time() - t0);
         log::debug!("{} p={} bytes={bytes}: native ({why})", a.coll, v.spec.p);
         return rc;
     }
     match run(a, &v, alg) {
         Ok(rounds) => {
-            let dt = wtime() - t0;
+            let dt = stat_time() - t0;
             state::record(a.coll, alg, bytes, dt);
             log::debug!(
                 "{} p={} rank={} bytes={bytes} root={}: {alg} ({why}), {rounds} rounds, {:.1} us",

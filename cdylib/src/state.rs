@@ -4,13 +4,12 @@
 use crate::consts;
 use mpi_sys::*;
 use once_cell::sync::{Lazy, OnceCell};
-use parking_lot::Mutex;
 use pcoll::config::Config;
 use pcoll::tuning::Table;
 use pcoll::{Algorithm, Collective};
 use std::io::Write;
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 pub struct Global {
     pub cfg: Config,
@@ -122,7 +121,24 @@ pub struct Stat {
     pub time_us: f64,
 }
 
-pub static STATS: Lazy<Mutex<[[Stat; 8]; 4]>> = Lazy::new(|| Mutex::new([[Stat::default(); 8]; 4]));
+/// One counter cell per (collective, algorithm): lock-free, so recording costs a few atomic
+/// adds on the hot path. Time is kept in nanoseconds.
+struct Cell {
+    calls: AtomicU64,
+    bytes: AtomicU64,
+    time_ns: AtomicU64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const CELL: Cell = Cell {
+    calls: AtomicU64::new(0),
+    bytes: AtomicU64::new(0),
+    time_ns: AtomicU64::new(0),
+};
+#[allow(clippy::declare_interior_mutable_const)]
+const ROW: [Cell; 8] = [CELL, CELL, CELL, CELL, CELL, CELL, CELL, CELL];
+static CELLS: [[Cell; 8]; 4] = [ROW, ROW, ROW, ROW];
+
 /// The algorithm of the last call per collective (for tests and the C API).
 static LAST: [AtomicU8; 4] = [
     AtomicU8::new(NONE),
@@ -131,14 +147,40 @@ static LAST: [AtomicU8; 4] = [
     AtomicU8::new(NONE),
 ];
 
+fn alg_index(alg: Algorithm) -> usize {
+    alg as usize
+}
+
+/// Count one call (`secs` is 0 unless `PCOLL_STATS=1`).
 pub fn record(coll: Collective, alg: Algorithm, bytes: usize, secs: f64) {
-    let ai = Algorithm::ALL.iter().position(|x| *x == alg).unwrap();
-    let mut s = STATS.lock();
-    let c = &mut s[coll.index()][ai];
-    c.calls += 1;
-    c.bytes += bytes as u64;
-    c.time_us += secs * 1e6;
+    let ai = alg_index(alg);
+    let c = &CELLS[coll.index()][ai];
+    c.calls.fetch_add(1, Ordering::Relaxed);
+    c.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+    if secs > 0.0 {
+        c.time_ns.fetch_add((secs * 1e9) as u64, Ordering::Relaxed);
+    }
     LAST[coll.index()].store(ai as u8, Ordering::Relaxed);
+}
+
+/// A snapshot of one counter cell.
+pub fn stat(coll: Collective, alg: Algorithm) -> Stat {
+    let c = &CELLS[coll.index()][alg_index(alg)];
+    Stat {
+        calls: c.calls.load(Ordering::Relaxed),
+        bytes: c.bytes.load(Ordering::Relaxed),
+        time_us: c.time_ns.load(Ordering::Relaxed) as f64 / 1e3,
+    }
+}
+
+pub fn reset_stats() {
+    for row in &CELLS {
+        for c in row {
+            c.calls.store(0, Ordering::Relaxed);
+            c.bytes.store(0, Ordering::Relaxed);
+            c.time_ns.store(0, Ordering::Relaxed);
+        }
+    }
 }
 
 pub fn last(coll: Collective) -> Option<Algorithm> {
@@ -148,11 +190,10 @@ pub fn last(coll: Collective) -> Option<Algorithm> {
 
 /// The stats report: one line per collective and algorithm that ran.
 pub fn report() -> String {
-    let s = STATS.lock();
     let mut out = String::new();
     for coll in Collective::ALL {
-        for (ai, alg) in Algorithm::ALL.iter().enumerate() {
-            let c = s[coll.index()][ai];
+        for alg in Algorithm::ALL.iter() {
+            let c = stat(coll, *alg);
             if c.calls > 0 {
                 out.push_str(&format!(
                     "pcoll: stats {} {} calls={} bytes={} time_us={:.3}\n",

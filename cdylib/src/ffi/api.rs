@@ -98,8 +98,7 @@ pub unsafe extern "C" fn pcoll_stats(
         ) else {
             return -1;
         };
-        let ai = Algorithm::ALL.iter().position(|x| *x == alg).unwrap();
-        let s = state::STATS.lock()[coll.index()][ai];
+        let s = state::stat(coll, alg);
         // SAFETY: each pointer is null or writable, per the API.
         unsafe {
             if !calls.is_null() {
@@ -120,7 +119,7 @@ pub unsafe extern "C" fn pcoll_stats(
 #[no_mangle]
 pub extern "C" fn pcoll_stats_reset() {
     let _ = guard("pcoll_stats_reset", || {
-        *state::STATS.lock() = Default::default();
+        state::reset_stats();
         0
     });
 }

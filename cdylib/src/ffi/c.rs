@@ -3,7 +3,7 @@
 #![allow(non_snake_case)]
 
 use super::guard;
-use crate::dispatch::{collective, Args};
+use crate::dispatch::{collective, Args, Counts};
 use crate::{consts, state};
 use mpi_sys::*;
 use pcoll::Collective;
@@ -47,7 +47,7 @@ pub(crate) fn reduce_args(
         coll,
         sendbuf,
         recvbuf,
-        counts: vec![count],
+        counts: Counts::One([count]),
         displs: vec![],
         sendcount: 0,
         sendtype: dt,
@@ -136,7 +136,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
             0,
             comm,
         );
-        a.counts = counts;
+        a.counts = counts.into();
         // SAFETY: forwarded unchanged.
         collective(&a, &mut || unsafe {
             PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm)
@@ -163,7 +163,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
             coll: Collective::Allgatherv,
             sendbuf,
             recvbuf,
-            counts,
+            counts: counts.into(),
             displs: ds,
             sendcount: sendcount as i64,
             sendtype,
@@ -274,7 +274,7 @@ mod large {
                 0,
                 comm,
             );
-            a.counts = counts;
+            a.counts = counts.into();
             a.large_count = true;
             // SAFETY: forwarded unchanged.
             collective(&a, &mut || unsafe {
@@ -302,7 +302,7 @@ mod large {
                 coll: Collective::Allgatherv,
                 sendbuf,
                 recvbuf,
-                counts,
+                counts: counts.into(),
                 displs: ds,
                 sendcount: sendcount as i64,
                 sendtype,

@@ -114,7 +114,11 @@ unsafe fn reduce_scatter_f(
         };
         let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
         let mut a = reduce_args(Collective::ReduceScatter, s, r, 0, dt, op, 0, comm);
-        a.counts = c_counts.iter().map(|&x| x as i64).collect();
+        a.counts = c_counts
+            .iter()
+            .map(|&x| x as i64)
+            .collect::<Vec<_>>()
+            .into();
         let cp = if recvcounts.is_null() {
             std::ptr::null()
         } else {
@@ -168,7 +172,7 @@ unsafe fn allgatherv_f(
             coll: Collective::Allgatherv,
             sendbuf: s,
             recvbuf: r,
-            counts: cc.iter().map(|&x| x as i64).collect(),
+            counts: cc.iter().map(|&x| x as i64).collect::<Vec<_>>().into(),
             displs: cd.iter().map(|&x| x as i64).collect(),
             sendcount: sc as i64,
             sendtype: st,
