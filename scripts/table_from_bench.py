@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Write the shipped default tuning tables from `make bench` results.
+
+pcoll-tune picks the fastest algorithm per cell; for the built-in table we want a margin:
+a pcoll algorithm is chosen only where it beat native by at least MARGIN in the interleaved
+benchmark, otherwise the cell stays `native` (so the default is never much slower than the
+MPI's own collective). Input: results/bench.<mpi>.p<p>.csv; output: tuning.toml (Open MPI)
+and tuning.mpich.toml (MPICH). The [model] section is copied from results/tuning.<mpi>.toml
+(pcoll-tune's fit) when present.
+
+Usage: scripts/table_from_bench.py [--margin 0.92]
+"""
+import csv, glob, os, re, sys
+
+MARGIN = 0.92
+if "--margin" in sys.argv:
+    MARGIN = float(sys.argv[sys.argv.index("--margin") + 1])
+COLLS = ["reduce", "allreduce", "reduce_scatter", "allgatherv"]
+root = os.path.join(os.path.dirname(__file__), "..")
+
+
+def load(mpi):
+    runs = {}
+    for f in sorted(glob.glob(os.path.join(root, f"results/bench.{mpi}.p*.csv"))):
+        p = int(re.search(r"\.p(\d+)\.csv$", f).group(1))
+        cells = {}
+        for r in csv.DictReader(open(f)):
+            if r["variant"] in ("auto", "passthru", "native"):
+                continue
+            key = (r["collective"], int(r["bytes"]))
+            cells.setdefault(key, []).append((float(r["ratio"]), r["algorithm"]))
+        runs[p] = cells
+    return runs
+
+
+def p_ranges(ps):
+    """Measured p -> half-open p range it stands for (midpoints between measured sizes)."""
+    ps = sorted(ps)
+    out = []
+    for i, p in enumerate(ps):
+        lo = 2 if i == 0 else (ps[i - 1] + p) // 2 + 1
+        hi = None if i == len(ps) - 1 else (p + ps[i + 1]) // 2 + 1
+        out.append((p, lo, hi))
+    return out
+
+
+def rules_for(cells, coll):
+    sizes = sorted(b for (c, b) in cells if c == coll)
+    picks = []
+    for b in sizes:
+        r, alg = min(cells[(coll, b)])
+        picks.append((b, alg if r <= MARGIN else "native", r))
+    rules = []
+    for i, (b, alg, r) in enumerate(picks):
+        lo = 0 if i == 0 else b
+        if rules and rules[-1]["alg"] == alg:
+            rules[-1]["ratios"].append(r)
+            rules[-1]["sizes"].append(b)
+            continue
+        if rules:
+            rules[-1]["hi"] = lo
+        rules.append({"alg": alg, "lo": lo, "hi": None, "ratios": [r], "sizes": [b]})
+    return rules
+
+
+def write(mpi, out):
+    runs = load(mpi)
+    if not runs:
+        print(f"no results/bench.{mpi}.p*.csv", file=sys.stderr)
+        return
+    lines = [
+        f"# pcoll built-in tuning table for {'Open MPI' if mpi == 'openmpi' else 'MPICH'} (embedded in the library).",
+        "# Written by scripts/table_from_bench.py from `make bench` on the development machine",
+        f"# (2 cores, shared memory): a pcoll algorithm is chosen only where its median beat native by",
+        f"# at least {round((1 - MARGIN) * 100)}% in the interleaved benchmark (measured p = {', '.join(map(str, sorted(runs)))});",
+        "# every other cell is `native`. Regenerate for your machine with `make tune` (pcoll-tune).",
+        "# Format: README, section tuning.toml. First matching rule wins; ranges are half-open.",
+        "",
+    ]
+    tuned = os.path.join(root, f"results/tuning.{mpi}.toml")
+    if os.path.exists(tuned):
+        m = re.search(r"\[model\]\n(.*?)\n\n", open(tuned).read(), re.S)
+        if m:
+            lines += ["# Cost model fitted by pcoll-tune on this machine.", "[model]", m.group(1).strip(), ""]
+    lines += ["# p = 1: nothing to communicate; the MPI's own copy is cheapest."]
+    for coll in COLLS:
+        lines += [f"[[{coll}]]", "p = [1, 2]", 'algorithm = "native"', ""]
+    for coll in COLLS:
+        for p, plo, phi in p_ranges(runs):
+            for r in rules_for(runs[p], coll):
+                if r["alg"] == "native" and len(r["sizes"]) and all(x > MARGIN for x in r["ratios"]):
+                    why = f"native: no algorithm {round((1 - MARGIN) * 100)}% faster (best ratio {min(r['ratios']):.2f})"
+                else:
+                    why = f"{r['alg']}: median/native {min(r['ratios']):.2f}..{max(r['ratios']):.2f}"
+                lines.append(f"# measured at p = {p}, {len(r['sizes'])} sizes: {why}")
+                lines.append(f"[[{coll}]]")
+                lines.append(f"p = [{plo}, {phi if phi is not None else chr(34) + 'inf' + chr(34)}]")
+                hi = r["hi"]
+                lines.append(f"bytes = [{r['lo']}, {hi if hi is not None else chr(34) + 'inf' + chr(34)}]")
+                lines.append(f'algorithm = "{r["alg"]}"')
+                lines.append("")
+    open(out, "w").write("\n".join(lines))
+    print(f"wrote {out}")
+
+
+write("openmpi", os.path.join(root, "tuning.toml"))
+write("mpich", os.path.join(root, "tuning.mpich.toml"))
