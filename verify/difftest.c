@@ -1371,6 +1371,11 @@ int main(int argc, char **argv) {
     }
     long dd = distinct;
     MPI_Bcast(&dd, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    free(nbs);
+    free(dis);
+    free(all);
+    free(bad_cases);
+    for (int i = 0; i < nlayouts; i++) free(L[i].mask);
     for (int i = 1; i < CM_NUM; i++)
         if (i != CM_SELF && pool[i] != MPI_COMM_NULL) MPI_Comm_free(&pool[i]);
     for (int i = npredef; i < nlayouts; i++) MPI_Type_free(&L[i].dt);

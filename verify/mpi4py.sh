@@ -12,7 +12,7 @@
 #
 #   full  : test_cco_buf test_cco_vec test_cco_nb_buf test_cco_nb_vec test_op test_cco_obj,
 #           p = 1..5 (Open MPI), p = 1, 2 (MPICH)
-#   quick : test_cco_buf (the collective buffer tests), p = 1, 2, 3 (Open MPI), p = 1, 2 (MPICH)
+#   quick : test_cco_buf test_cco_vec (the collective buffer tests), p = 1, 2, 3 (Open MPI), p = 1, 2 (MPICH)
 #   setup : only create the venv
 # Last line: "N passed, M failed" (one test = one (p, module set) comparison).
 set -uo pipefail
@@ -68,7 +68,7 @@ fi
 [ -f "$LIB" ] || { log "no library at $2"; echo "0 passed, 1 failed"; exit 1; }
 
 if [ "$MODE" = quick ]; then
-  MODS=(test_cco_buf)
+  MODS=(test_cco_buf test_cco_vec)
   if [ "$MPI" = openmpi ]; then PS=(1 2 3); else PS=(1 2); fi
   TMO=300
 else

@@ -199,6 +199,8 @@ int main(int argc, char **argv) {
     long total = 0;
     MPI_Allreduce(&errors, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     for (int t = 0; t < T; t++) MPI_Comm_free(&jobs[t].comm);
+    free(jobs);
+    free(th);
     MPI_Op_free(&affine_op);
     if (wrank == 0)
         printf("threads: %d threads x %ld iterations x %d ranks, %ld errors (%.1f s)\n", T, N, wsize, total, dt);
