@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# mpi4py as a real client of pcoll (issue 7).
+#
+#   verify/mpi4py.sh <openmpi|mpich> <libpcoll.so> [--quick|--setup]
+#
+# Builds (once, cached) a venv build/venv-<mpi> with mpi4py 4.1.2 compiled from the PyPI sdist
+# against that MPI (plus numpy), then runs mpi4py's own collective test modules from the
+# unpacked sdist natively and with LD_PRELOAD=libpcoll.so, per world size p, and compares the
+# per-rank results (tests run / failures / errors / skipped, and the names of failing tests).
+# They must be equal; tests that fail natively are listed as such. With PCOLL_STATS=1 the pcoll
+# run prints pcoll's own statistics, which shows that pcoll served the calls.
+#
+#   full  : test_cco_buf test_cco_vec test_cco_nb_buf test_cco_nb_vec test_op test_cco_obj,
+#           p = 1..5 (Open MPI), p = 1, 2 (MPICH)
+#   quick : test_cco_buf test_cco_vec (the collective buffer tests), p = 1, 2, 3 (Open MPI), p = 1, 2 (MPICH)
+#   setup : only create the venv
+# Last line: "N passed, M failed" (one test = one (p, module set) comparison).
+set -uo pipefail
+
+usage() { echo "usage: $0 <openmpi|mpich> <libpcoll.so> [--quick|--setup]" >&2; exit 2; }
+[ $# -ge 2 ] || usage
+MPI=$1
+LIB=$(readlink -f "$2")
+MODE=${3:-full}
+case $MODE in --quick) MODE=quick ;; --setup) MODE=setup ;; full|--full) MODE=full ;; *) usage ;; esac
+case $MPI in openmpi|mpich) ;; *) usage ;; esac
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build
+VER=4.1.2
+SDIST=$BUILD/mpi4py-$VER.tar.gz
+SRC=$BUILD/mpi4py-$VER
+VENV=$BUILD/venv-$MPI
+MPICC=mpicc.$MPI
+mkdir -p "$BUILD"
+
+log() { echo "mpi4py.sh[$MPI]: $*"; }
+
+setup() {
+  if [ ! -f "$SDIST" ]; then
+    log "downloading the mpi4py $VER sdist"
+    python3 -m pip download -q --no-deps --no-binary mpi4py "mpi4py==$VER" -d "$BUILD" || return 1
+  fi
+  if [ ! -f "$SRC/test/main.py" ]; then
+    tar xzf "$SDIST" -C "$BUILD" || return 1
+  fi
+  local stamp="$VENV/.pcoll-mpi4py-$VER"
+  local want
+  want=$($MPICC -show 2>/dev/null)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$VENV/bin/python" ]; then
+    return 0
+  fi
+  log "creating $VENV (mpi4py $VER from source with $MPICC; takes a few minutes)"
+  rm -rf "$VENV"
+  python3 -m venv "$VENV" || return 1
+  MPICC=$MPICC "$VENV/bin/pip" install -q --no-binary mpi4py numpy "$SDIST" || return 1
+  "$VENV/bin/python" -c 'from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])' \
+    || return 1
+  echo "$want" >"$stamp"
+}
+
+if ! setup; then
+  log "setup failed"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+[ "$MODE" = setup ] && { log "venv ready: $VENV"; exit 0; }
+[ -f "$LIB" ] || { log "no library at $2"; echo "0 passed, 1 failed"; exit 1; }
+
+if [ "$MODE" = quick ]; then
+  MODS=(test_cco_buf test_cco_vec)
+  if [ "$MPI" = openmpi ]; then PS=(1 2 3); else PS=(1 2); fi
+  TMO=300
+else
+  MODS=(test_cco_buf test_cco_vec test_cco_nb_buf test_cco_nb_vec test_op test_cco_obj)
+  if [ "$MPI" = openmpi ]; then PS=(1 2 3 4 5); else PS=(1 2); fi
+  TMO=1200
+fi
+# -i is a regex searched in the test file name: test_cco_buf also selects test_cco_buf_inter
+# (intercommunicator collectives, which pcoll hands to the native MPI): kept, as more coverage.
+INC=()
+for m in "${MODS[@]}"; do INC+=(-i "$m"); done
+
+OUT=$BUILD/mpi4py-$MPI-runs
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+# One run: $1 = p, $2 = native|pcoll. Each rank's stderr goes to its own file.
+run() {
+  local p=$1 mode=$2 dir=$OUT/p$1-$2
+  mkdir -p "$dir"
+  local wrap="exec \"$VENV/bin/python\" \"$SRC/test/main.py\" ${INC[*]@Q} 2>\"$dir/rank.\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-0}}\""
+  local env=()
+  if [ "$mode" = pcoll ]; then
+    if [ "$MPI" = openmpi ]; then env=(-x LD_PRELOAD="$LIB" -x PCOLL_STATS=1); else env=(-genv LD_PRELOAD "$LIB" -genv PCOLL_STATS 1); fi
+  fi
+  local t0=$SECONDS rc
+  if [ "$MPI" = openmpi ]; then
+    timeout -k 10 $TMO mpirun.openmpi --allow-run-as-root --oversubscribe -np "$p" "${env[@]}" \
+      bash -c "$wrap" </dev/null >"$dir/stdout" 2>"$dir/launcher"
+  else
+    timeout -k 10 $TMO mpiexec.mpich -n "$p" "${env[@]}" bash -c "$wrap" </dev/null \
+      >"$dir/stdout" 2>"$dir/launcher"
+  fi
+  rc=$?
+  echo "$rc" >"$dir/rc"
+  echo $((SECONDS - t0)) >"$dir/secs"
+}
+
+# Summary of one rank's unittest output: "ran fail err skip".
+summary() {
+  local f=$1
+  local ran fail err skip
+  ran=$(grep -Eo '^Ran [0-9]+ test' "$f" | tail -1 | grep -Eo '[0-9]+')
+  fail=$(grep -E '^(OK|FAILED)' "$f" | tail -1 | grep -Eo 'failures=[0-9]+' | grep -Eo '[0-9]+')
+  err=$(grep -E '^(OK|FAILED)' "$f" | tail -1 | grep -Eo 'errors=[0-9]+' | grep -Eo '[0-9]+')
+  skip=$(grep -E '^(OK|FAILED)' "$f" | tail -1 | grep -Eo 'skipped=[0-9]+' | grep -Eo '[0-9]+')
+  echo "${ran:-none} ${fail:-0} ${err:-0} ${skip:-0}"
+}
+# Sorted names of failing tests of one rank.
+failing() { grep -E '^(FAIL|ERROR): ' "$1" | sed 's/ *$//' | sort; }
+
+passed=0
+failed=0
+native_fail_notes=()
+printf '| p | rank | native ran/fail/err/skip | pcoll ran/fail/err/skip | native s | pcoll s | same |\n'
+printf '|---|------|--------------------------|-------------------------|----------|---------|------|\n'
+for p in "${PS[@]}"; do
+  run "$p" native
+  run "$p" pcoll
+  ok=1
+  for ((r = 0; r < p; r++)); do
+    nf=$OUT/p$p-native/rank.$r
+    pf=$OUT/p$p-pcoll/rank.$r
+    ns=$( [ -f "$nf" ] && summary "$nf" || echo "missing")
+    ps=$( [ -f "$pf" ] && summary "$pf" || echo "missing")
+    same=yes
+    if [ "$ns" != "$ps" ] || [ "${ps%% *}" = none ] || [ "$ps" = missing ]; then same=NO; ok=0; fi
+    if [ -f "$nf" ] && [ -f "$pf" ] && [ "$(failing "$nf")" != "$(failing "$pf")" ]; then same=NO; ok=0; fi
+    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$p" "$r" "${ns// //}" "${ps// //}" \
+      "$(cat "$OUT/p$p-native/secs")" "$(cat "$OUT/p$p-pcoll/secs")" "$same"
+    if [ -f "$nf" ] && [ -n "$(failing "$nf")" ]; then
+      while read -r l; do native_fail_notes+=("p=$p rank=$r natively: $l"); done < <(failing "$nf")
+    fi
+  done
+  for m in native pcoll; do
+    rc=$(cat "$OUT/p$p-$m/rc")
+    if [ "$rc" != 0 ]; then
+      # A non-zero exit is only acceptable if native exits the same way (failing tests).
+      [ "$(cat "$OUT/p$p-native/rc")" = "$(cat "$OUT/p$p-pcoll/rc")" ] || ok=0
+    fi
+  done
+  if [ "$(cat "$OUT/p$p-native/rc")" = 124 ] || [ "$(cat "$OUT/p$p-pcoll/rc")" = 124 ]; then ok=0; fi
+  if [ $ok = 1 ]; then passed=$((passed + 1)); else
+    failed=$((failed + 1))
+    log "p=$p: pcoll run differs from native (rc native $(cat "$OUT/p$p-native/rc"), pcoll $(cat "$OUT/p$p-pcoll/rc")); logs in $OUT/p$p-*"
+    for ((r = 0; r < p; r++)); do
+      diff <(failing "$OUT/p$p-native/rank.$r" 2>/dev/null) <(failing "$OUT/p$p-pcoll/rank.$r" 2>/dev/null) | sed "s/^/  rank $r: /" | head -20
+    done
+    tail -5 "$OUT/p$p-pcoll/launcher" "$OUT/p$p-pcoll/rank.0" 2>/dev/null | sed 's/^/  /'
+  fi
+  # pcoll's statistics (rank 0, at MPI_Finalize): proof that pcoll served the calls.
+  stats=$(cat "$OUT/p$p-pcoll"/rank.* "$OUT/p$p-pcoll/stdout" "$OUT/p$p-pcoll/launcher" 2>/dev/null | grep 'pcoll: stats' | sort -u)
+  if [ -z "$stats" ]; then
+    log "p=$p: no 'pcoll: stats' lines: pcoll was not loaded or did not serve anything"
+    failed=$((failed + 1))
+  else
+    echo "$stats" | sed "s/^/  p=$p /"
+    # At least one call served by a pcoll algorithm (not handed to native).
+    if ! echo "$stats" | grep -Eq 'stats [a-z_]+ (binomial|pipeline|greedy|greedy_uni|circulant|butterfly|ring) calls=[1-9]'; then
+      log "p=$p: pcoll served no call with its own algorithms"
+      [ "$p" -gt 1 ] && failed=$((failed + 1))
+    fi
+  fi
+done
+for n in "${native_fail_notes[@]}"; do log "note: $n"; done
+log "modules: ${MODS[*]}; p = ${PS[*]}"
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]

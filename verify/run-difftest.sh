@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Run the randomized differential tester (verify/difftest.c) under one MPI with pcoll preloaded.
+#
+#   verify/run-difftest.sh <openmpi|mpich> <libpcoll.so> [--quick|--soak] [--native]
+#
+#   --quick (default): Open MPI p = 1,2,3,5 and MPICH p = 1,2,3, a few hundred cases each
+#                      (for `make test`, < 3 minutes per MPI on 2 cores)
+#   --soak           : p = 1..9 on both MPIs, thousands of cases per p
+#   --native         : run without pcoll (checks the tester and shows native defects)
+# Environment: DIFFTEST_SEED (default: random, printed), DIFFTEST_CASES (cases per p),
+# DIFFTEST_MAX_COUNT, DIFFTEST_ARGS (extra difftest flags, e.g. "--alg ring").
+# Each p runs seed+p. Exit status non-zero on any mismatch or crash; the last line is
+# "N passed, M failed" (cases; a run that crashed or hung counts as one failure).
+set -uo pipefail
+
+usage() { echo "usage: $0 <openmpi|mpich> <libpcoll.so> [--quick|--soak] [--native]" >&2; exit 2; }
+[ $# -ge 2 ] || usage
+MPI=$1
+LIB=$(readlink -f "$2" 2>/dev/null || echo "$2")
+shift 2
+MODE=quick
+NATIVE=0
+for a in "$@"; do
+  case $a in --quick) MODE=quick ;; --soak) MODE=soak ;; --native) NATIVE=1 ;; *) usage ;; esac
+done
+case $MPI in openmpi|mpich) ;; *) usage ;; esac
+if [ $NATIVE = 0 ] && [ ! -f "$LIB" ]; then echo "no library: $LIB" >&2; echo "0 passed, 1 failed"; exit 1; fi
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUTDIR=$ROOT/build/verify
+mkdir -p "$OUTDIR/logs"
+BIN=$OUTDIR/difftest-$MPI
+if [ ! -x "$BIN" ] || [ "$ROOT/verify/difftest.c" -nt "$BIN" ]; then
+  mpicc.$MPI -O2 -g -Wall -o "$BIN" "$ROOT/verify/difftest.c" -ldl -lm || { echo "0 passed, 1 failed"; exit 1; }
+fi
+
+SEED=${DIFFTEST_SEED:-$(( $(date +%s) % 1000000007 ))}
+if [ $MODE = quick ]; then
+  if [ $MPI = openmpi ]; then PS=(1 2 3 5); CASES=${DIFFTEST_CASES:-1500}; else PS=(1 2 3); CASES=${DIFFTEST_CASES:-1000}; fi
+  MAXC=${DIFFTEST_MAX_COUNT:-100000}
+  TMO=240
+else
+  PS=(1 2 3 4 5 6 7 8 9)
+  CASES=${DIFFTEST_CASES:-3000}
+  MAXC=${DIFFTEST_MAX_COUNT:-1000000}
+  TMO=3600
+fi
+
+passed=0
+failed=0
+
+# Self-test: the tester must catch a deliberately wrong interposer (verify/mutant.c): a flipped
+# result byte, a write past the receive buffer, a write into an allgatherv gap, a reduce in
+# reversed rank order (wrong for non-commutative ops). Each mutant must produce mismatches.
+selftest() {
+  local so=$OUTDIR/mutant-$MPI.so np=3 m out
+  mpicc.$MPI -shared -fPIC -O2 -o "$so" "$ROOT/verify/mutant.c" || { failed=$((failed + 1)); return; }
+  for m in 1 2 3 4; do
+    if [ $MPI = openmpi ]; then
+      out=$(timeout -k 5 120 mpirun.openmpi --allow-run-as-root --oversubscribe -np $np -x MUTANT=$m \
+        -x LD_PRELOAD="$so" "$BIN" --seed "$SEED" --cases 300 --max-count 1000 </dev/null 2>&1)
+    else
+      out=$(timeout -k 5 120 mpiexec.mpich -n $np -genv MUTANT $m -genv LD_PRELOAD "$so" "$BIN" \
+        --seed "$SEED" --cases 300 --max-count 1000 </dev/null 2>&1)
+    fi
+    if echo "$out" | grep -Eq '^difftest: [0-9]+ cases, [1-9][0-9]* mismatches'; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+      echo "  self-test: mutant $m was NOT detected:"
+      echo "$out" | tail -3 | sed 's/^/    /'
+    fi
+  done
+  echo "  self-test: $([ $failed = 0 ] && echo "all 4 mutants detected" || echo "FAILED")"
+}
+echo "run-difftest: $MPI $([ $NATIVE = 1 ] && echo native || echo "pcoll=$LIB") mode=$MODE seed=$SEED (p adds to it) cases/p=$CASES max-count=$MAXC"
+[ "${DIFFTEST_SELFTEST:-1}" = 1 ] && [ $MODE = quick ] && [ $NATIVE = 0 ] && selftest
+first=1
+for p in "${PS[@]}"; do
+  s=$((SEED + p))
+  n=$CASES
+  # MPICH busy-polls when oversubscribed (MPI-NOTES.md): fewer cases, smaller counts above p=2.
+  maxc=$MAXC
+  if [ $MPI = mpich ] && [ "$p" -gt 2 ]; then
+    n=$(( CASES * 2 / (p + 2) )); [ $n -lt 50 ] && n=50
+    [ "$maxc" -gt 100000 ] && maxc=100000
+  fi
+  log=$OUTDIR/logs/difftest-$MPI-$([ $NATIVE = 1 ] && echo native- || true)p$p.log
+  args=(--seed "$s" --cases "$n" --max-count "$maxc" ${DIFFTEST_ARGS:-})
+  t0=$SECONDS
+  if [ $MPI = openmpi ]; then
+    env=(); [ $NATIVE = 0 ] && env=(-x LD_PRELOAD="$LIB")
+    timeout -k 10 $TMO mpirun.openmpi --allow-run-as-root --oversubscribe -np "$p" "${env[@]}" \
+      "$BIN" "${args[@]}" </dev/null >"$log" 2>&1
+  else
+    env=(); [ $NATIVE = 0 ] && env=(-genv LD_PRELOAD "$LIB")
+    timeout -k 10 $TMO mpiexec.mpich -n "$p" "${env[@]}" "$BIN" "${args[@]}" </dev/null >"$log" 2>&1
+  fi
+  rc=$?
+  dt=$((SECONDS - t0))
+  summary=$(grep -E '^difftest: [0-9]+ cases, [0-9]+ mismatches' "$log" | tail -1)
+  repro="mpirun -np $p $([ $NATIVE = 0 ] && echo "LD_PRELOAD=$LIB ")$BIN ${args[*]}"
+  if [ -z "$summary" ]; then
+    failed=$((failed + 1))
+    echo "  p=$p: CRASHED or HUNG (exit $rc after ${dt}s); log $log"
+    echo "    rerun: $repro"
+    grep -E 'MISMATCH|FATAL|ERROR|Segmentation|signal' "$log" | head -10 | sed 's/^/    /'
+    tail -5 "$log" | sed 's/^/    | /'
+    continue
+  fi
+  cases=$(echo "$summary" | sed -E 's/^difftest: ([0-9]+) cases, ([0-9]+) mismatches.*/\1/')
+  mism=$(echo "$summary" | sed -E 's/^difftest: ([0-9]+) cases, ([0-9]+) mismatches.*/\2/')
+  passed=$((passed + cases - mism))
+  failed=$((failed + mism))
+  echo "  p=$p: $cases cases, $mism mismatches (${dt}s)"
+  grep -E '^difftest: (served|note)' "$log" | sed 's/^/    /'
+  [ $first = 1 ] && grep -E '^difftest: NOT TESTED' "$log" | sed 's/^/    /'
+  first=0
+  if [ "$mism" != 0 ] || [ $rc != 0 ]; then
+    [ "$mism" = 0 ] && { failed=$((failed + 1)); echo "    exit status $rc without mismatches"; }
+    grep '^MISMATCH' "$log" | head -20 | sed 's/^/    /'
+    grep '^difftest: rerun' "$log" | head -5 | sed "s|difftest: rerun: difftest|    rerun: mpirun -np $p $([ $NATIVE = 0 ] && echo "LD_PRELOAD=$LIB ")$BIN|"
+    echo "    log: $log"
+  fi
+done
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]
