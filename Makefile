@@ -17,7 +17,7 @@ APT_PACKAGES := libopenmpi-dev openmpi-bin libmpich-dev mpich libclang-dev gfort
 mpicc_openmpi := mpicc.openmpi
 mpicc_mpich := mpicc.mpich
 
-.PHONY: all deps build core-test test demo bench tune soak install clean ctest-% fmt-check
+.PHONY: all deps build core-test test demo bench tune soak install clean ctest-% verify-% fmt-check
 
 all: build
 
@@ -49,12 +49,17 @@ build-%:
 core-test:
 	$(CARGO) test --release -p pcoll
 
-test: build core-test $(addprefix ctest-,$(MPIS))
+test: build core-test $(addprefix ctest-,$(MPIS)) $(addprefix verify-,$(MPIS))
 	@echo "make test: all passed"
 
 ctest-%:
 	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) test --release -p pcoll-mpi
 	bash c-tests/run-tests.sh $* build/$*/libpcoll.so --quick
+
+# Randomized differential test (short) and mpi4py's own collective tests under pcoll.
+verify-%:
+	bash verify/run-difftest.sh $* build/$*/libpcoll.so --quick
+	bash verify/mpi4py.sh $* build/$*/libpcoll.so --quick
 
 demo: build
 	bash scripts/demo.sh
