@@ -78,8 +78,11 @@ fn p5_m16_vector_from_the_text() {
 
 #[test]
 fn json_vectors() {
-    let text = std::fs::read_to_string("/work/shared/test-vectors/vectors.json")
-        .expect("vectors.json is readable");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/vectors.json"
+    ))
+    .expect("vectors.json is readable");
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let cases = v["butterfly"].as_array().expect("butterfly vectors");
     assert!(!cases.is_empty());

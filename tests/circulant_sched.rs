@@ -300,7 +300,7 @@ fn observation2_doubling() {
 }
 
 fn vectors() -> Value {
-    let path = "/work/shared/test-vectors/vectors.json";
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/vectors.json");
     let text = std::fs::read_to_string(path).expect("vectors.json");
     serde_json::from_str(&text).unwrap()
 }

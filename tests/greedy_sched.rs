@@ -7,7 +7,7 @@ use serde_json::Value;
 
 fn vectors() -> Value {
     let path = std::env::var("PCOLL_VECTORS")
-        .unwrap_or_else(|_| "/work/shared/test-vectors/vectors.json".into());
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/vectors.json").into());
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap()
 }
