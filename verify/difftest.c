@@ -29,7 +29,8 @@
  * --full-range stops steering around known defects of the native MPIs (MPI-NOTES.md):
  * unsigned MIN/MAX with the top bit set, MPICH in-place reduce at root != 0, MPICH
  * one-rank allgatherv with displs[0] != 0, allgatherv with per-rank receive types (both),
- * Open MPI allreduce of types with true_lb > 0 (heap overrun in its ring algorithm).
+ * Open MPI allreduce of types with true_lb > 0 (heap overrun in its ring algorithm), MPICH
+ * in-place reduce_scatter with a zero count above ~512 KiB (assertion).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -526,7 +527,7 @@ static int alg_mode = 0; /* 0 random, 1 none, 2 fixed */
 static int fixed_alg = -1;
 static int verbose;
 static int full_range; /* --full-range: do not steer around known native defects */
-static long avoided_total, avoided_agv, avoided_lb;
+static long avoided_total, avoided_agv, avoided_lb, avoided_rs;
 static char case_flags[256]; /* flags that change the case draw: part of every reproducer */
 
 /* The value of one field of rank r's input element i (a pure function of the case). */
@@ -867,6 +868,17 @@ static void draw_comm_part(case_t *c, MPI_Comm comm) {
         c->count = c->total = 200;
         c->avoided = 3;
     }
+    /* MPICH 4.0.2's own in-place MPI_Reduce_scatter with a zero count and more than ~512 KiB
+     * in total fails an assertion (memcpy overlap in typerep_yaksa_pack.c): out of place there. */
+    if (is_mpich && !full_range && c->coll == C_RS && c->inplace && !(have_pcoll && c->alg > 0) &&
+        c->total * L[c->li].extent > 256 * 1024) {
+        int zero = 0;
+        for (int k = 0; k < p; k++) zero |= c->counts[k] == 0;
+        if (zero) {
+            c->inplace = 0;
+            c->avoided = 4;
+        }
+    }
     /* Both native allgathervs fail when ranks use different but signature-equal receive types
      * (valid MPI): Open MPI 4.1.4 hangs (default decision), MPICH 4.0.2 delivers wrong data
      * above ~16 KiB and then hangs. Mix them only where a forced pcoll algorithm runs (or with
@@ -974,6 +986,7 @@ static void run_case(uint64_t seed, long idx) {
     if (c->avoided == 1) avoided_total++;
     if (c->avoided == 2) avoided_agv++;
     if (c->avoided == 3) avoided_lb++;
+    if (c->avoided == 4) avoided_rs++;
     const layout_t *l = &L[c->li];
     const size_t ext = (size_t)l->extent;
     if (have_pcoll) {
@@ -1434,6 +1447,8 @@ int main(int argc, char **argv) {
             out("difftest: note: %ld in-place MPICH reduces at root != 0 run out of place (native defect, MPI-NOTES.md)", avoided_total);
         if (avoided_lb)
             out("difftest: note: %ld Open MPI allreduces of true_lb > 0 types cut to 200 elements (native defect)", avoided_lb);
+        if (avoided_rs)
+            out("difftest: note: %ld MPICH in-place reduce_scatters with a zero count run out of place (native defect)", avoided_rs);
         if (avoided_agv)
             out("difftest: note: %ld MPICH one-rank allgatherv cases run with displs[0] = 0 (native defect)", avoided_agv);
         for (long i = 0; i < distinct && i < 20; i++)
