@@ -30,7 +30,8 @@
  * unsigned MIN/MAX with the top bit set, MPICH in-place reduce at root != 0, MPICH
  * one-rank allgatherv with displs[0] != 0, allgatherv with per-rank receive types (both),
  * Open MPI allreduce of types with true_lb > 0 (heap overrun in its ring algorithm), MPICH
- * in-place reduce_scatter with a zero count above ~512 KiB (assertion).
+ * in-place reduce_scatter with unequal counts above ~512 KiB (assertion), MPICH non-commutative
+ * reduce_scatter on non-contiguous types (heap corruption).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -525,9 +526,9 @@ static int is_mpich, have_pcoll;
 static int only_coll = -1;
 static int alg_mode = 0; /* 0 random, 1 none, 2 fixed */
 static int fixed_alg = -1;
-static int verbose;
+static int verbose, trace;
 static int full_range; /* --full-range: do not steer around known native defects */
-static long avoided_total, avoided_agv, avoided_lb, avoided_rs;
+static long avoided_total, avoided_agv, avoided_lb, avoided_rs, avoided_rsnc;
 static char case_flags[256]; /* flags that change the case draw: part of every reproducer */
 
 /* The value of one field of rank r's input element i (a pure function of the case). */
@@ -777,17 +778,17 @@ static void draw_case(case_t *c, uint64_t seed, long idx) {
     if (c->count > cap) c->count = cap;
     c->inplace = rpct(&r, 30);
     /* algorithm */
+    /* The same draws with and without pcoll, so a case is the same case in both runs. */
     c->alg = -1;
     int a = (int)rbelow(&r, 4 * NALG);
+    uint64_t k64 = rnext(&r);
     if (have_pcoll) {
         if (alg_mode == 2) c->alg = fixed_alg;
         else if (alg_mode == 0 && a >= NALG && n_avail[c->coll] > 0) {
-            int k = (int)rbelow(&r, n_avail[c->coll]);
+            int k = (int)(k64 % (uint64_t)n_avail[c->coll]);
             for (int j = 0; j < NALG; j++)
                 if (alg_avail[c->coll][j] && k-- == 0) { c->alg = j; break; }
         }
-    } else {
-        (void)rnext(&r);
     }
     c->alg_s = c->alg < 0 ? (have_pcoll ? "default" : "none") : alg_names[c->alg];
     int u = (int)rbelow(&r, 100);
@@ -868,16 +869,24 @@ static void draw_comm_part(case_t *c, MPI_Comm comm) {
         c->count = c->total = 200;
         c->avoided = 3;
     }
-    /* MPICH 4.0.2's own in-place MPI_Reduce_scatter with a zero count and more than ~512 KiB
+    /* MPICH 4.0.2's own in-place MPI_Reduce_scatter with unequal counts and more than ~512 KiB
      * in total fails an assertion (memcpy overlap in typerep_yaksa_pack.c): out of place there. */
     if (is_mpich && !full_range && c->coll == C_RS && c->inplace && !(have_pcoll && c->alg > 0) &&
         c->total * L[c->li].extent > 256 * 1024) {
-        int zero = 0;
-        for (int k = 0; k < p; k++) zero |= c->counts[k] == 0;
-        if (zero) {
+        int uneq = 0;
+        for (int k = 1; k < p; k++) uneq |= c->counts[k] != c->counts[0];
+        if (uneq) {
             c->inplace = 0;
             c->avoided = 4;
         }
+    }
+    /* MPICH 4.0.2's own MPI_Reduce_scatter with a non-commutative op on a non-contiguous
+     * datatype corrupts the heap (munmap_chunk()/free(): invalid pointer) and computes wrong
+     * results, any count: use the commutative user op there. */
+    if (is_mpich && !full_range && c->coll == C_RS && L[c->li].extent != L[c->li].size &&
+        (c->op == OP_USUMNC || c->op == OP_AFFINE || c->op == OP_MATMUL) && !(have_pcoll && c->alg > 0)) {
+        c->op = OP_UCOMM;
+        c->avoided = 5;
     }
     /* Both native allgathervs fail when ranks use different but signature-equal receive types
      * (valid MPI): Open MPI 4.1.4 hangs (default decision), MPICH 4.0.2 delivers wrong data
@@ -987,21 +996,22 @@ static void run_case(uint64_t seed, long idx) {
     if (c->avoided == 2) avoided_agv++;
     if (c->avoided == 3) avoided_lb++;
     if (c->avoided == 4) avoided_rs++;
+    if (c->avoided == 5) avoided_rsnc++;
     const layout_t *l = &L[c->li];
     const size_t ext = (size_t)l->extent;
     if (have_pcoll) {
         int rc = p_force(coll_name[c->coll], c->alg >= 0 ? alg_names[c->alg] : NULL);
         if (rc != 0) die("pcoll_force(%s, %s) = %d", coll_name[c->coll], c->alg_s, rc);
     }
-    if (verbose && c->rank == 0) {
+    if ((verbose && c->rank == 0) || trace) {
         char cs[200] = "";
         if (c->coll == C_RS || c->coll == C_AGV) {
             int n = 0;
             for (int k = 0; k < c->p && n < 150; k++)
                 n += snprintf(cs + n, sizeof cs - n, "%s%ld@%ld", k ? "," : " counts@displs=", c->counts[k], c->displs[k]);
         }
-        out("case %ld: coll=%s type=%s op=%s count=%ld total=%ld root=%d inplace=%d alg=%s p=%d comm=%s%s bigcount=%d%s%s%s",
-            idx, coll_name[c->coll], l->name, c->op >= 0 ? op_name[c->op] : "-", c->count, c->total,
+        out("%scase %ld: coll=%s type=%s op=%s count=%ld total=%ld root=%d inplace=%d alg=%s p=%d comm=%s%s bigcount=%d%s%s%s",
+            trace ? (wrank ? "trace: rank>0 " : "trace: rank0 ") : "", idx, coll_name[c->coll], l->name, c->op >= 0 ? op_name[c->op] : "-", c->count, c->total,
             c->root, c->inplace, c->alg_s, c->p, comm_name[c->cm], c->fresh ? "+fresh" : "", c->bigc,
             c->altsend ? " sendtype=base" : "", c->mixrecv ? " recvtype=base-on-odd-ranks" : "", cs);
     }
@@ -1270,10 +1280,11 @@ int main(int argc, char **argv) {
             }
             i++;
         } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) verbose = 1;
+        else if (!strcmp(a, "--trace")) trace = 1; /* every rank, every case, before the call */
         else {
             if (wrank == 0)
                 fprintf(stderr, "usage: difftest [--seed S] [--cases N] [--first K] [--case N] [--max-count C]\n"
-                                "                [--max-bytes B] [--alg NAME|random|none] [--coll NAME] [--verbose]\n"
+                                "                [--max-bytes B] [--alg NAME|random|none] [--coll NAME] [--verbose] [--trace]\n"
                                 "                [--full-range]\n");
             MPI_Finalize();
             return 2;
@@ -1448,7 +1459,9 @@ int main(int argc, char **argv) {
         if (avoided_lb)
             out("difftest: note: %ld Open MPI allreduces of true_lb > 0 types cut to 200 elements (native defect)", avoided_lb);
         if (avoided_rs)
-            out("difftest: note: %ld MPICH in-place reduce_scatters with a zero count run out of place (native defect)", avoided_rs);
+            out("difftest: note: %ld MPICH in-place reduce_scatters with unequal counts run out of place (native defect)", avoided_rs);
+        if (avoided_rsnc)
+            out("difftest: note: %ld MPICH non-commutative reduce_scatters of non-contiguous types use a commutative op (native defect)", avoided_rsnc);
         if (avoided_agv)
             out("difftest: note: %ld MPICH one-rank allgatherv cases run with displs[0] = 0 (native defect)", avoided_agv);
         for (long i = 0; i < distinct && i < 20; i++)
