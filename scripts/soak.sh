@@ -10,6 +10,8 @@
 #   4. rss                     resident memory flat over 100 000 calls
 #   5. bigcount                > 2^31-byte allreduce/reduce at p = 2 (skipped with SOAK_BIGCOUNT=0;
 #                              needs ~9 GB, the program skips itself if memory is short)
+#   6. badinput                error classes native vs pcoll, malformed tuning files (both MPIs)
+#   7. valgrind                memcheck with pcoll preloaded (MPICH)
 # Environment: MPIS, DIFFTEST_SEED, DIFFTEST_CASES (see verify/run-difftest.sh), SOAK_BIGCOUNT.
 # Last line: "N passed, M failed" (one test per step and MPI).
 set -uo pipefail
@@ -66,6 +68,14 @@ for mpi in $MPIS; do
       -genv LD_PRELOAD "$lib" -genv PCOLL_STATS 1 "$OUT/bigcount-$mpi" </dev/null
   fi
 done
+# Short checks that belong to the same issue: error classes and malformed configuration
+# (both MPIs), memory errors under valgrind (MPICH).
+libs=()
+for mpi in $MPIS; do libs+=("$mpi" "$ROOT/build/$mpi/libpcoll.so"); done
+step "badinput" bash verify/badinput.sh "${libs[@]}"
+if [[ " $MPIS " == *" mpich "* ]] && command -v valgrind >/dev/null; then
+  step "valgrind mpich" bash verify/valgrind.sh "$ROOT/build/mpich/libpcoll.so"
+fi
 echo
 echo "=== soak summary"
 for s in "${summary[@]}"; do echo "  $s"; done

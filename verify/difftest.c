@@ -28,7 +28,10 @@
  *                 [--full-range]
  * --full-range stops steering around known defects of the native MPIs (MPI-NOTES.md):
  * unsigned MIN/MAX with the top bit set, MPICH in-place reduce at root != 0, MPICH
- * one-rank allgatherv with displs[0] != 0.
+ * one-rank allgatherv with displs[0] != 0, allgatherv with per-rank receive types (both),
+ * Open MPI allreduce of types with true_lb > 0 (heap overrun in its ring algorithm), MPICH
+ * in-place reduce_scatter with unequal counts above ~512 KiB (assertion), MPICH non-commutative
+ * reduce_scatter on non-contiguous types (heap corruption).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -507,6 +510,7 @@ typedef struct {
     long idx;
     uint64_t dseed;
     int coll, li, op, real, zprob, inplace, alg, cm, fresh, nullrecv, nullzero, altsend, bigc;
+    int mixrecv; /* allgatherv: odd ranks receive with the base type (same signature, valid MPI) */
     long count; /* reduce/allreduce: count; reduce_scatter/allgatherv: about the total */
     uint64_t rootdraw;
     /* per communicator */
@@ -522,9 +526,10 @@ static int is_mpich, have_pcoll;
 static int only_coll = -1;
 static int alg_mode = 0; /* 0 random, 1 none, 2 fixed */
 static int fixed_alg = -1;
-static int verbose;
+static int verbose, trace;
 static int full_range; /* --full-range: do not steer around known native defects */
-static long avoided_total, avoided_agv;
+static long avoided_total, avoided_agv, avoided_lb, avoided_rs, avoided_rsnc;
+static char case_flags[256]; /* flags that change the case draw: part of every reproducer */
 
 /* The value of one field of rank r's input element i (a pure function of the case). */
 static void gen_field(const case_t *c, const layout_t *l, int r, long i, int f, unsigned char *dst) {
@@ -599,6 +604,13 @@ static void gen_field(const case_t *c, const layout_t *l, int r, long i, int f, 
 
 static void gen_elem(const case_t *c, const layout_t *l, int r, long i, unsigned char *e) {
     for (int f = 0; f < l->nf; f++) gen_field(c, l, r, i, f, e + l->off[f]);
+}
+
+/* Copy the data of element `e` (layout l) into l->nbase consecutive base elements at `dst`. */
+static void to_base(const layout_t *l, const unsigned char *e, unsigned char *dst) {
+    const layout_t *b = &L[l->base];
+    for (int f = 0; f < l->nf; f++)
+        memcpy(dst + (size_t)(f / b->nf) * b->extent + b->off[f % b->nf], e + l->off[f], sk_size[l->sk[f]]);
 }
 
 /* Reference: element i (global index) folded over ranks 0..p-1 in rank order. */
@@ -766,17 +778,17 @@ static void draw_case(case_t *c, uint64_t seed, long idx) {
     if (c->count > cap) c->count = cap;
     c->inplace = rpct(&r, 30);
     /* algorithm */
+    /* The same draws with and without pcoll, so a case is the same case in both runs. */
     c->alg = -1;
     int a = (int)rbelow(&r, 4 * NALG);
+    uint64_t k64 = rnext(&r);
     if (have_pcoll) {
         if (alg_mode == 2) c->alg = fixed_alg;
         else if (alg_mode == 0 && a >= NALG && n_avail[c->coll] > 0) {
-            int k = (int)rbelow(&r, n_avail[c->coll]);
+            int k = (int)(k64 % (uint64_t)n_avail[c->coll]);
             for (int j = 0; j < NALG; j++)
                 if (alg_avail[c->coll][j] && k-- == 0) { c->alg = j; break; }
         }
-    } else {
-        (void)rnext(&r);
     }
     c->alg_s = c->alg < 0 ? (have_pcoll ? "default" : "none") : alg_names[c->alg];
     int u = (int)rbelow(&r, 100);
@@ -793,6 +805,7 @@ static void draw_case(case_t *c, uint64_t seed, long idx) {
     (void)rnext(&r);
 #endif
     c->dseed = rnext(&r);
+    c->mixrecv = c->coll == C_AGV && l->derived && rpct(&r, 30);
 }
 
 /* The part of a case that depends on the communicator size (same on all its ranks). */
@@ -848,6 +861,38 @@ static void draw_comm_part(case_t *c, MPI_Comm comm) {
     } else {
         c->total = c->count;
     }
+    /* Open MPI 4.1.4's own allreduce (ring, from ~1000 elements) writes past its scratch
+     * buffer for a datatype whose true lower bound is > 0 (heap corruption, valgrind: invalid
+     * write in opal_unpack_homogeneous_contig): keep such counts small where native may run. */
+    if (!is_mpich && !full_range && c->coll == C_ALLREDUCE && L[c->li].off[0] > 0 && c->count > 200 &&
+        !(have_pcoll && c->alg > 0)) {
+        c->count = c->total = 200;
+        c->avoided = 3;
+    }
+    /* MPICH 4.0.2's own in-place MPI_Reduce_scatter with unequal counts and more than ~512 KiB
+     * in total fails an assertion (memcpy overlap in typerep_yaksa_pack.c): out of place there. */
+    if (is_mpich && !full_range && c->coll == C_RS && c->inplace && !(have_pcoll && c->alg > 0) &&
+        c->total * L[c->li].extent > 256 * 1024) {
+        int uneq = 0;
+        for (int k = 1; k < p; k++) uneq |= c->counts[k] != c->counts[0];
+        if (uneq) {
+            c->inplace = 0;
+            c->avoided = 4;
+        }
+    }
+    /* MPICH 4.0.2's own MPI_Reduce_scatter with a non-commutative op on a non-contiguous
+     * datatype corrupts the heap (munmap_chunk()/free(): invalid pointer) and computes wrong
+     * results, any count: use the commutative user op there. */
+    if (is_mpich && !full_range && c->coll == C_RS && L[c->li].extent != L[c->li].size &&
+        (c->op == OP_USUMNC || c->op == OP_AFFINE || c->op == OP_MATMUL) && !(have_pcoll && c->alg > 0)) {
+        c->op = OP_UCOMM;
+        c->avoided = 5;
+    }
+    /* Both native allgathervs fail when ranks use different but signature-equal receive types
+     * (valid MPI): Open MPI 4.1.4 hangs (default decision), MPICH 4.0.2 delivers wrong data
+     * above ~16 KiB and then hangs. Mix them only where a forced pcoll algorithm runs (or with
+     * --full-range). */
+    if (!full_range && c->mixrecv && !(have_pcoll && c->alg > 0)) c->mixrecv = 0;
     /* Debian's MPICH 4.0.2 ignores displs[0] in MPI_Allgatherv on a one-rank communicator
      * (writes the block at offset 0): give it displs[0] = 0 where the native call runs. */
     if (is_mpich && !full_range && c->coll == C_AGV && p == 1 && c->displs[0] != 0 &&
@@ -885,12 +930,13 @@ static void report(const case_t *c, check_t *ck, const char *served_s) {
         }
     }
     out("MISMATCH seed=%" PRIu64 " case=%ld coll=%s type=%s op=%s count=%ld root=%d inplace=%d alg=%s p=%d"
-        " comm=%s%s rank=%d served=%s bigcount=%d%s%s%s: %s (%d problems)",
+        " comm=%s%s rank=%d served=%s bigcount=%d%s%s%s%s%s: %s (%d problems)",
         c->seed, c->idx, coll_name[c->coll], type_name(c), c->op >= 0 ? op_name[c->op] : "-",
         c->coll == C_REDUCE || c->coll == C_ALLREDUCE ? c->count : c->total,
         c->coll == C_REDUCE ? c->root : -1, c->inplace, c->alg_s, c->p, comm_name[c->cm],
         c->fresh ? "+fresh-dup" : "", c->rank, served_s, c->bigc, counts,
-        c->real ? " data=real" : "", c->altsend ? " sendtype=base" : "", ck->first, ck->nbad);
+        c->real ? " data=real" : "", c->altsend ? " sendtype=base" : "",
+        c->mixrecv ? " recvtype=base-on-odd-ranks" : "", case_flags, ck->first, ck->nbad);
     mism_local++;
     if (nbad_cases == cap_bad_cases) {
         cap_bad_cases = cap_bad_cases ? 2 * cap_bad_cases : 64;
@@ -899,20 +945,21 @@ static void report(const case_t *c, check_t *ck, const char *served_s) {
     if (nbad_cases == 0 || bad_cases[nbad_cases - 1] != c->idx) bad_cases[nbad_cases++] = c->idx;
 }
 
-static int call_coll(const case_t *c, const void *sb, void *rb, MPI_Datatype stype, long scount, MPI_Comm comm) {
+static int call_coll(const case_t *c, const void *sb, void *rb, MPI_Datatype stype, long scount,
+                     MPI_Datatype rtype, long scale, MPI_Comm comm) {
     const layout_t *l = &L[c->li];
     MPI_Op op = c->op >= 0 ? op_handle[c->op] : MPI_OP_NULL;
 #if MPI_VERSION >= 4
     if (c->bigc) {
         MPI_Count *cc = xmalloc(sizeof(MPI_Count) * c->p);
         MPI_Aint *dd = xmalloc(sizeof(MPI_Aint) * c->p);
-        for (int k = 0; k < c->p; k++) { cc[k] = c->counts[k]; dd[k] = c->displs[k]; }
+        for (int k = 0; k < c->p; k++) { cc[k] = c->counts[k] * scale; dd[k] = c->displs[k] * scale; }
         int rc = MPI_ERR_OTHER;
         switch (c->coll) {
         case C_REDUCE: rc = MPI_Reduce_c(sb, rb, c->count, l->dt, op, c->root, comm); break;
         case C_ALLREDUCE: rc = MPI_Allreduce_c(sb, rb, c->count, l->dt, op, comm); break;
         case C_RS: rc = MPI_Reduce_scatter_c(sb, rb, cc, l->dt, op, comm); break;
-        case C_AGV: rc = MPI_Allgatherv_c(sb, scount, stype, rb, cc, dd, l->dt, comm); break;
+        case C_AGV: rc = MPI_Allgatherv_c(sb, scount, stype, rb, cc, dd, rtype, comm); break;
         }
         free(cc);
         free(dd);
@@ -920,13 +967,13 @@ static int call_coll(const case_t *c, const void *sb, void *rb, MPI_Datatype sty
     }
 #endif
     int *ci = xmalloc(sizeof(int) * c->p), *di = xmalloc(sizeof(int) * c->p);
-    for (int k = 0; k < c->p; k++) { ci[k] = (int)c->counts[k]; di[k] = (int)c->displs[k]; }
+    for (int k = 0; k < c->p; k++) { ci[k] = (int)(c->counts[k] * scale); di[k] = (int)(c->displs[k] * scale); }
     int rc = MPI_ERR_OTHER;
     switch (c->coll) {
     case C_REDUCE: rc = MPI_Reduce(sb, rb, (int)c->count, l->dt, op, c->root, comm); break;
     case C_ALLREDUCE: rc = MPI_Allreduce(sb, rb, (int)c->count, l->dt, op, comm); break;
     case C_RS: rc = MPI_Reduce_scatter(sb, rb, ci, l->dt, op, comm); break;
-    case C_AGV: rc = MPI_Allgatherv(sb, (int)scount, stype, rb, ci, di, l->dt, comm); break;
+    case C_AGV: rc = MPI_Allgatherv(sb, (int)scount, stype, rb, ci, di, rtype, comm); break;
     }
     free(ci);
     free(di);
@@ -947,16 +994,27 @@ static void run_case(uint64_t seed, long idx) {
     draw_comm_part(c, comm);
     if (c->avoided == 1) avoided_total++;
     if (c->avoided == 2) avoided_agv++;
+    if (c->avoided == 3) avoided_lb++;
+    if (c->avoided == 4) avoided_rs++;
+    if (c->avoided == 5) avoided_rsnc++;
     const layout_t *l = &L[c->li];
     const size_t ext = (size_t)l->extent;
     if (have_pcoll) {
         int rc = p_force(coll_name[c->coll], c->alg >= 0 ? alg_names[c->alg] : NULL);
         if (rc != 0) die("pcoll_force(%s, %s) = %d", coll_name[c->coll], c->alg_s, rc);
     }
-    if (verbose && c->rank == 0)
-        out("case %ld: coll=%s type=%s op=%s count=%ld total=%ld root=%d inplace=%d alg=%s p=%d comm=%s%s bigcount=%d",
-            idx, coll_name[c->coll], l->name, c->op >= 0 ? op_name[c->op] : "-", c->count, c->total,
-            c->root, c->inplace, c->alg_s, c->p, comm_name[c->cm], c->fresh ? "+fresh" : "", c->bigc);
+    if ((verbose && c->rank == 0) || trace) {
+        char cs[200] = "";
+        if (c->coll == C_RS || c->coll == C_AGV) {
+            int n = 0;
+            for (int k = 0; k < c->p && n < 150; k++)
+                n += snprintf(cs + n, sizeof cs - n, "%s%ld@%ld", k ? "," : " counts@displs=", c->counts[k], c->displs[k]);
+        }
+        out("%scase %ld: coll=%s type=%s op=%s count=%ld total=%ld root=%d inplace=%d alg=%s p=%d comm=%s%s bigcount=%d%s%s%s",
+            trace ? (wrank ? "trace: rank>0 " : "trace: rank0 ") : "", idx, coll_name[c->coll], l->name, c->op >= 0 ? op_name[c->op] : "-", c->count, c->total,
+            c->root, c->inplace, c->alg_s, c->p, comm_name[c->cm], c->fresh ? "+fresh" : "", c->bigc,
+            c->altsend ? " sendtype=base" : "", c->mixrecv ? " recvtype=base-on-odd-ranks" : "", cs);
+    }
 
     check_t ck = {c, 0, ""};
     unsigned char *acc = xmalloc(ext), *tmp = xmalloc(ext);
@@ -966,6 +1024,11 @@ static void run_case(uint64_t seed, long idx) {
     MPI_Datatype stype = l->dt;
     long scount = 0;
     int p = c->p, me = c->rank;
+    /* allgatherv receive layout: l, or on odd ranks of a mixrecv case l's base type */
+    int altrecv = c->mixrecv && me % 2 == 1;
+    const layout_t *rl = altrecv ? &L[l->base] : l;
+    const long scale = altrecv ? l->nbase : 1;
+    const size_t rext = (size_t)rl->extent;
     int inplace = c->inplace && !(c->coll == C_REDUCE && me != c->root);
     long own_off = 0; /* reduce_scatter: my block's global start */
     for (int k = 0; k < me; k++) own_off += c->counts[k];
@@ -973,9 +1036,17 @@ static void run_case(uint64_t seed, long idx) {
     /* Inputs: element i of my input (global index gi). */
     long nin = c->coll == C_AGV ? c->counts[me] : c->total;
     if (c->coll == C_AGV) {
-        rb.len = (size_t)c->rspan * ext;
+        rb.len = (size_t)c->rspan * scale * rext;
         buf_init(&rb, rb.len, 1);
-        if (inplace) {
+        if (inplace && altrecv) {
+            unsigned char *e = xmalloc(ext);
+            for (long i = 0; i < nin; i++) {
+                gen_elem(c, l, me, i, e);
+                to_base(l, e, rb.p + ((c->displs[me] + i) * scale) * rext);
+            }
+            free(e);
+            sendp = MPI_IN_PLACE;
+        } else if (inplace) {
             for (long i = 0; i < nin; i++) gen_elem(c, l, me, i, rb.p + (c->displs[me] + i) * ext);
             sendp = MPI_IN_PLACE;
         } else if (c->altsend) {
@@ -985,10 +1056,7 @@ static void run_case(uint64_t seed, long idx) {
             unsigned char *e = xmalloc(ext);
             for (long i = 0; i < nin; i++) {
                 gen_elem(c, l, me, i, e);
-                for (int f = 0; f < l->nf; f++) {
-                    size_t j = (size_t)i * l->nbase + f / b->nf;
-                    memcpy(sb.p + j * b->extent + b->off[f % b->nf], e + l->off[f], sk_size[l->sk[f]]);
-                }
+                to_base(l, e, sb.p + (size_t)i * l->nbase * b->extent);
             }
             free(e);
             stype = b->dt;
@@ -1023,7 +1091,7 @@ static void run_case(uint64_t seed, long idx) {
         memcpy(sbcopy.alloc, sb.alloc, sb.len + 2 * GUARD);
     }
 
-    int rc = call_coll(c, sendp, recvp, stype, scount, comm);
+    int rc = call_coll(c, sendp, recvp, stype, scount, rl->dt, scale, comm);
     const char *served_s = "-";
     if (have_pcoll && p_last && rc == MPI_SUCCESS) {
         const char *s = p_last(coll_name[c->coll]);
@@ -1063,33 +1131,43 @@ static void run_case(uint64_t seed, long idx) {
             break;
         }
         case C_AGV: {
-            /* element owner map over the receive span: -1 = gap */
-            int *own = xmalloc(sizeof(int) * (c->rspan + 1));
-            for (long j = 0; j < c->rspan; j++) own[j] = -1;
+            /* owner map over the receive span, in receive-type elements: -1 = gap */
+            long span = c->rspan * scale;
+            int *own = xmalloc(sizeof(int) * (span + 1));
+            for (long j = 0; j < span; j++) own[j] = -1;
             for (int k = 0; k < p; k++)
-                for (long i = 0; i < c->counts[k]; i++) own[c->displs[k] + i] = k;
-            for (long j = 0; j < c->rspan && ck.nbad < 50; j++) {
+                for (long i = 0; i < c->counts[k] * scale; i++) own[c->displs[k] * scale + i] = k;
+            unsigned char *e = xmalloc(ext), *want = xmalloc(ext + rext * scale);
+            for (long j = 0; j < span && ck.nbad < 50; j++) {
                 if (own[j] < 0) {
-                    check_range_untouched(&ck, &rb, GUARD + j * ext, GUARD + (j + 1) * ext, "gap");
+                    check_range_untouched(&ck, &rb, GUARD + j * rext, GUARD + (j + 1) * rext, "gap");
                     continue;
                 }
                 int k = own[j];
-                long i = j - c->displs[k];
-                gen_elem(c, l, k, i, acc);
-                for (int f = 0; f < l->nf; f++) {
-                    int sk = l->sk[f];
-                    const unsigned char *g = rb.p + j * ext + l->off[f];
-                    if (memcmp(g, acc + l->off[f], sk_size[sk]) != 0) {
+                long i = j - c->displs[k] * scale; /* receive-type element within block k */
+                if (altrecv) {
+                    gen_elem(c, l, k, i / scale, e);
+                    to_base(l, e, want);
+                } else {
+                    gen_elem(c, l, k, i, want);
+                }
+                const unsigned char *w = altrecv ? want + (i % scale) * rext : want;
+                for (int f = 0; f < rl->nf; f++) {
+                    int sk = rl->sk[f];
+                    const unsigned char *g = rb.p + j * rext + rl->off[f];
+                    if (memcmp(g, w + rl->off[f], sk_size[sk]) != 0) {
                         char gs[64], ws[64];
                         fmt_field(gs, sizeof gs, g, sk);
-                        fmt_field(ws, sizeof ws, acc + l->off[f], sk);
+                        fmt_field(ws, sizeof ws, w + rl->off[f], sk);
                         bad(&ck, "block %d element %ld field %d: got %s want %s", k, i, f, gs, ws);
                     }
                 }
-                check_holes(&ck, l, &rb, j * ext, j);
+                check_holes(&ck, rl, &rb, j * rext, j);
             }
             check_guards(&ck, &rb);
             free(own);
+            free(e);
+            free(want);
             break;
         }
         }
@@ -1202,16 +1280,32 @@ int main(int argc, char **argv) {
             }
             i++;
         } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) verbose = 1;
+        else if (!strcmp(a, "--trace")) trace = 1; /* every rank, every case, before the call */
         else {
             if (wrank == 0)
                 fprintf(stderr, "usage: difftest [--seed S] [--cases N] [--first K] [--case N] [--max-count C]\n"
-                                "                [--max-bytes B] [--alg NAME|random|none] [--coll NAME] [--verbose]\n"
+                                "                [--max-bytes B] [--alg NAME|random|none] [--coll NAME] [--verbose] [--trace]\n"
                                 "                [--full-range]\n");
             MPI_Finalize();
             return 2;
         }
     }
     if (!have_seed) seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
+    {
+        int n = 0;
+        for (int i = 1; i < argc; i++) {
+            const char *a = argv[i];
+            int keep = !strcmp(a, "--coll") || !strcmp(a, "--max-count") || !strcmp(a, "--max-bytes") ||
+                       !strcmp(a, "--alg");
+            if (keep && i + 1 < argc) {
+                n += snprintf(case_flags + n, sizeof case_flags - n, " %s %s", a, argv[i + 1]);
+                i++;
+            } else if (!strcmp(a, "--full-range")) {
+                n += snprintf(case_flags + n, sizeof case_flags - n, " %s", a);
+            }
+            if (n >= (int)sizeof case_flags) break;
+        }
+    }
     MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     if (max_count < 0) max_count = 0;
 
@@ -1362,10 +1456,16 @@ int main(int argc, char **argv) {
         }
         if (avoided_total)
             out("difftest: note: %ld in-place MPICH reduces at root != 0 run out of place (native defect, MPI-NOTES.md)", avoided_total);
+        if (avoided_lb)
+            out("difftest: note: %ld Open MPI allreduces of true_lb > 0 types cut to 200 elements (native defect)", avoided_lb);
+        if (avoided_rs)
+            out("difftest: note: %ld MPICH in-place reduce_scatters with unequal counts run out of place (native defect)", avoided_rs);
+        if (avoided_rsnc)
+            out("difftest: note: %ld MPICH non-commutative reduce_scatters of non-contiguous types use a commutative op (native defect)", avoided_rsnc);
         if (avoided_agv)
             out("difftest: note: %ld MPICH one-rank allgatherv cases run with displs[0] = 0 (native defect)", avoided_agv);
         for (long i = 0; i < distinct && i < 20; i++)
-            out("difftest: rerun: difftest --seed %" PRIu64 " --case %ld", seed, all[i]);
+            out("difftest: rerun: difftest --seed %" PRIu64 " --case %ld%s", seed, all[i], case_flags);
         out("difftest: %ld cases, %ld mismatches (seed=%" PRIu64 ", %.1f s, %ld user-op calls on rank 0)",
             one >= 0 ? 1 : ncases, distinct, seed, t1 - t0, uop_calls);
     }
