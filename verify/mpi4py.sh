@@ -93,6 +93,13 @@ run() {
   local env=()
   if [ "$mode" = pcoll ]; then
     if [ "$MPI" = openmpi ]; then env=(-x LD_PRELOAD="$LIB" -x PCOLL_STATS=1); else env=(-genv LD_PRELOAD "$LIB" -genv PCOLL_STATS 1); fi
+    # The built-in table hands small messages (all of mpi4py's tests) to native: force pcoll's
+    # own algorithms so the suite exercises them (non-commutative ops fall back silently to
+    # an order-preserving one). MPI4PY_PCOLL_ALGS="" keeps the table's choice.
+    local kv
+    for kv in ${MPI4PY_PCOLL_ALGS-PCOLL_REDUCE=binomial PCOLL_ALLREDUCE=butterfly PCOLL_REDUCE_SCATTER=circulant PCOLL_ALLGATHERV=circulant PCOLL_FALLBACK=silent}; do
+      if [ "$MPI" = openmpi ]; then env+=(-x "$kv"); else env+=(-genv "${kv%%=*}" "${kv#*=}"); fi
+    done
   fi
   local t0=$SECONDS rc
   if [ "$MPI" = openmpi ]; then
