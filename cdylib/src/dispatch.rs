@@ -263,16 +263,46 @@ fn requested(coll: Collective, p: usize, bytes: usize) -> Algorithm {
         .unwrap_or(pcoll::config::DEFAULT_ALGORITHM)
 }
 
-/// Debian's MPICH 4.0.2 crashes in its own MPI_Reduce with MPI_IN_PLACE at a root other
-/// than 0 above 2048 bytes: such a reduce never goes to native (decided from facts every
-/// rank shares, so all ranks agree).
-fn native_unsafe(coll: Collective, root: i64, bytes: usize) -> bool {
-    cfg!(pcoll_mpich) && coll == Collective::Reduce && root != 0 && bytes > 2048
+/// Native defects pcoll routes around (found by c-tests/ and verify/; see their READMEs). A
+/// call matching one never goes to native, even if the table says so. Decided from facts
+/// every rank shares (collective, root, size, datatype, op, in-place for reduce_scatter), so
+/// all ranks agree.
+/// * MPICH 4.0.2: `MPI_Reduce` with `MPI_IN_PLACE` at a root other than 0 above 2048 bytes
+///   crashes (any reduce of that shape is kept away from native).
+/// * MPICH 4.0.2: `MPI_Reduce_scatter` with a non-commutative op on a datatype with holes
+///   corrupts the heap; in place with unequal counts above ~512 KiB it fails an assertion.
+/// * MPICH 4.0.2: `MPI_Allgatherv` on a one-process communicator ignores `displs[0]`.
+/// * Open MPI 4.1.4: `MPI_Allreduce` of a datatype whose true lower bound is > 0 writes past
+///   its scratch buffer (ring algorithm).
+fn native_unsafe(a: &Args, bytes: usize) -> bool {
+    let facts = || mpi_types::type_facts(a.dt).ok();
+    if cfg!(pcoll_mpich) {
+        match a.coll {
+            Collective::Reduce => a.root != 0 && bytes > 2048,
+            // MPICH 4.0.2 ignores displs[0] on a one-process communicator.
+            Collective::Allgatherv => {
+                let mut p: c_int = 0;
+                // SAFETY: out-pointer; an invalid communicator leaves p = 0 (no match).
+                unsafe { PMPI_Comm_size(a.comm, &mut p) };
+                p == 1
+            }
+            Collective::ReduceScatter => {
+                let holes = facts().map_or(false, |f| !f.contiguous());
+                let noncomm = mpi_types::op_commutative(a.op).map_or(false, |c| !c);
+                let unequal = a.counts.windows(2).any(|w| w[0] != w[1]);
+                (holes && noncomm)
+                    || (a.sendbuf == consts::in_place() && unequal && bytes > (512 << 10))
+            }
+            _ => false,
+        }
+    } else {
+        a.coll == Collective::Allreduce && facts().map_or(false, |f| f.true_lb > 0)
+    }
 }
 
 /// Which algorithm runs, and why (for the debug log): preconditions and fallback policy
 /// (`pcoll::config::choose_forced`), then the native-defect rule.
-fn choose(spec: &mut CallSpec) -> Result<(Algorithm, String), c_int> {
+fn choose(a: &Args, spec: &mut CallSpec) -> Result<(Algorithm, String), c_int> {
     let g = state::global();
     let coll = spec.coll;
     let d = match pcoll::config::choose_forced(&g.cfg, &g.table, spec, state::forced(coll)) {
@@ -294,7 +324,7 @@ fn choose(spec: &mut CallSpec) -> Result<(Algorithm, String), c_int> {
     if d.warn {
         warn_once(coll, d.rejected.map_or(alg, |r| r.0), &why);
     }
-    if alg == Algorithm::Native && native_unsafe(coll, spec.root as i64, spec.bytes()) {
+    if alg == Algorithm::Native && native_unsafe(a, spec.bytes()) {
         alg = Algorithm::Binomial;
         why =
             "native MPICH reduce at root != 0 is unsafe (in-place defect); binomial instead".into();
@@ -340,7 +370,7 @@ fn native_requested(a: &Args) -> Option<usize> {
     }
     let bytes = elems as usize * size as usize;
     let alg = requested(a.coll, p as usize, bytes);
-    (alg == Algorithm::Native && !native_unsafe(a.coll, a.root, bytes)).then_some(bytes)
+    (alg == Algorithm::Native && !native_unsafe(a, bytes)).then_some(bytes)
 }
 
 fn warn_once(coll: Collective, alg: Algorithm, msg: &str) {
@@ -388,7 +418,7 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
         return native();
     };
     let bytes = v.spec.bytes();
-    let (alg, why) = match choose(&mut v.spec) {
+    let (alg, why) = match choose(a, &mut v.spec) {
         Ok(x) => x,
         Err(code) => return raise(a.comm, code),
     };
