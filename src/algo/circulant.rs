@@ -72,7 +72,12 @@ pub fn block_count(s: &CallSpec) -> usize {
             })
         }
         Allreduce => blocks_for(s.seg_elems, s.counts[0].div_ceil(s.p.max(1)), || 1),
-        ReduceScatter | Allgatherv => {
+        // Allgatherv: one block per root. MPI lets every rank describe the same bytes with its
+        // own receive type (equal signatures, different counts), so block boundaries inside a
+        // contribution could differ between ranks; whole contributions cannot. n = 1 is also
+        // the model's optimum for regular counts (ALGORITHMS.md §5.8).
+        Allgatherv => 1,
+        ReduceScatter => {
             let cmax = s.counts.iter().copied().max().unwrap_or(0);
             let per = if s.coll == ReduceScatter {
                 beta + gamma
