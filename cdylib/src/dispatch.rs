@@ -411,6 +411,12 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
     }
     if let Some((code, what)) = own_error(a) {
         log::error!("{}: invalid argument: {what}", a.coll);
+        // The other ranks may have valid arguments and go on into pcoll, whose first call on
+        // a communicator makes its shadow (a collective PMPI_Comm_dup): take part in that
+        // first, so that an error on one rank does not hang the others there.
+        if let Ok(Some((p, rank))) = comm::facts(a.comm) {
+            let _ = comm::state(a.comm, p, rank);
+        }
         return raise(a.comm, code);
     }
     let Some(mut v) = validate(a) else {
