@@ -59,6 +59,35 @@ pub(crate) fn reduce_args(
     }
 }
 
+/// The `Args` of an allgatherv call (C, large-count and Fortran entries alike).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn allgatherv_args(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    counts: Vec<i64>,
+    displs: Vec<i64>,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    large_count: bool,
+) -> Args {
+    Args {
+        coll: Collective::Allgatherv,
+        sendbuf,
+        recvbuf,
+        counts: counts.into(),
+        displs,
+        sendcount,
+        sendtype,
+        dt: recvtype,
+        op: consts::op_null(),
+        root: 0,
+        comm,
+        large_count,
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Reduce(
     sendbuf: *const c_void,
@@ -159,20 +188,17 @@ pub unsafe extern "C" fn MPI_Allgatherv(
         let p = comm_size(comm);
         // SAFETY: MPI requires comm-size entries in both arrays.
         let (counts, ds) = unsafe { (read_array(recvcounts, p), read_array(displs, p)) };
-        let a = Args {
-            coll: Collective::Allgatherv,
+        let a = allgatherv_args(
             sendbuf,
-            recvbuf,
-            counts: counts.into(),
-            displs: ds,
-            sendcount: sendcount as i64,
+            sendcount as i64,
             sendtype,
-            dt: recvtype,
-            op: consts::op_null(),
-            root: 0,
+            recvbuf,
+            counts,
+            ds,
+            recvtype,
             comm,
-            large_count: false,
-        };
+            false,
+        );
         // SAFETY: forwarded unchanged.
         collective(&a, &mut || unsafe {
             PMPI_Allgatherv(
@@ -298,20 +324,17 @@ mod large {
             let p = comm_size(comm);
             // SAFETY: comm-size entries required by MPI.
             let (counts, ds) = unsafe { (read_array(recvcounts, p), read_array(displs, p)) };
-            let a = Args {
-                coll: Collective::Allgatherv,
+            let a = allgatherv_args(
                 sendbuf,
-                recvbuf,
-                counts: counts.into(),
-                displs: ds,
-                sendcount: sendcount as i64,
+                sendcount as i64,
                 sendtype,
-                dt: recvtype,
-                op: consts::op_null(),
-                root: 0,
+                recvbuf,
+                counts,
+                ds,
+                recvtype,
                 comm,
-                large_count: true,
-            };
+                true,
+            );
             // SAFETY: forwarded unchanged.
             collective(&a, &mut || unsafe {
                 PMPI_Allgatherv_c(

@@ -7,10 +7,10 @@
 //! module is not built for MPICH, so no call is served twice.)
 #![allow(non_snake_case)]
 
-use super::c::{comm_size, reduce_args};
+use super::c::{allgatherv_args, comm_size, reduce_args};
 use super::guard;
 use crate::consts;
-use crate::dispatch::{collective, Args};
+use crate::dispatch::collective;
 use mpi_sys::*;
 use pcoll::Collective;
 use std::os::raw::{c_int, c_void};
@@ -168,20 +168,17 @@ unsafe fn allgatherv_f(
         };
         let (cc, cd) = (read(recvcounts), read(displs));
         let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
-        let a = Args {
-            coll: Collective::Allgatherv,
-            sendbuf: s,
-            recvbuf: r,
-            counts: cc.iter().map(|&x| x as i64).collect::<Vec<_>>().into(),
-            displs: cd.iter().map(|&x| x as i64).collect(),
-            sendcount: sc as i64,
-            sendtype: st,
-            dt: rt,
-            op: consts::op_null(),
-            root: 0,
+        let a = allgatherv_args(
+            s,
+            sc as i64,
+            st,
+            r,
+            cc.iter().map(|&x| x as i64).collect::<Vec<_>>(),
+            cd.iter().map(|&x| x as i64).collect(),
+            rt,
             comm,
-            large_count: false,
-        };
+            false,
+        );
         let (cp, dp) = if p == 0 {
             (std::ptr::null(), std::ptr::null())
         } else {
