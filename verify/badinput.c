@@ -18,6 +18,9 @@
 static int me, p;
 static int sb[64], rb[256];
 static int cnt[64], dsp[64];
+/* One rank's bad buffer in a call big enough to be sent by rendezvous: the others must not hang. */
+#define BIG (1 << 18)
+static int bsb[BIG], brb[BIG], bcnt[64], bdsp[64];
 
 static const char *class_name(int rc) {
     if (rc == MPI_SUCCESS) return "MPI_SUCCESS";
@@ -100,6 +103,13 @@ static int t_rs_inplace_recvbuf(void) { return MPI_Reduce_scatter(sb, MPI_IN_PLA
 static int t_agv_inplace_recvbuf(void) { return MPI_Allgatherv(sb, 2, MPI_INT, MPI_IN_PLACE, cnt, dsp, MPI_INT, W); }
 /* Only the non-root ranks pass MPI_IN_PLACE (erroneous there): an MPI may not notice. */
 static int t_reduce_inplace_nonroot(void) { return MPI_Reduce(me == 0 ? sb : MPI_IN_PLACE, rb, 4, MPI_INT, MPI_SUM, 0, W); }
+/* Only one rank passes the NULL buffer; the others' arguments are valid. */
+static int t_reduce_null_recvbuf_root_big(void) { return MPI_Reduce(bsb, me == 1 % p ? NULL : brb, BIG, MPI_INT, MPI_SUM, 1 % p, W); }
+static int t_allreduce_null_sendbuf_one(void) { return MPI_Allreduce(me == p - 1 ? NULL : sb, rb, 4, MPI_INT, MPI_SUM, W); }
+static int t_allreduce_null_sendbuf_one_big(void) { return MPI_Allreduce(me == p - 1 ? NULL : bsb, brb, BIG, MPI_INT, MPI_SUM, W); }
+static int t_allreduce_null_recvbuf_one_big(void) { return MPI_Allreduce(bsb, me == 0 ? NULL : brb, BIG, MPI_INT, MPI_SUM, W); }
+static int t_rs_null_recvbuf_one_big(void) { return MPI_Reduce_scatter(bsb, me == 0 ? NULL : brb, bcnt, MPI_INT, MPI_SUM, W); }
+static int t_agv_null_recvbuf_one_big(void) { return MPI_Allgatherv(bsb, bcnt[me], MPI_INT, me == 0 ? NULL : brb, bcnt, bdsp, MPI_INT, W); }
 static int t_agv_sendcount_mismatch(void) { return MPI_Allgatherv(sb, 3, MPI_INT, rb, cnt, dsp, MPI_INT, W); }
 
 static const struct { const char *name; case_fn fn; } cases[] = {
@@ -117,6 +127,8 @@ static const struct { const char *name; case_fn fn; } cases[] = {
     E(agv_null_recvbuf),
     E(allreduce_inplace_recvbuf), E(allreduce_inplace_both), E(reduce_inplace_recvbuf), E(rs_inplace_recvbuf),
     E(agv_inplace_recvbuf), E(reduce_inplace_nonroot), E(agv_sendcount_mismatch),
+    E(reduce_null_recvbuf_root_big), E(allreduce_null_sendbuf_one), E(allreduce_null_sendbuf_one_big),
+    E(allreduce_null_recvbuf_one_big), E(rs_null_recvbuf_one_big), E(agv_null_recvbuf_one_big),
 #undef E
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
@@ -133,6 +145,8 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     for (int i = 0; i < 64; i++) sb[i] = i + me;
     for (int k = 0; k < p && k < 64; k++) { cnt[k] = 2; dsp[k] = 2 * k; }
+    for (int i = 0; i < BIG; i++) bsb[i] = i + me;
+    for (int k = 0; k < p && k < 64; k++) { bcnt[k] = BIG / 64; bdsp[k] = k * (BIG / 64); }
     int rc = 2;
     for (int i = 0; i < NCASES; i++)
         if (argc == 2 && !strcmp(argv[1], cases[i].name)) {

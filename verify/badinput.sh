@@ -6,7 +6,11 @@
 #
 # Part 1: every case of verify/badinput.c runs in its own launcher at p = 2, natively and with
 # LD_PRELOAD=libpcoll.so; a markdown table per MPI shows case | native class | pcoll class.
-# A case whose classes differ fails. CRASH = a rank died without reporting, HANG = timeout.
+# Classes are per rank ("A/B" when the ranks differ); CRASH = a rank died without reporting,
+# HANG = timeout. Verdicts (see verdict()): yes, better (native crashes or hangs, pcoll
+# reports), stricter (native accepts an erroneous call that pcoll reports) pass; NO fails.
+# Part 1b: the cases where only one rank passes a bad buffer, at p = 3 with every algorithm
+# forced: all ranks must return (the erring one with an error class).
 # Part 2: malformed tuning.toml files and bad PCOLL_* values: difftest (default algorithm
 # choice, i.e. the table decides) must give correct results and pcoll must print a warning.
 # Last line: "N passed, M failed".
@@ -47,6 +51,8 @@ launch() {
 }
 EXTRA_ENV_OMPI=()
 EXTRA_ENV_MPICH=()
+ONE_RANK_CASES=(reduce_null_recvbuf_root_big allreduce_null_sendbuf_one_big rs_null_recvbuf_one_big
+                agv_null_recvbuf_one_big reduce_inplace_nonroot)
 
 # The error class(es) one run reported: one class if all ranks agree, else per rank joined by '/'.
 classes() {
@@ -63,6 +69,34 @@ classes() {
   if [ $all_same = 1 ]; then echo "$first"; else echo "$out"; fi
 }
 
+# verdict NATIVE PCOLL NP: compare per rank (a single class means: the same on all ranks).
+#   yes      same class on every rank
+#   better   native crashed or hung on some rank; pcoll did neither and reported a class
+#   stricter native accepted the (erroneous) call on a rank where pcoll reports an error
+#            class, and elsewhere they agree (e.g. Open MPI returns MPI_SUCCESS for a NULL
+#            receive buffer at the root; pcoll and MPICH return MPI_ERR_BUFFER)
+#   NO       anything else: pcoll crashed or hung, or reported another class than native
+verdict() {
+  local n=$1 c=$2 np=$3 r nr cr better=0 stricter=0
+  [ "$n" = "$c" ] && { echo yes; return; }
+  case "/$c/" in */CRASH/*|*/HANG/*) echo "**NO**"; return ;; esac
+  for ((r = 0; r < np; r++)); do
+    nr=$(rank_class "$n" $r); cr=$(rank_class "$c" $r)
+    [ "$nr" = "$cr" ] && continue
+    case $nr in
+      CRASH|HANG) better=1 ;;
+      MPI_SUCCESS) stricter=1 ;;
+      *) echo "**NO**"; return ;;
+    esac
+  done
+  if [ $better = 1 ]; then echo "better (native crashes/hangs)"; else echo "stricter"; fi
+}
+rank_class() { # rank_class "A/B/C" r -> the class of rank r ("A" alone: every rank)
+  local IFS=/ parts
+  read -r -a parts <<<"$1"
+  if [ ${#parts[@]} = 1 ]; then echo "${parts[0]}"; else echo "${parts[$2]}"; fi
+}
+
 set -- "${pairs[@]}"
 while [ $# -ge 2 ]; do
   MPI=$1 LIB=$2
@@ -74,7 +108,7 @@ while [ $# -ge 2 ]; do
   echo
   echo "### Bad input, $MPI, p = 2"
   echo
-  echo "| case | native class | pcoll class | same |"
+  echo "| case | native class | pcoll class | verdict |"
   echo "|------|--------------|-------------|------|"
   for case in $("$BIN" --list); do
     RUNLOG=$OUT/badinput/$MPI-$case-native.log
@@ -83,10 +117,45 @@ while [ $# -ge 2 ]; do
     RUNLOG=$OUT/badinput/$MPI-$case-pcoll.log
     launch $MPI 2 "$LIB" "$BIN" "$case"
     c=$(classes "$case" $? 2)
-    same=yes
-    if [ "$n" != "$c" ]; then same=**NO**; failed=$((failed + 1)); else passed=$((passed + 1)); fi
-    if grep -q "panicked" "$RUNLOG"; then same="$same (pcoll panicked)"; [ "$n" = "$c" ] && { passed=$((passed - 1)); failed=$((failed + 1)); }; fi
+    same=$(verdict "$n" "$c" 2)
+    if grep -q "panicked" "$RUNLOG"; then same="**NO** (pcoll panicked)"; fi
+    case $same in yes*|better*|stricter*) passed=$((passed + 1)) ;; *) failed=$((failed + 1)) ;; esac
     echo "| $case | $n | $c | $same |"
+  done
+  fi
+
+  if [ $CASES = 1 ]; then
+  # One rank's bad buffer, the others' arguments valid, p = 3, each algorithm forced: every
+  # rank must return (no hang), the erring rank with an error class, the others MPI_SUCCESS.
+  echo
+  echo "### One rank's bad buffer under each forced algorithm, $MPI, p = 3"
+  echo
+  echo "| algorithm | $(echo "${ONE_RANK_CASES[@]}" | sed 's/ / | /g') |"
+  echo "|---$(printf '|---%.0s' "${ONE_RANK_CASES[@]}")|"
+  for alg in binomial pipeline greedy greedy_uni circulant butterfly ring native; do
+    row="| $alg |"
+    for case in "${ONE_RANK_CASES[@]}"; do
+      if [ $MPI = openmpi ]; then
+        EXTRA_ENV_OMPI=(-x PCOLL_FALLBACK=silent)
+        for v in PCOLL_REDUCE PCOLL_ALLREDUCE PCOLL_REDUCE_SCATTER PCOLL_ALLGATHERV; do EXTRA_ENV_OMPI+=(-x "$v=$alg"); done
+      else
+        EXTRA_ENV_MPICH=(-genv PCOLL_FALLBACK silent)
+        for v in PCOLL_REDUCE PCOLL_ALLREDUCE PCOLL_REDUCE_SCATTER PCOLL_ALLGATHERV; do EXTRA_ENV_MPICH+=(-genv "$v" "$alg"); done
+      fi
+      RUNLOG=$OUT/badinput/$MPI-$case-$alg-p3.log
+      launch $MPI 3 "$LIB" "$BIN" "$case"
+      c=$(classes "$case" $? 3)
+      EXTRA_ENV_OMPI=()
+      EXTRA_ENV_MPICH=()
+      nerr=$(echo "$c" | tr / '\n' | grep -c '^MPI_ERR_')
+      nok=$(echo "$c" | tr / '\n' | grep -c '^MPI_SUCCESS$')
+      if [ "$nerr" -ge 1 ] && [ $((nerr + nok)) = 3 ] && ! grep -q panicked "$RUNLOG"; then
+        row="$row ok |"; passed=$((passed + 1))
+      else
+        row="$row **$c** |"; failed=$((failed + 1))
+      fi
+    done
+    echo "$row"
   done
   fi
 

@@ -8,6 +8,7 @@ use crate::comm;
 use crate::consts;
 use crate::mpi_types::{self, TypeFacts};
 use crate::pmpi::PmpiTransport;
+use crate::standin::{self, StandIn};
 use crate::state;
 use mpi_sys::*;
 use pcoll::algo::{build, Algorithm, CallSpec, Collective};
@@ -91,22 +92,56 @@ fn nonneg(v: &[i64]) -> Option<Vec<usize>> {
         .collect()
 }
 
+/// A rank's own bad argument, found before any communication.
+struct OwnError {
+    code: c_int,
+    what: String,
+    /// NULL buffers: the rank still takes part with scratch standing in for them.
+    stand_in: Option<StandIn>,
+}
+
 /// Bad input that some native MPI does not check and crashes on (MPICH 4.0.2: a negative
 /// count in reduce/allreduce; Open MPI 4.1.4: NULL buffers with count > 0, negative
 /// allgatherv counts): pcoll reports it with the error class the standard names, through
 /// the communicator's error handler, instead of passing it on. Only for a valid
 /// intracommunicator; everything else is left to the MPI.
-fn own_error(a: &Args) -> Option<(c_int, String)> {
+fn own_error(a: &Args) -> Option<OwnError> {
     let (p, rank) = comm::facts(a.comm).ok()??;
+    let count_err = |what: String| {
+        Some(OwnError {
+            code: consts::ERR_COUNT(),
+            what,
+            stand_in: None,
+        })
+    };
     if let Some(c) = a.counts.iter().find(|&&c| c < 0) {
-        return Some((consts::ERR_COUNT(), format!("negative count {c}")));
+        return count_err(format!("negative count {c}"));
     }
     let in_place = a.sendbuf == consts::in_place();
     if a.coll == Collective::Allgatherv && !in_place && a.sendcount < 0 {
-        return Some((
-            consts::ERR_COUNT(),
-            format!("negative sendcount {}", a.sendcount),
-        ));
+        return count_err(format!("negative sendcount {}", a.sendcount));
+    }
+    // MPI_IN_PLACE at a non-root of a reduce (only the root may pass it): Open MPI reports
+    // MPI_ERR_ARG there, but the root then waits for this rank's data and crashes.
+    if a.coll == Collective::Reduce && in_place && (0..p as i64).contains(&a.root) {
+        if a.root != rank as i64 {
+            let count = *a.counts.first()?;
+            return Some(OwnError {
+                code: if cfg!(pcoll_mpich) {
+                    consts::ERR_BUFFER()
+                } else {
+                    consts::ERR_ARG()
+                },
+                what: "MPI_IN_PLACE as the send buffer of a non-root rank".into(),
+                stand_in: (count >= 0)
+                    .then(|| standin::send_bytes(a))
+                    .flatten()
+                    .map(|s| StandIn {
+                        send: Some(s),
+                        recv: None,
+                    }),
+            });
+        }
     }
     // A NULL buffer is MPI_BOTTOM, legal only with absolute-address datatypes: flag it only
     // for types whose data starts at offset 0.
@@ -120,7 +155,7 @@ fn own_error(a: &Args) -> Option<(c_int, String)> {
         } else {
             p
         };
-    if !counts_ok {
+    if !counts_ok || (a.coll == Collective::Allgatherv && a.displs.len() != p) {
         return None;
     }
     let total: i64 = a.counts.iter().sum();
@@ -130,19 +165,56 @@ fn own_error(a: &Args) -> Option<(c_int, String)> {
         Collective::ReduceScatter => (total, a.counts[rank], a.dt),
         Collective::Allgatherv => (a.sendcount, total, a.sendtype),
     };
-    if !in_place && null(a.sendbuf, send_n, send_dt) {
-        return Some((
-            consts::ERR_BUFFER(),
-            "NULL send buffer with a non-zero count".into(),
-        ));
+    let null_send = !in_place && null(a.sendbuf, send_n, send_dt);
+    let null_recv = null(a.recvbuf as *const c_void, recv_n, a.dt);
+    if !null_send && !null_recv {
+        return None;
     }
-    if null(a.recvbuf as *const c_void, recv_n, a.dt) {
-        return Some((
-            consts::ERR_BUFFER(),
-            "NULL receive buffer with a non-zero count".into(),
-        ));
+    let what = match (null_send, null_recv) {
+        (true, true) => "NULL send and receive buffers with a non-zero count",
+        (true, false) => "NULL send buffer with a non-zero count",
+        _ => "NULL receive buffer with a non-zero count",
+    };
+    // The stand-in is sized from this rank's arguments; if that is impossible (negative
+    // displacements, overflow) the rank does not take part.
+    let send = if null_send {
+        standin::send_bytes(a)
+    } else {
+        Some(0)
+    };
+    let recv = if null_recv {
+        standin::recv_bytes(a, rank)
+    } else {
+        Some(0)
+    };
+    let stand_in = match (send, recv) {
+        (Some(s), Some(r)) => Some(StandIn {
+            send: null_send.then_some(s),
+            recv: null_recv.then_some(r),
+        }),
+        _ => None,
+    };
+    Some(OwnError {
+        code: consts::ERR_BUFFER(),
+        what: what.into(),
+        stand_in,
+    })
+}
+
+/// A predefined op applied to a datatype it is not defined for (found by `MPI_Reduce_local`
+/// on one element): its error class, reported by pcoll for every rank alike (the probe is
+/// made by every rank with the same op and type, so no rank is left waiting).
+fn op_type_error(a: &Args) -> Option<c_int> {
+    if !a.coll.reduces() {
+        return None;
     }
-    None
+    comm::facts(a.comm).ok()??;
+    let facts = mpi_types::type_facts(a.dt).ok()?;
+    if facts.size == 0 || facts.extent <= 0 {
+        return None;
+    }
+    mpi_types::op_commutative(a.op).ok()?;
+    mpi_types::op_accepts(a.op, a.dt, &facts).err()
 }
 
 /// `None`: hand the call to the native collective (bad input is reported by it, with its
@@ -357,6 +429,14 @@ fn native_requested(a: &Args) -> Option<usize> {
     {
         return None; // bad counts: the full path reports them (some MPIs crash on them)
     }
+    if a.coll == Collective::Reduce && a.sendbuf == consts::in_place() {
+        let mut rank: c_int = -1;
+        // SAFETY: out-pointer; the communicator answered PMPI_Comm_size above.
+        unsafe { PMPI_Comm_rank(a.comm, &mut rank) };
+        if a.root != rank as i64 {
+            return None; // in place at a non-root: erroneous, the full path reports it
+        }
+    }
     if elems > 0 && (a.sendbuf.is_null() || a.recvbuf.is_null()) {
         // Possibly a NULL buffer error (or MPI_BOTTOM): the full path decides. A NULL
         // receive buffer at a non-root of a reduce is fine and common.
@@ -409,17 +489,24 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
         state::record(a.coll, Algorithm::Native, bytes, stat_time() - t0);
         return rc;
     }
-    if let Some((code, what)) = own_error(a) {
-        log::error!("{}: invalid argument: {what}", a.coll);
-        // The other ranks may have valid arguments and go on into pcoll, whose first call on
-        // a communicator makes its shadow (a collective PMPI_Comm_dup): take part in that
-        // first, so that an error on one rank does not hang the others there.
-        if let Ok(Some((p, rank))) = comm::facts(a.comm) {
-            let _ = comm::state(a.comm, p, rank);
+    if let Some(e) = own_error(a) {
+        log::error!("{}: invalid argument: {}", a.coll, e.what);
+        // The other ranks may have valid arguments and go on into the collective (native or
+        // pcoll) and wait for this one: take part with scratch standing in for the NULL
+        // buffer, then report the error here only.
+        if let Some(si) = e.stand_in {
+            if standin::participate(a, si, collective) {
+                log::debug!("{}: took part with a stand-in buffer", a.coll);
+            }
         }
-        return raise(a.comm, code);
+        return raise(a.comm, e.code);
     }
     let Some(mut v) = validate(a) else {
+        if let Some(code) = op_type_error(a) {
+            // Every rank passes the same op and type, so every rank returns here.
+            log::error!("{}: the op is not defined for this datatype", a.coll);
+            return raise(a.comm, code);
+        }
         log::debug!("{}: arguments pcoll does not serve; native call", a.coll);
         return native();
     };
