@@ -71,6 +71,8 @@ tune: build
 	bash scripts/tune.sh
 
 soak: build
+	@command -v valgrind >/dev/null || { echo "== installing valgrind (for verify/valgrind.sh)"; \
+	  export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
 	bash scripts/soak.sh
 
 install: build
