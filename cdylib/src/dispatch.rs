@@ -327,11 +327,16 @@ fn native_unsafe_call(
 }
 
 /// Which algorithm runs, and why (for the debug log): preconditions and fallback policy
-/// (`pcoll::config::choose_forced`), then the native-defect rule.
+/// (`pcoll::config::choose_with`, run-time overrides from `pcoll_force`/`pcoll_segment`),
+/// then the native-defect rule; the segment: run-time > `PCOLL_SEGMENT` > rule > model.
 fn choose(a: &Args, spec: &mut CallSpec) -> Result<(Algorithm, String), c_int> {
     let g = state::global();
     let coll = spec.coll;
-    let d = match pcoll::config::choose_forced(&g.cfg, &g.table, spec, state::forced(coll)) {
+    let over = pcoll::config::Overrides {
+        algorithm: state::forced(coll),
+        segment: state::segment(),
+    };
+    let d = match pcoll::config::choose_with(&g.cfg, &g.table, spec, over) {
         Ok(d) => d,
         Err(e) => {
             log::error!("{e}");
@@ -545,11 +550,16 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
             let dt = stat_time() - t0;
             state::record(a.coll, alg, bytes, dt);
             log::debug!(
-                "{} p={} rank={} bytes={bytes} root={}: {alg} ({why}), {rounds} rounds, {:.1} us",
+                "{} p={} rank={} bytes={bytes} root={}: {alg} ({why}), segment {}, {rounds} rounds, {:.1} us",
                 a.coll,
                 v.spec.p,
                 v.spec.rank,
                 v.spec.root,
+                match v.spec.seg_elems {
+                    _ if !pcoll::segment::uses_segment(alg, a.coll) => "not used".to_string(),
+                    0 => "from the model".to_string(),
+                    n => format!("{} B", n * v.spec.elem_bytes),
+                },
                 dt * 1e6
             );
             consts::SUCCESS()
