@@ -21,6 +21,12 @@ const char *pcoll_version(void);
  * collective, -2 for an algorithm that does not exist for that collective. */
 int pcoll_force(const char *collective, const char *algorithm);
 
+/* Segment (block) size in bytes of the segmented algorithms ("pipeline", "greedy",
+ * "greedy_uni", "circulant") from now on, above PCOLL_SEGMENT and tuning.toml's `segment`;
+ * 0 goes back to them (and to the cost model's choice). All ranks of a communicator must
+ * set the same. Returns 0, or -1 for a negative value or one above 2 GiB (nothing changes). */
+int pcoll_segment(long long bytes);
+
 /* The algorithm that served this process's last call of `collective` ("" if none yet,
  * NULL for an unknown collective). */
 const char *pcoll_last_algorithm(const char *collective);

@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | `PCOLL_TUNING` | path of a `tuning.toml` | the built-in table |
 //! | `PCOLL_REDUCE`, `PCOLL_ALLREDUCE`, `PCOLL_REDUCE_SCATTER`, `PCOLL_ALLGATHERV` | an algorithm available for that collective | not forced |
-//! | `PCOLL_SEGMENT` | segment bytes > 0 (`16384`, `64KiB`, ...) | rule's segment, else the algorithm's choice |
+//! | `PCOLL_SEGMENT` | segment bytes > 0 (`16384`, `64KiB`, ...) | rule's segment, else the algorithm's choice (a run-time segment, [`Overrides`], ranks above) |
 //! | `PCOLL_FALLBACK` | `silent`, `warn`, `error` | `warn` |
 //! | `PCOLL_LOG` | a log filter (stored as is) | none |
 //! | `PCOLL_STATS` | `0`, `1`, `true`, `false` | off |
@@ -297,8 +297,8 @@ pub struct Decision {
     pub algorithm: Algorithm,
     /// Where it came from.
     pub source: Source,
-    /// Segment bytes: `PCOLL_SEGMENT` > the rule's segment (if the rule's algorithm runs) >
-    /// 0 (= the algorithm chooses).
+    /// Segment bytes: run-time (`pcoll_segment`) > `PCOLL_SEGMENT` > the rule's segment (if
+    /// the rule's algorithm runs) > 0 (= the algorithm chooses from the cost model).
     pub segment: usize,
     /// The first choice that was rejected, if a fallback happened.
     pub rejected: Option<(Algorithm, Source)>,
@@ -340,13 +340,43 @@ pub fn choose_forced(
     spec: &CallSpec,
     runtime: Option<Algorithm>,
 ) -> Result<Decision, Error> {
+    choose_with(
+        cfg,
+        table,
+        spec,
+        Overrides {
+            algorithm: runtime,
+            segment: None,
+        },
+    )
+}
+
+/// Run-time overrides of one process (the C API's `pcoll_force` and `pcoll_segment`); each
+/// ranks above its environment variable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// Algorithm for the call's collective (above `PCOLL_<COLL>`).
+    pub algorithm: Option<Algorithm>,
+    /// Segment bytes (> 0; above `PCOLL_SEGMENT`).
+    pub segment: Option<usize>,
+}
+
+/// [`choose`] with run-time overrides. Segment precedence: run-time > `PCOLL_SEGMENT` > the
+/// rule's `segment` (only when the rule's algorithm runs) > 0 (the cost model's choice).
+pub fn choose_with(
+    cfg: &Config,
+    table: &Table,
+    spec: &CallSpec,
+    over: Overrides,
+) -> Result<Decision, Error> {
     let coll = spec.coll;
-    let seg_env = cfg.segment;
+    let runtime = over.algorithm;
+    let seg_over = over.segment.filter(|&b| b > 0).or(cfg.segment);
     if cfg.disable {
         return Ok(Decision {
             algorithm: Algorithm::Native,
             source: Source::Disabled,
-            segment: seg_env.unwrap_or(0),
+            segment: seg_over.unwrap_or(0),
             rejected: None,
             warn: false,
             reason: None,
@@ -377,7 +407,7 @@ pub fn choose_forced(
     for (alg, source, seg) in candidates.into_iter().flatten() {
         match alg.check(spec) {
             Ok(()) => {
-                let segment = seg_env.or(seg).unwrap_or(0);
+                let segment = seg_over.or(seg).unwrap_or(0);
                 let Some((bad, bad_src, why)) = first_fail else {
                     return Ok(Decision {
                         algorithm: alg,

@@ -11,6 +11,7 @@ pub mod exec;
 pub mod model;
 pub mod plan;
 pub mod sched;
+pub mod segment;
 pub mod transport;
 pub mod tuning;
 

@@ -1,7 +1,9 @@
 //! Environment configuration (`pcoll::config`) and the per-call decision `choose`.
 
 use pcoll::algo::{Algorithm, CallSpec, Collective, CostParams};
-use pcoll::config::{choose, Config, FallbackPolicy, Source, DEFAULT_ALGORITHM};
+use pcoll::config::{
+    choose, choose_with, Config, FallbackPolicy, Overrides, Source, DEFAULT_ALGORITHM,
+};
 use pcoll::tuning::{Rule, Table};
 use pcoll::Error;
 use std::collections::HashMap;
@@ -336,6 +338,52 @@ fn segment_precedence() {
     let (c, _) = cfg(&[("PCOLL_REDUCE", "binomial")]);
     let d = choose(&c, &t, &spec(Collective::Reduce, 8, 1 << 20, true)).unwrap();
     assert_eq!((d.algorithm, d.segment), (Algorithm::Binomial, 0));
+}
+
+#[test]
+fn runtime_segment_precedence() {
+    let t = table();
+    let big = spec(Collective::Reduce, 8, 1 << 20, true);
+    let seg = |b: Option<usize>| Overrides {
+        algorithm: None,
+        segment: b,
+    };
+    // Nothing at run time: the rule's 16 KiB (same as `choose`).
+    let d = choose_with(&Config::default(), &t, &big, seg(None)).unwrap();
+    assert_eq!((d.algorithm, d.segment), (Algorithm::Pipeline, 16384));
+    // Run time beats the rule ...
+    let d = choose_with(&Config::default(), &t, &big, seg(Some(4096))).unwrap();
+    assert_eq!((d.algorithm, d.segment), (Algorithm::Pipeline, 4096));
+    assert_eq!(d.seg_elems(8), 512);
+    // ... and PCOLL_SEGMENT; 0 at run time means "not set": PCOLL_SEGMENT again.
+    let (c, _) = cfg(&[("PCOLL_SEGMENT", "1000")]);
+    let d = choose_with(&c, &t, &big, seg(Some(4096))).unwrap();
+    assert_eq!(d.segment, 4096);
+    let d = choose_with(&c, &t, &big, seg(Some(0))).unwrap();
+    assert_eq!(d.segment, 1000);
+    // A forced algorithm gets the run-time segment (not the rule's), also under
+    // PCOLL_DISABLE (where it is merely reported).
+    let over = Overrides {
+        algorithm: Some(Algorithm::Greedy),
+        segment: Some(32768),
+    };
+    let d = choose_with(&Config::default(), &t, &big, over).unwrap();
+    assert_eq!(
+        (d.algorithm, d.source, d.segment),
+        (Algorithm::Greedy, Source::Forced, 32768)
+    );
+    let (c, _) = cfg(&[("PCOLL_DISABLE", "1")]);
+    let d = choose_with(&c, &t, &big, over).unwrap();
+    assert_eq!((d.algorithm, d.segment), (Algorithm::Native, 32768));
+    // Without a rule segment and without overrides: 0 (the model chooses).
+    let d = choose_with(
+        &Config::default(),
+        &t,
+        &spec(Collective::Allgatherv, 3, 12, true),
+        Overrides::default(),
+    )
+    .unwrap();
+    assert_eq!(d.segment, 0);
 }
 
 #[test]

@@ -8,7 +8,8 @@
  * a root, MPI_IN_PLACE, irregular counts/displacements (zeros, gaps, permuted blocks), a
  * communicator (world, dup, reversed split, random splits, MPI_UNDEFINED split, self, fresh
  * dup freed afterwards) and, when libpcoll.so is loaded, an algorithm forced through
- * `pcoll_force` (resolved with dlsym, so the program also runs on the bare MPI).
+ * `pcoll_force` and, in half the cases, a segment size set through `pcoll_segment` (both
+ * resolved with dlsym, so the program also runs on the bare MPI).
  *
  * Input element i of rank r is a pure function of (case seed, r, i, field): every rank can
  * regenerate every rank's input, so the reference result is computed locally by folding the
@@ -20,7 +21,7 @@
  * every receive buffer untouched.
  *
  * Every mismatch prints one line:
- *   MISMATCH seed=.. case=.. coll=.. type=.. op=.. count=.. root=.. inplace=.. alg=.. p=.. ...
+ *   MISMATCH seed=.. case=.. coll=.. type=.. op=.. count=.. root=.. inplace=.. alg=.. seg=.. p=.. ...
  * Rank 0 ends with `difftest: N cases, M mismatches`. Exit status 1 if M > 0.
  *
  * Usage: difftest [--seed S] [--cases N] [--first K] [--case N] [--max-count C]
@@ -478,6 +479,7 @@ static const char *alg_names[] = {"native", "binomial", "pipeline", "greedy", "g
                                   "circulant", "butterfly", "ring"};
 #define NALG 8
 static int (*p_force)(const char *, const char *);
+static int (*p_segment)(long long);
 static const char *(*p_last)(const char *);
 static const char *(*p_version)(void);
 static int alg_avail[C_NUM][NALG], n_avail[C_NUM];
@@ -511,6 +513,7 @@ typedef struct {
     uint64_t dseed;
     int coll, li, op, real, zprob, inplace, alg, cm, fresh, nullrecv, nullzero, altsend, bigc;
     int mixrecv; /* allgatherv: odd ranks receive with the base type (same signature, valid MPI) */
+    long seg;    /* pcoll_segment bytes for the case (0: table/env/model) */
     long count; /* reduce/allreduce: count; reduce_scatter/allgatherv: about the total */
     uint64_t rootdraw;
     /* per communicator */
@@ -791,6 +794,16 @@ static void draw_case(case_t *c, uint64_t seed, long idx) {
         }
     }
     c->alg_s = c->alg < 0 ? (have_pcoll ? "default" : "none") : alg_names[c->alg];
+    /* Run-time segment size (pcoll_segment), from its own stream so that every other draw
+     * (and so every older reproducer) is unchanged: half the cases, about count/k elements
+     * per segment for k in 1..64 (k = 1: one segment), in bytes of the extent. */
+    if (p_segment) {
+        rng_t rs = {splitmix(splitmix(seed ^ 0x5E6D5E6Dull) + (uint64_t)idx)};
+        if (rpct(&rs, 50)) {
+            long k = 1 + (long)rbelow(&rs, 64);
+            c->seg = (c->count / k + 1) * (long)L[c->li].extent;
+        }
+    }
     int u = (int)rbelow(&r, 100);
     c->cm = u < 35 ? CM_WORLD : u < 50 ? CM_DUP : u < 65 ? CM_REVERSE : u < 78 ? CM_SPLIT2
           : u < 88 ? CM_SPLIT3R : u < 95 ? CM_UNDEF : CM_SELF;
@@ -929,11 +942,11 @@ static void report(const case_t *c, check_t *ck, const char *served_s) {
                 n += snprintf(counts + n, sizeof counts - n, "%s%ld", k ? "," : "", c->displs[k]);
         }
     }
-    out("MISMATCH seed=%" PRIu64 " case=%ld coll=%s type=%s op=%s count=%ld root=%d inplace=%d alg=%s p=%d"
+    out("MISMATCH seed=%" PRIu64 " case=%ld coll=%s type=%s op=%s count=%ld root=%d inplace=%d alg=%s seg=%ld p=%d"
         " comm=%s%s rank=%d served=%s bigcount=%d%s%s%s%s%s: %s (%d problems)",
         c->seed, c->idx, coll_name[c->coll], type_name(c), c->op >= 0 ? op_name[c->op] : "-",
         c->coll == C_REDUCE || c->coll == C_ALLREDUCE ? c->count : c->total,
-        c->coll == C_REDUCE ? c->root : -1, c->inplace, c->alg_s, c->p, comm_name[c->cm],
+        c->coll == C_REDUCE ? c->root : -1, c->inplace, c->alg_s, c->seg, c->p, comm_name[c->cm],
         c->fresh ? "+fresh-dup" : "", c->rank, served_s, c->bigc, counts,
         c->real ? " data=real" : "", c->altsend ? " sendtype=base" : "",
         c->mixrecv ? " recvtype=base-on-odd-ranks" : "", case_flags, ck->first, ck->nbad);
@@ -1002,6 +1015,7 @@ static void run_case(uint64_t seed, long idx) {
     if (have_pcoll) {
         int rc = p_force(coll_name[c->coll], c->alg >= 0 ? alg_names[c->alg] : NULL);
         if (rc != 0) die("pcoll_force(%s, %s) = %d", coll_name[c->coll], c->alg_s, rc);
+        if (p_segment && (rc = p_segment(c->seg)) != 0) die("pcoll_segment(%ld) = %d", c->seg, rc);
     }
     if ((verbose && c->rank == 0) || trace) {
         char cs[200] = "";
@@ -1010,9 +1024,9 @@ static void run_case(uint64_t seed, long idx) {
             for (int k = 0; k < c->p && n < 150; k++)
                 n += snprintf(cs + n, sizeof cs - n, "%s%ld@%ld", k ? "," : " counts@displs=", c->counts[k], c->displs[k]);
         }
-        out("%scase %ld: coll=%s type=%s op=%s count=%ld total=%ld root=%d inplace=%d alg=%s p=%d comm=%s%s bigcount=%d%s%s%s",
+        out("%scase %ld: coll=%s type=%s op=%s count=%ld total=%ld root=%d inplace=%d alg=%s seg=%ld p=%d comm=%s%s bigcount=%d%s%s%s",
             trace ? (wrank ? "trace: rank>0 " : "trace: rank0 ") : "", idx, coll_name[c->coll], l->name, c->op >= 0 ? op_name[c->op] : "-", c->count, c->total,
-            c->root, c->inplace, c->alg_s, c->p, comm_name[c->cm], c->fresh ? "+fresh" : "", c->bigc,
+            c->root, c->inplace, c->alg_s, c->seg, c->p, comm_name[c->cm], c->fresh ? "+fresh" : "", c->bigc,
             c->altsend ? " sendtype=base" : "", c->mixrecv ? " recvtype=base-on-odd-ranks" : "", cs);
     }
 
@@ -1185,6 +1199,7 @@ static void run_case(uint64_t seed, long idx) {
     cases_run++;
 
     if (have_pcoll) p_force(coll_name[c->coll], NULL);
+    if (p_segment) p_segment(0);
     free(sb.alloc);
     free(rb.alloc);
     free(sbcopy.alloc);
@@ -1318,6 +1333,7 @@ int main(int argc, char **argv) {
 
     *(void **)&p_force = dlsym(RTLD_DEFAULT, "pcoll_force");
     *(void **)&p_last = dlsym(RTLD_DEFAULT, "pcoll_last_algorithm");
+    *(void **)&p_segment = dlsym(RTLD_DEFAULT, "pcoll_segment");
     *(void **)&p_version = dlsym(RTLD_DEFAULT, "pcoll_version");
     have_pcoll = p_force != NULL;
     if (have_pcoll) {

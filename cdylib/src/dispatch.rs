@@ -347,37 +347,68 @@ fn requested(coll: Collective, p: usize, bytes: usize) -> Algorithm {
 /// * Open MPI 4.1.4: `MPI_Allreduce` of a datatype whose true lower bound is > 0 writes past
 ///   its scratch buffer (ring algorithm).
 fn native_unsafe(a: &Args, bytes: usize) -> bool {
-    let facts = || mpi_types::type_facts(a.dt).ok();
+    native_unsafe_call(
+        a.coll,
+        a.root,
+        bytes,
+        a.dt,
+        a.op,
+        a.sendbuf,
+        || {
+            let mut p: c_int = 0;
+            // SAFETY: out-pointer; an invalid communicator leaves p = 0 (no match).
+            unsafe { PMPI_Comm_size(a.comm, &mut p) };
+            p
+        },
+        || a.counts.windows(2).any(|w| w[0] != w[1]),
+    )
+}
+
+/// [`native_unsafe`] from the call's parts: `comm_size` and `unequal` (reduce_scatter
+/// counts not all equal) are asked only where a rule needs them, so the vector fast path
+/// passes what it already knows instead of an `Args`.
+#[allow(clippy::too_many_arguments)]
+fn native_unsafe_call(
+    coll: Collective,
+    root: i64,
+    bytes: usize,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    sendbuf: *const c_void,
+    comm_size: impl FnOnce() -> c_int,
+    unequal: impl FnOnce() -> bool,
+) -> bool {
     if cfg!(pcoll_mpich) {
-        match a.coll {
-            Collective::Reduce => a.root != 0 && bytes > 2048,
+        match coll {
+            Collective::Reduce => root != 0 && bytes > 2048,
             // MPICH 4.0.2 ignores displs[0] on a one-process communicator.
-            Collective::Allgatherv => {
-                let mut p: c_int = 0;
-                // SAFETY: out-pointer; an invalid communicator leaves p = 0 (no match).
-                unsafe { PMPI_Comm_size(a.comm, &mut p) };
-                p == 1
-            }
+            Collective::Allgatherv => comm_size() == 1,
             Collective::ReduceScatter => {
-                let holes = facts().map_or(false, |f| !f.contiguous());
-                let noncomm = mpi_types::op_commutative(a.op).map_or(false, |c| !c);
-                let unequal = a.counts.windows(2).any(|w| w[0] != w[1]);
-                (holes && noncomm)
-                    || (a.sendbuf == consts::in_place() && unequal && bytes > (512 << 10))
+                // The op first: one PMPI call, and a commutative op (the usual case) needs no
+                // datatype facts (three PMPI calls).
+                let noncomm = || mpi_types::op_commutative(op).map_or(false, |c| !c);
+                let holes = || mpi_types::type_facts(dt).map_or(false, |f| !f.contiguous());
+                (noncomm() && holes())
+                    || (sendbuf == consts::in_place() && bytes > (512 << 10) && unequal())
             }
             _ => false,
         }
     } else {
-        a.coll == Collective::Allreduce && facts().map_or(false, |f| f.true_lb > 0)
+        coll == Collective::Allreduce && mpi_types::type_facts(dt).map_or(false, |f| f.true_lb > 0)
     }
 }
 
 /// Which algorithm runs, and why (for the debug log): preconditions and fallback policy
-/// (`pcoll::config::choose_forced`), then the native-defect rule.
+/// (`pcoll::config::choose_with`, run-time overrides from `pcoll_force`/`pcoll_segment`),
+/// then the native-defect rule; the segment: run-time > `PCOLL_SEGMENT` > rule > model.
 fn choose(a: &Args, spec: &mut CallSpec) -> Result<(Algorithm, String), c_int> {
     let g = state::global();
     let coll = spec.coll;
-    let d = match pcoll::config::choose_forced(&g.cfg, &g.table, spec, state::forced(coll)) {
+    let over = pcoll::config::Overrides {
+        algorithm: state::forced(coll),
+        segment: state::segment(),
+    };
+    let d = match pcoll::config::choose_with(&g.cfg, &g.table, spec, over) {
         Ok(d) => d,
         Err(e) => {
             log::error!("{e}");
@@ -453,6 +484,86 @@ fn native_requested(a: &Args) -> Option<usize> {
     (alg == Algorithm::Native && !native_unsafe(a, bytes)).then_some(bytes)
 }
 
+/// The native fast path of `MPI_Reduce_scatter` / `MPI_Allgatherv` (C, large-count and
+/// Fortran entries), taken before any `Args` exists: the per-rank counts are read where the
+/// caller keeps them (no copy, no allocation) and only `PMPI_Comm_test_inter`,
+/// `PMPI_Comm_size` and `PMPI_Type_size_x` are asked. `Some(rc)`: the call went to native
+/// (exactly when [`native_requested`] on the full path would have sent it there, with the
+/// same stats record); `None`: build the `Args` and call [`collective`], which decides
+/// everything else (bad input, intercommunicators, pcoll's algorithms).
+///
+/// # Safety
+/// `recvcounts` is null or points to comm-size readable values (MPI's rule for both calls).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn vector_native<T: Copy + Into<i64>>(
+    coll: Collective,
+    sendbuf: *const c_void,
+    recvbuf: *const c_void,
+    recvcounts: *const T,
+    sendcount: i64,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    native: &mut dyn FnMut() -> c_int,
+) -> Option<c_int> {
+    debug_assert!(matches!(
+        coll,
+        Collective::ReduceScatter | Collective::Allgatherv
+    ));
+    if state::disabled() {
+        return Some(native());
+    }
+    if comm == consts::comm_null() || recvcounts.is_null() {
+        return None;
+    }
+    let t0 = stat_time();
+    let (mut inter, mut p, mut size): (c_int, c_int, MPI_Count) = (0, 0, 0);
+    // SAFETY: out-pointers to locals; an invalid handle gives an error code (full path).
+    unsafe {
+        if PMPI_Comm_test_inter(comm, &mut inter) != consts::SUCCESS()
+            || inter != 0
+            || PMPI_Comm_size(comm, &mut p) != consts::SUCCESS()
+            || PMPI_Type_size_x(dt, &mut size) != consts::SUCCESS()
+        {
+            return None;
+        }
+    }
+    if p <= 0 || size < 0 || (coll == Collective::Allgatherv && sendcount < 0) {
+        return None;
+    }
+    // SAFETY: the caller's guarantee: p readable counts.
+    let counts = unsafe { std::slice::from_raw_parts(recvcounts, p as usize) };
+    let mut elems: i64 = 0;
+    for &c in counts {
+        let c: i64 = c.into();
+        if c < 0 {
+            return None; // bad counts: the full path reports them (some MPIs crash on them)
+        }
+        elems = elems.wrapping_add(c);
+    }
+    if elems < 0 || (elems > 0 && (sendbuf.is_null() || recvbuf.is_null())) {
+        return None; // possibly a NULL buffer error (or MPI_BOTTOM): the full path decides
+    }
+    let bytes = elems as usize * size as usize;
+    if requested(coll, p as usize, bytes) != Algorithm::Native
+        || native_unsafe_call(
+            coll,
+            0,
+            bytes,
+            dt,
+            op,
+            sendbuf,
+            || p,
+            || counts.windows(2).any(|w| w[0].into() != w[1].into()),
+        )
+    {
+        return None;
+    }
+    let rc = native();
+    state::record(coll, Algorithm::Native, bytes, stat_time() - t0);
+    Some(rc)
+}
+
 fn warn_once(coll: Collective, alg: Algorithm, msg: &str) {
     use std::sync::atomic::{AtomicU64, Ordering};
     static SEEN: AtomicU64 = AtomicU64::new(0);
@@ -526,11 +637,16 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
             let dt = stat_time() - t0;
             state::record(a.coll, alg, bytes, dt);
             log::debug!(
-                "{} p={} rank={} bytes={bytes} root={}: {alg} ({why}), {rounds} rounds, {:.1} us",
+                "{} p={} rank={} bytes={bytes} root={}: {alg} ({why}), segment {}, {rounds} rounds, {:.1} us",
                 a.coll,
                 v.spec.p,
                 v.spec.rank,
                 v.spec.root,
+                match v.spec.seg_elems {
+                    _ if !pcoll::segment::uses_segment(alg, a.coll) => "not used".to_string(),
+                    0 => "from the model".to_string(),
+                    n => format!("{} B", n * v.spec.elem_bytes),
+                },
                 dt * 1e6
             );
             consts::SUCCESS()

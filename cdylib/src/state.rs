@@ -9,7 +9,7 @@ use pcoll::tuning::Table;
 use pcoll::{Algorithm, Collective};
 use std::io::Write;
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 pub struct Global {
     pub cfg: Config,
@@ -110,6 +110,20 @@ pub fn force(coll: Collective, alg: Option<Algorithm>) {
 pub fn forced(coll: Collective) -> Option<Algorithm> {
     let v = FORCED[coll.index()].load(Ordering::Relaxed);
     (v != NONE).then(|| Algorithm::ALL[v as usize])
+}
+
+/// Run-time segment size in bytes (0: none, back to `PCOLL_SEGMENT`, the table and the model).
+static SEGMENT: AtomicUsize = AtomicUsize::new(0);
+
+/// Set the segment size of segmented algorithms from now on (`None`: back to
+/// `PCOLL_SEGMENT` > the rule's segment > the cost model). Every rank must do the same.
+pub fn set_segment(bytes: Option<usize>) {
+    SEGMENT.store(bytes.unwrap_or(0), Ordering::Relaxed);
+}
+
+pub fn segment() -> Option<usize> {
+    let v = SEGMENT.load(Ordering::Relaxed);
+    (v != 0).then_some(v)
 }
 
 // ---------------------------------------------------------------- statistics

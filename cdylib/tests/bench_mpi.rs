@@ -196,6 +196,57 @@ fn bench_other_types_and_ops_checked() {
 }
 
 #[test]
+fn bench_segments_checked() {
+    // Run-time segment sizes (pcoll_segment) for every segmented algorithm, checked against
+    // native; algorithms without segments get no `@size` variants.
+    let j = tmp("seg.json");
+    let Some(out) = run(
+        2,
+        env!("CARGO_BIN_EXE_pcoll-bench"),
+        &[
+            "--collectives",
+            "reduce,allreduce,reduce_scatter,allgatherv",
+            "--sizes",
+            "4k,100000",
+            "--algorithms",
+            "pipeline,greedy,circulant,ring,auto",
+            "--segments",
+            "1k,16k",
+            "--iters",
+            "2",
+            "--warmup",
+            "1",
+            "--check",
+            "--quiet",
+            "--json",
+            j.to_str().unwrap(),
+        ],
+    ) else {
+        return;
+    };
+    let rows = checked_rows(&json(&j));
+    let has = |coll: &str, v: &str| rows.iter().any(|r| r.0 == coll && r.3 == v);
+    for v in [
+        "pipeline@1KiB",
+        "pipeline@16KiB",
+        "greedy@1KiB",
+        "circulant@16KiB",
+    ] {
+        assert!(has("reduce", v), "reduce {v}: {out}");
+    }
+    assert!(has("allreduce", "greedy@16KiB") && has("allreduce", "circulant@1KiB"));
+    assert!(has("reduce_scatter", "circulant@1KiB"));
+    for (coll, v) in [
+        ("allreduce", "ring@1KiB"),
+        ("reduce_scatter", "ring@1KiB"),
+        ("allgatherv", "circulant@1KiB"),
+    ] {
+        assert!(!has(coll, v), "{coll} {v}");
+    }
+    assert!(out.contains("greedy@16KiB"), "{out}");
+}
+
+#[test]
 fn tune_writes_a_table() {
     let out = tmp("tuning.toml");
     let Some(stdout) = run(
@@ -212,6 +263,9 @@ fn tune_writes_a_table() {
             "4",
             "--budget",
             "0.3",
+            // Every segmented algorithm qualifies for the segment sizes, however slow.
+            "--segment-margin",
+            "100",
             "--quiet",
             "--out",
             out.to_str().unwrap(),
@@ -229,6 +283,11 @@ fn tune_writes_a_table() {
     // Every rule carries its measurement.
     let rules = text.matches("[[").count();
     assert_eq!(text.matches("# measured: ").count(), rules, "{text}");
+    // Segment sizes were tried in the 64 KiB allreduce cell (greedy or circulant).
+    assert!(
+        text.contains("Segment sizes: in 1 cells of >= 64K B"),
+        "{text}"
+    );
     // The model is positive and finite.
     for key in ["alpha", "beta", "gamma"] {
         let v: f64 = text

@@ -19,28 +19,73 @@ pub enum Variant {
     /// pcoll's exported `MPI_*` with `alg` forced (`Algorithm::Native`: pcoll's dispatch
     /// handing the call to `PMPI_*`, i.e. the pure interposition overhead; "passthru").
     Alg(Algorithm),
+    /// As `Alg`, with the segment size (bytes) set at run time (`pcoll_segment`): `alg@32KiB`.
+    Seg(Algorithm, usize),
 }
 
 impl Variant {
-    pub fn label(self) -> &'static str {
+    pub fn label(self) -> String {
         match self {
-            Variant::Native => "native",
-            Variant::Auto => "auto",
-            Variant::Alg(Algorithm::Native) => "passthru",
-            Variant::Alg(a) => a.name(),
+            Variant::Native => "native".into(),
+            Variant::Auto => "auto".into(),
+            Variant::Alg(Algorithm::Native) => "passthru".into(),
+            Variant::Alg(a) => a.name().into(),
+            Variant::Seg(a, b) => format!("{}@{}", a.name(), size_label(b)),
         }
     }
-    /// `auto`, `passthru` (or `native`), or an algorithm name.
+    /// The algorithm forced for the call (`None`: native or the table's choice).
+    pub fn forced(self) -> Option<Algorithm> {
+        match self {
+            Variant::Native | Variant::Auto => None,
+            Variant::Alg(a) | Variant::Seg(a, _) => Some(a),
+        }
+    }
+    /// The run-time segment size of the call (`None`: environment, table or model).
+    pub fn segment(self) -> Option<usize> {
+        match self {
+            Variant::Seg(_, b) => Some(b),
+            _ => None,
+        }
+    }
+    /// `auto`, `passthru` (or `native`), an algorithm name, or `name@size` (`greedy@32KiB`).
     pub fn parse(s: &str) -> Result<Variant, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
+        let t = s.trim().to_ascii_lowercase();
+        if let Some((a, b)) = t.split_once('@') {
+            let alg = a.parse::<Algorithm>()?;
+            let bytes = super::kind::parse_size(b)?;
+            if alg == Algorithm::Native || bytes == 0 || bytes > pcoll::tuning::MAX_SEGMENT {
+                return Err(format!(
+                    "bad variant '{s}': name@size needs an algorithm and 1..=2GiB bytes"
+                ));
+            }
+            return Ok(Variant::Seg(alg, bytes));
+        }
+        match t.as_str() {
             "auto" => Ok(Variant::Auto),
             "passthru" | "passthrough" | "native" => Ok(Variant::Alg(Algorithm::Native)),
             t => t
                 .parse::<Algorithm>()
                 .map(Variant::Alg)
-                .map_err(|e| format!("{e}, auto, passthru")),
+                .map_err(|e| format!("{e}, auto, passthru, name@size")),
         }
     }
+}
+
+/// `32768` -> `"32KiB"`, `1048576` -> `"1MiB"`, `100` -> `"100B"` (variant labels).
+pub fn size_label(bytes: usize) -> String {
+    let s = super::kind::short_size(bytes);
+    if s.ends_with(['K', 'M', 'G']) {
+        s + "iB"
+    } else {
+        s + "B"
+    }
+}
+
+/// Sets the process-wide run-time overrides (`pcoll_force`, `pcoll_segment`) for a call of
+/// `coll` with variant `v` (native and auto: none).
+pub fn select(coll: Collective, v: Variant) {
+    state::force(coll, v.forced());
+    state::set_segment(v.segment());
 }
 
 /// Elements of a `bytes`-byte message of `dt` (at least one).
@@ -214,7 +259,9 @@ impl Case {
         let g = state::global();
         let bytes = self.bytes();
         let rule = g.table.lookup(self.coll, self.p, bytes);
-        let seg = g.cfg.segment.or(rule.and_then(|c| c.segment));
+        let seg = state::segment()
+            .or(g.cfg.segment)
+            .or(rule.and_then(|c| c.segment));
         let es = self.dt.size();
         CallSpec {
             coll: self.coll,
@@ -233,10 +280,8 @@ impl Case {
 
     /// Runs the collective once; returns the MPI return code.
     pub fn call(&mut self, v: Variant) -> c_int {
-        match v {
-            Variant::Native => {}
-            Variant::Auto => state::force(self.coll, None),
-            Variant::Alg(a) => state::force(self.coll, Some(a)),
+        if v != Variant::Native {
+            select(self.coll, v);
         }
         let native = v == Variant::Native;
         let dt = self.dt.handle();
@@ -277,10 +322,14 @@ impl Case {
     /// pcoll's builder (pure, no communication): unimplemented algorithms and failed
     /// preconditions are found here. Callers combine the answer over all ranks.
     pub fn probe(&self, v: Variant) -> Result<Algorithm, String> {
-        let spec = self.spec();
+        let mut spec = self.spec();
         let alg = match v {
             Variant::Native => return Ok(Algorithm::Native),
             Variant::Alg(a) => a,
+            Variant::Seg(a, b) => {
+                spec.seg_elems = (b / self.dt.size()).max(1);
+                a
+            }
             Variant::Auto => auto_choice(&spec),
         };
         if alg == Algorithm::Native {
@@ -311,5 +360,34 @@ pub fn auto_choice(spec: &CallSpec) -> Algorithm {
         rule.map(|c| c.algorithm)
             .filter(|a| a.check(spec).is_ok())
             .unwrap_or(Algorithm::Binomial)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Variant;
+    use pcoll::Algorithm::*;
+
+    #[test]
+    fn segment_variants_parse_and_label() {
+        assert_eq!(
+            Variant::parse("greedy@32KiB"),
+            Ok(Variant::Seg(Greedy, 32768))
+        );
+        assert_eq!(Variant::Seg(Greedy, 32768).label(), "greedy@32KiB");
+        assert_eq!(Variant::Seg(GreedyUni, 1 << 20).label(), "greedy_uni@1MiB");
+        for v in [
+            Variant::Seg(Pipeline, 100),
+            Variant::Seg(Circulant, 3 << 10),
+        ] {
+            assert_eq!(Variant::parse(&v.label()), Ok(v));
+        }
+        assert_eq!(Variant::Seg(Pipeline, 100).label(), "pipeline@100B");
+        assert!(Variant::parse("native@1k").is_err());
+        assert!(Variant::parse("greedy@0").is_err());
+        assert!(Variant::parse("greedy@4g").is_err());
+        assert_eq!(Variant::parse("passthru"), Ok(Variant::Alg(Native)));
+        assert_eq!(Variant::Seg(Greedy, 8).forced(), Some(Greedy));
+        assert_eq!(Variant::Auto.segment(), None);
     }
 }

@@ -25,6 +25,7 @@ pub mod tuning_api;
 
 use case::{Case, Variant};
 use kind::{DType, OpKind};
+use pcoll::segment::uses_segment;
 use pcoll::{Algorithm, Collective};
 use report::Measured;
 use std::collections::BTreeMap;
@@ -37,7 +38,8 @@ pub fn default_variants(coll: Collective) -> Vec<Variant> {
     v
 }
 
-/// The requested variants that exist for `coll` (`auto` always does).
+/// The requested variants that exist for `coll` (`auto` always does; `alg@size` only for an
+/// algorithm that uses a segment size there).
 pub fn variants_for(coll: Collective, requested: &Option<Vec<Variant>>) -> Vec<Variant> {
     match requested {
         None => default_variants(coll),
@@ -46,10 +48,33 @@ pub fn variants_for(coll: Collective, requested: &Option<Vec<Variant>>) -> Vec<V
             .copied()
             .filter(|v| match v {
                 Variant::Alg(a) => Algorithm::available(coll).contains(a),
+                Variant::Seg(a, _) => uses_segment(*a, coll),
                 _ => true,
             })
             .collect(),
     }
+}
+
+/// `variants` with `alg@size` added after each algorithm that uses a segment size for `coll`,
+/// one per entry of `segments` (bytes), unless already there.
+pub fn with_segments(coll: Collective, variants: &[Variant], segments: &[usize]) -> Vec<Variant> {
+    let mut out = Vec::new();
+    for &v in variants {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+        if let Variant::Alg(a) = v {
+            if uses_segment(a, coll) {
+                for &b in segments {
+                    let s = Variant::Seg(a, b);
+                    if !out.contains(&s) && !variants.contains(&s) {
+                        out.push(s);
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Element counts for the requested byte sizes (at least one element; duplicates after
@@ -83,9 +108,11 @@ pub fn measure_case(
     let params = crate::state::global().table.model();
     let mut predicted = BTreeMap::new();
     for v in &result.variants {
-        if v.variant != Variant::Native && v.algorithm != Algorithm::Native {
+        // The model's optimum segment count: not a prediction for a fixed segment size.
+        let fixed_segment = v.variant.segment().is_some();
+        if v.variant != Variant::Native && v.algorithm != Algorithm::Native && !fixed_segment {
             if let Some(t) = model_hook::predict_us(coll, v.algorithm, p, case.bytes(), &params) {
-                predicted.insert(v.variant.label().to_string(), t);
+                predicted.insert(v.variant.label(), t);
             }
         }
     }
@@ -109,6 +136,8 @@ pub struct Plan {
     pub op: OpKind,
     /// None: [`default_variants`].
     pub variants: Option<Vec<Variant>>,
+    /// Segment sizes (bytes) measured for every segmented algorithm ([`with_segments`]).
+    pub segments: Vec<usize>,
     pub opts: run::Opts,
 }
 
@@ -128,7 +157,7 @@ pub fn run_plan(plan: &Plan, progress: &mut progress::Progress) -> Vec<Measured>
         let sub = mpi::sub_comm(p);
         if let Some(comm) = sub {
             for &coll in &plan.colls {
-                let vars = variants_for(coll, &plan.variants);
+                let vars = with_segments(coll, &variants_for(coll, &plan.variants), &plan.segments);
                 for &n in &counts {
                     let m = measure_case(comm, coll, p, n, plan.dt, plan.op, &vars, &plan.opts);
                     progress.tick(&format!("{coll} p={p} {}", kind::short_size(m.bytes)));

@@ -86,7 +86,7 @@ pub fn rows(meta: &Meta, ms: &[Measured]) -> Vec<Row> {
                 count: m.count,
                 datatype: meta.datatype,
                 op: meta.op,
-                variant: v.variant.label().to_string(),
+                variant: v.variant.label(),
                 algorithm: v.algorithm.name().to_string(),
                 iters: m.result.iters,
                 samples: v.samples.len(),
@@ -99,7 +99,7 @@ pub fn rows(meta: &Meta, ms: &[Measured]) -> Vec<Row> {
                 } else {
                     f64::NAN
                 },
-                predicted_us: m.predicted.get(v.variant.label()).copied(),
+                predicted_us: m.predicted.get(&v.variant.label()).copied(),
                 errors: v.errors,
                 mismatches: if v.variant == Variant::Native {
                     m.result.native_mismatches
@@ -178,7 +178,7 @@ fn labels(g: &[&Measured]) -> Vec<String> {
     let mut l: Vec<String> = Vec::new();
     for m in g {
         for v in &m.result.variants {
-            let s = v.variant.label().to_string();
+            let s = v.variant.label();
             if !l.contains(&s) {
                 l.push(s);
             }
@@ -226,7 +226,7 @@ pub fn table(meta: &Meta, ms: &[Measured]) -> String {
                 .variants
                 .iter()
                 .min_by(|a, b| a.stats.median.total_cmp(&b.stats.median))
-                .map(|v| v.variant.label().to_string());
+                .map(|v| v.variant.label());
             let star = |l: &str| if best.as_deref() == Some(l) { "*" } else { " " };
             let mut line = format!(
                 "{:>10} {:>10.2}{}",

@@ -3,10 +3,9 @@
 //! repetition's time the MAXIMUM over ranks (MPI-NOTES.md "Timing on 2 cores": separate runs
 //! differ by up to 2x; alternation inside one process makes ratios trustworthy).
 
-use super::case::{Case, Variant};
+use super::case::{select, Case, Variant};
 use super::mpi;
 use crate::consts;
-use crate::state;
 use pcoll::Algorithm;
 
 #[derive(Clone, Debug)]
@@ -111,8 +110,8 @@ pub fn measure(case: &mut Case, variants: &[Variant], o: &Opts) -> CaseResult {
     for ((v, r), f) in list.iter().zip(&probes).zip(&fails) {
         match (r, *f) {
             (Ok(a), 0) => active.push((*v, *a)),
-            (Err(e), _) => skipped.push((v.label().to_string(), e.clone())),
-            (Ok(_), _) => skipped.push((v.label().to_string(), "fails on another rank".into())),
+            (Err(e), _) => skipped.push((v.label(), e.clone())),
+            (Ok(_), _) => skipped.push((v.label(), "fails on another rank".into())),
         }
     }
     let nv = active.len();
@@ -141,10 +140,7 @@ pub fn measure(case: &mut Case, variants: &[Variant], o: &Opts) -> CaseResult {
     let mut keep = Vec::new();
     for (k, (v, a)) in active.iter().enumerate() {
         if errors[k] > 0 && *v != Variant::Native {
-            skipped.push((
-                v.label().to_string(),
-                format!("{} MPI errors in warm-up", errors[k]),
-            ));
+            skipped.push((v.label(), format!("{} MPI errors in warm-up", errors[k])));
         } else {
             keep.push((*v, *a));
         }
@@ -176,11 +172,7 @@ pub fn measure(case: &mut Case, variants: &[Variant], o: &Opts) -> CaseResult {
     for _ in 0..iters {
         for &k in &order {
             let v = active[k].0;
-            if let Variant::Alg(a) = v {
-                state::force(case.coll, Some(a));
-            } else {
-                state::force(case.coll, None);
-            }
+            select(case.coll, v);
             mpi::barrier(comm);
             let t = mpi::wtime();
             let rc = case.call(v);
@@ -191,7 +183,7 @@ pub fn measure(case: &mut Case, variants: &[Variant], o: &Opts) -> CaseResult {
             }
         }
     }
-    state::force(case.coll, None);
+    select(case.coll, Variant::Auto);
     let mut flat: Vec<f64> = samples.concat();
     mpi::allreduce_max_f64(comm, &mut flat);
     mpi::allreduce_sum_i64(comm, &mut errs);
@@ -239,9 +231,9 @@ fn check(case: &mut Case, active: &[(Variant, Algorithm)], show: usize) -> (i64,
         mpi::barrier(comm);
         case.call(*v);
         let got = case.result().to_vec();
-        counts[k + 1] = diff(case, v.label(), &got, &native, es, show);
+        counts[k + 1] = diff(case, &v.label(), &got, &native, es, show);
     }
-    state::force(case.coll, None);
+    select(case.coll, Variant::Auto);
     mpi::allreduce_sum_i64(comm, &mut counts);
     (counts[0], counts[1..].to_vec())
 }

@@ -1,24 +1,121 @@
 //! `pcoll-tune`'s decisions, kept free of MPI so they are unit-tested: the winner of a
 //! measured cell, and merging neighbouring cells with the same winner into table rules.
 
-use super::case::Variant;
+use super::case::{size_label, split_counts, Variant};
 use super::kind::short_size;
 use super::report::Measured;
 use super::tuning_api::{Rule, INF};
-use pcoll::{Algorithm, Collective};
+use pcoll::{Algorithm, CallSpec, Collective, CostParams};
+use std::fmt;
 
-/// Candidates for a tuning rule: native and the algorithms; `auto` (the table being
-/// replaced) and `passthru` (= native behind pcoll's dispatch) are not candidates.
+/// Candidates for a tuning rule: native, the algorithms and the algorithms at a set segment
+/// size; `auto` (the table being replaced) and `passthru` (= native behind pcoll's dispatch)
+/// are not candidates.
 pub fn is_candidate(v: Variant) -> bool {
-    matches!(v, Variant::Native) || matches!(v, Variant::Alg(a) if a != Algorithm::Native)
+    pick_of(v).is_some()
 }
 
 pub fn algorithm_of(v: Variant) -> Option<Algorithm> {
+    pick_of(v).map(|p| p.alg)
+}
+
+/// What a rule can say: an algorithm and, optionally, its segment size in bytes (`None`: the
+/// cost model's choice).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pick {
+    pub alg: Algorithm,
+    pub segment: Option<usize>,
+}
+
+impl Pick {
+    pub fn of(alg: Algorithm) -> Pick {
+        Pick { alg, segment: None }
+    }
+}
+
+impl fmt::Display for Pick {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.segment {
+            None => write!(f, "{}", self.alg),
+            Some(b) => write!(f, "{}@{}", self.alg, size_label(b)),
+        }
+    }
+}
+
+/// The rule a candidate variant stands for.
+pub fn pick_of(v: Variant) -> Option<Pick> {
     match v {
-        Variant::Native => Some(Algorithm::Native),
-        Variant::Alg(a) if a != Algorithm::Native => Some(a),
+        Variant::Native => Some(Pick::of(Algorithm::Native)),
+        Variant::Alg(a) if a != Algorithm::Native => Some(Pick::of(a)),
+        Variant::Seg(a, b) if a != Algorithm::Native => Some(Pick {
+            alg: a,
+            segment: Some(b),
+        }),
         _ => None,
     }
+}
+
+/// The call shape pcoll-tune measures for `n` elements of `elem_bytes` on `p` ranks (rank 0,
+/// commutative op, near-equal counts as in [`super::case::Case`]), for segment candidates.
+pub fn probe_spec(
+    coll: Collective,
+    p: usize,
+    n: usize,
+    elem_bytes: usize,
+    params: CostParams,
+) -> CallSpec {
+    let (counts, displs) = match coll {
+        Collective::Reduce | Collective::Allreduce => (vec![n], vec![]),
+        Collective::ReduceScatter => (split_counts(n, p).0, vec![]),
+        Collective::Allgatherv => split_counts(n, p),
+    };
+    CallSpec {
+        coll,
+        p,
+        rank: 0,
+        root: 0,
+        counts,
+        displs,
+        commutative: true,
+        elem_bytes,
+        seg_elems: 0,
+        params,
+    }
+}
+
+/// Segment variants worth measuring in a cell: the fastest algorithm that uses a segment size
+/// (if it is within `margin` of the cell's fastest candidate, e.g. 1.0 = 2x), at the sizes
+/// [`pcoll::segment::candidates`] gives around the model's segment for `factors`. Returns
+/// that algorithm's plain variant first (the model's segment), then the `alg@size` variants;
+/// empty if there is none. Identical on every rank (the ranking is).
+pub fn segment_variants(
+    spec: &CallSpec,
+    rank: &[(Variant, f64)],
+    margin: f64,
+    factors: &[f64],
+) -> Vec<Variant> {
+    let Some(&(_, best)) = rank.first() else {
+        return vec![];
+    };
+    let Some(&(v, _)) = rank.iter().find(|(v, t)| {
+        matches!(v, Variant::Alg(a) if pcoll::segment::uses_segment(*a, spec.coll))
+            && *t <= best * (1.0 + margin)
+    }) else {
+        return vec![];
+    };
+    let Variant::Alg(a) = v else {
+        return vec![];
+    };
+    let mut out = vec![v];
+    out.extend(
+        pcoll::segment::candidates(a, spec, factors)
+            .into_iter()
+            .map(|b| Variant::Seg(a, b)),
+    );
+    if out.len() == 1 {
+        out.clear();
+    }
+    out
 }
 
 /// Candidates of a measured case by median time (fastest first): (variant, median us).
@@ -53,13 +150,15 @@ pub struct Cell {
     pub p: usize,
     pub bytes: usize,
     pub alg: Algorithm,
+    /// The winner's segment size in bytes (`None`: the cost model's choice).
+    pub segment: Option<usize>,
     pub time_us: f64,
     pub native_us: f64,
     /// Second-best candidate and its median relative to the winner (1.03 = 3% slower).
-    pub rival: Option<(Algorithm, f64)>,
+    pub rival: Option<(Pick, f64)>,
     pub remeasured: bool,
     /// Every candidate's median (us), fastest first.
-    pub times: Vec<(Algorithm, f64)>,
+    pub times: Vec<(Pick, f64)>,
     /// The winner was replaced by its neighbours' algorithm ([`smooth`]).
     pub smoothed: bool,
 }
@@ -69,26 +168,44 @@ impl Cell {
     pub fn decide(m: &Measured, remeasured: bool) -> Option<Cell> {
         let r = ranking(m);
         let (v, t) = *r.first()?;
+        let win = pick_of(v)?;
         Some(Cell {
             coll: m.coll,
             p: m.p,
             bytes: m.bytes,
-            alg: algorithm_of(v)?,
+            alg: win.alg,
+            segment: win.segment,
             time_us: t,
             native_us: m.result.native_median(),
             rival: r
                 .get(1)
-                .and_then(|(w, u)| algorithm_of(*w).map(|a| (a, u / t.max(1e-12)))),
+                .and_then(|(w, u)| pick_of(*w).map(|a| (a, u / t.max(1e-12)))),
             remeasured,
             times: r
                 .iter()
-                .filter_map(|(v, t)| algorithm_of(*v).map(|a| (a, *t)))
+                .filter_map(|(v, t)| pick_of(*v).map(|a| (a, *t)))
                 .collect(),
             smoothed: false,
         })
     }
+    pub fn pick(&self) -> Pick {
+        Pick {
+            alg: self.alg,
+            segment: self.segment,
+        }
+    }
     pub fn ratio(&self) -> f64 {
         self.time_us / self.native_us.max(1e-12)
+    }
+    /// With a set segment: the winner's median over the same algorithm's at the model's
+    /// segment (0.8 = 20% faster), if that was measured.
+    pub fn segment_gain(&self) -> Option<f64> {
+        self.segment?;
+        let plain = Pick::of(self.alg);
+        self.times
+            .iter()
+            .find(|(k, _)| *k == plain)
+            .map(|(_, t)| self.time_us / t.max(1e-12))
     }
 }
 
@@ -99,12 +216,24 @@ pub struct Span {
     pub p: (usize, usize),
     pub bytes: (usize, usize),
     pub alg: Algorithm,
+    /// The rule's `segment` (bytes; `None`: the cost model's choice).
+    pub segment: Option<usize>,
     pub cells: Vec<Cell>,
 }
 
 impl Span {
+    pub fn pick(&self) -> Pick {
+        Pick {
+            alg: self.alg,
+            segment: self.segment,
+        }
+    }
+
     pub fn rule(&self) -> Rule {
         let mut r = Rule::new(self.alg).note(self.note());
+        if let Some(b) = self.segment {
+            r = r.segment(b);
+        }
         r = if self.p.1 == INF {
             r.p(self.p.0..)
         } else {
@@ -161,7 +290,7 @@ impl Span {
         } else {
             format!(
                 "measured: {} at p={ps} {sizes}: median/native {}",
-                self.alg,
+                self.pick(),
                 if ratios.len() == 1 {
                     format!("{lo:.2}")
                 } else {
@@ -169,6 +298,20 @@ impl Span {
                 }
             )
         };
+        let gains: Vec<f64> = self.cells.iter().filter_map(Cell::segment_gain).collect();
+        if !gains.is_empty() {
+            let lo = gains.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = gains.iter().copied().fold(0.0, f64::max);
+            let r = if gains.len() == 1 {
+                format!("{lo:.2}")
+            } else {
+                format!("{lo:.2}..{hi:.2}")
+            };
+            s.push_str(&format!(
+                "; this segment / the model's segment for {}: {r}",
+                self.alg
+            ));
+        }
         if let Some(((a, rel), b, p)) = closest {
             s.push_str(&format!(
                 "; closest rival {a} +{:.1}% at {} B p={p}",
@@ -197,7 +340,7 @@ impl Span {
 pub fn smooth(cells: &mut [Cell], tol: f64) {
     let mut idx: Vec<usize> = (0..cells.len()).collect();
     idx.sort_by_key(|&i| (cells[i].coll, cells[i].p, cells[i].bytes));
-    let orig: Vec<Algorithm> = cells.iter().map(|c| c.alg).collect();
+    let orig: Vec<Pick> = cells.iter().map(Cell::pick).collect();
     let mut changes = Vec::new();
     for w in idx.windows(3) {
         let (a, b, c) = (w[0], w[1], w[2]);
@@ -214,8 +357,9 @@ pub fn smooth(cells: &mut [Cell], tol: f64) {
     }
     for (b, alt, t) in changes {
         let c = &mut cells[b];
-        c.rival = Some((c.alg, c.time_us / t.max(1e-12)));
-        c.alg = alt;
+        c.rival = Some((c.pick(), c.time_us / t.max(1e-12)));
+        c.alg = alt.alg;
+        c.segment = alt.segment;
         c.time_us = t;
         c.smoothed = true;
     }
@@ -252,7 +396,7 @@ pub fn spans(cells: &[Cell], extrapolate: bool) -> Vec<Span> {
             let mut runs: Vec<Span> = Vec::new();
             for c in cs {
                 match runs.last_mut() {
-                    Some(r) if r.alg == c.alg => r.cells.push(c.clone()),
+                    Some(r) if r.pick() == c.pick() => r.cells.push(c.clone()),
                     _ => {
                         let lo = if runs.is_empty() { 0 } else { c.bytes };
                         if let Some(r) = runs.last_mut() {
@@ -263,6 +407,7 @@ pub fn spans(cells: &[Cell], extrapolate: bool) -> Vec<Span> {
                             p: (p, p_hi),
                             bytes: (lo, INF),
                             alg: c.alg,
+                            segment: c.segment,
                             cells: vec![c.clone()],
                         });
                     }
@@ -278,7 +423,7 @@ pub fn spans(cells: &[Cell], extrapolate: bool) -> Vec<Span> {
                     && prev
                         .iter()
                         .zip(&runs)
-                        .all(|(a, b)| a.bytes == b.bytes && a.alg == b.alg)
+                        .all(|(a, b)| a.bytes == b.bytes && a.pick() == b.pick())
             });
             if same {
                 let prev = merged.last_mut().unwrap();
@@ -306,11 +451,12 @@ mod tests {
             p,
             bytes,
             alg,
+            segment: None,
             time_us: 1.0,
             native_us: 2.0,
-            rival: Some((Native, 1.5)),
+            rival: Some((Pick::of(Native), 1.5)),
             remeasured: false,
-            times: vec![(alg, 1.0), (Native, 1.5)],
+            times: vec![(Pick::of(alg), 1.0), (Pick::of(Native), 1.5)],
             smoothed: false,
         }
     }
@@ -382,14 +528,14 @@ mod tests {
             cell(3, 8, Ring),
         ];
         // At 16 B ring is 3% slower than binomial: absorbed. At 64 B it is 30% slower: kept.
-        cells[1].times = vec![(Binomial, 1.0), (Ring, 1.03)];
-        cells[3].times = vec![(Binomial, 1.0), (Ring, 1.3)];
+        cells[1].times = vec![(Pick::of(Binomial), 1.0), (Pick::of(Ring), 1.03)];
+        cells[3].times = vec![(Pick::of(Binomial), 1.0), (Pick::of(Ring), 1.3)];
         smooth(&mut cells, 0.05);
         let algs: Vec<Algorithm> = cells.iter().map(|c| c.alg).collect();
         assert_eq!(algs, vec![Ring, Ring, Ring, Binomial, Ring, Ring]);
         assert!(cells[1].smoothed && !cells[3].smoothed);
         assert_eq!(cells[1].time_us, 1.03);
-        assert_eq!(cells[1].rival.map(|r| r.0), Some(Binomial));
+        assert_eq!(cells[1].rival.map(|r| r.0), Some(Pick::of(Binomial)));
         let s = spans(&cells, true);
         assert_eq!(s.len(), 4, "{s:?}");
         assert!(
@@ -397,6 +543,79 @@ mod tests {
             "{}",
             s[0].note()
         );
+    }
+
+    #[test]
+    fn segments_split_rules_and_are_written() {
+        // greedy at the model's segment for 64 KiB, greedy@32KiB for 256 KiB and 1 MiB (0.8x
+        // the model's segment there), native below.
+        let mut cells = vec![cell(2, 8, Native), cell(2, 65536, Greedy)];
+        for b in [262144, 1 << 20] {
+            let mut c = cell(2, b, Greedy);
+            c.segment = Some(32768);
+            c.time_us = 0.8;
+            c.times = vec![
+                (
+                    Pick {
+                        alg: Greedy,
+                        segment: Some(32768),
+                    },
+                    0.8,
+                ),
+                (Pick::of(Greedy), 1.0),
+                (Pick::of(Native), 1.5),
+            ];
+            cells.push(c);
+        }
+        let s = spans(&cells, true);
+        let got: Vec<_> = s.iter().map(|x| (x.bytes, x.alg, x.segment)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ((0, 65536), Native, None),
+                ((65536, 262144), Greedy, None),
+                ((262144, INF), Greedy, Some(32768)),
+            ]
+        );
+        let n = s[2].note();
+        assert!(n.contains("measured: greedy@32KiB at p=2"), "{n}");
+        assert!(n.contains("model's segment for greedy: 0.80"), "{n}");
+        assert!(!s[1].note().contains("model's segment"), "{}", s[1].note());
+        let mut b = super::super::tuning_api::builder();
+        for x in &s {
+            b = b.rule(x.coll, x.rule());
+        }
+        let t = b.build().unwrap().to_toml();
+        assert!(t.contains("algorithm = \"greedy\"\nsegment = 32768"), "{t}");
+        // The written table gives the segment back for the cells it came from.
+        let table = super::super::tuning_api::parse(&t, "test").unwrap();
+        let c = table.lookup(Collective::Allreduce, 2, 1 << 20).unwrap();
+        assert_eq!((c.algorithm, c.segment), (Greedy, Some(32768)));
+        let c = table.lookup(Collective::Allreduce, 2, 65536).unwrap();
+        assert_eq!((c.algorithm, c.segment), (Greedy, None));
+    }
+
+    #[test]
+    fn segment_variants_of_the_fastest_segmented_algorithm() {
+        let spec = probe_spec(Collective::Reduce, 4, 1 << 17, 8, CostParams::default());
+        let rank = vec![
+            (Variant::Native, 10.0),
+            (Variant::Alg(Binomial), 11.0),
+            (Variant::Alg(Pipeline), 12.0),
+            (Variant::Alg(Greedy), 13.0),
+        ];
+        let v = segment_variants(&spec, &rank, 0.5, &[0.25, 4.0]);
+        assert_eq!(v.first(), Some(&Variant::Alg(Pipeline)), "{v:?}");
+        assert!(v.len() >= 2, "{v:?}");
+        assert!(v[1..]
+            .iter()
+            .all(|x| matches!(x, Variant::Seg(Pipeline, b) if *b >= 8)));
+        // Too slow: nothing to try. Allgatherv: no segmented algorithm.
+        assert!(segment_variants(&spec, &rank, 0.1, &[0.25, 4.0]).is_empty());
+        let ag = probe_spec(Collective::Allgatherv, 4, 1 << 17, 8, CostParams::default());
+        let rank = vec![(Variant::Alg(Circulant), 1.0)];
+        assert!(segment_variants(&ag, &rank, 0.5, &[0.25, 4.0]).is_empty());
+        assert!(is_candidate(Variant::Seg(Greedy, 4096)));
     }
 
     #[test]

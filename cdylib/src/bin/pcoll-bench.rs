@@ -12,7 +12,7 @@
 use clap::Parser;
 use pcoll::Collective;
 use pcoll_mpi::bench::case::Variant;
-use pcoll_mpi::bench::kind::{parse_sizes, DType, OpKind};
+use pcoll_mpi::bench::kind::{parse_size, parse_sizes, DType, OpKind};
 use pcoll_mpi::bench::{self, mpi, progress::Progress, report, run::Opts, Plan};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -24,8 +24,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
     about = "Native MPI collectives vs pcoll's algorithms, interleaved (ABBA) in one MPI job",
     after_help = "Sizes are the tuning table's message size: reduce/allreduce the vector, \
 reduce_scatter/allgatherv the total over all ranks. Times are the median over repetitions of \
-the maximum over ranks. Variants: native (PMPI_* directly), auto (pcoll's table), passthru \
-(pcoll forced to native: interposition overhead) and each algorithm."
+the maximum over ranks. Variants: native (PMPI_* directly), auto (pcoll's table through \
+MPI_*: with a `native` rule this is pcoll's native fast path), passthru (pcoll forced to \
+native: interposition overhead), each algorithm, and alg@size (segment size set at run \
+time)."
 )]
 struct Args {
     /// Collectives: reduce, allreduce, reduce_scatter, allgatherv (comma-separated).
@@ -55,10 +57,17 @@ struct Args {
     /// Reduction op: sum, max, min, prod.
     #[arg(long, default_value = "sum")]
     op: String,
-    /// Variants: auto, passthru, and algorithm names; default: auto + every algorithm
-    /// available for the collective. Unimplemented ones are left out automatically.
+    /// Variants: auto, passthru, algorithm names and name@size (e.g. greedy@32KiB); default:
+    /// auto + every algorithm available for the collective. Unimplemented ones are left out
+    /// automatically.
     #[arg(long)]
     algorithms: Option<String>,
+    /// Segment sizes (bytes, list), e.g. 8KiB,32KiB,128KiB: each algorithm that uses a
+    /// segment size for the collective (reduce: pipeline, greedy, greedy_uni, circulant;
+    /// allreduce: greedy, circulant; reduce_scatter: circulant) is also measured at each,
+    /// set at run time (`pcoll_segment`) and reported as `greedy@32KiB`.
+    #[arg(long)]
+    segments: Option<String>,
     /// Validate every pcoll result against native (bitwise; exact integer-valued data) and
     /// native against a sequential oracle; exit 1 on any mismatch.
     #[arg(long)]
@@ -108,6 +117,16 @@ fn plan(a: &Args, world: usize) -> Result<Plan, String> {
         dt: a.datatype.parse::<DType>()?,
         op: a.op.parse::<OpKind>()?,
         variants,
+        segments: match &a.segments {
+            None => vec![],
+            Some(s) => bench::parse_list(s, |x| match parse_size(x)? {
+                0 => Err(format!("bad segment '{x}': must be > 0")),
+                b if b > pcoll::tuning::MAX_SEGMENT => {
+                    Err(format!("bad segment '{x}': at most 2GiB"))
+                }
+                b => Ok(b),
+            })?,
+        },
         opts: Opts {
             warmup: a.warmup,
             iters: a.iters,

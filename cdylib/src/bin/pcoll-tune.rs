@@ -8,14 +8,16 @@
 //!     --out results/tuning.openmpi.toml
 //! ```
 //!
-//! Segment sizes are not tuned: the library has no run-time way to set the segment of a
-//! call (only `PCOLL_SEGMENT`, read once per process), so the rules leave it to the algorithm.
+//! Segment sizes: in cells of `--segment-min` (64 KiB) and more, the fastest algorithm that
+//! uses a segment size (pipeline, greedy, greedy_uni, circulant) is re-measured at segment
+//! sizes around the cost model's choice (`--segment-factors`, set at run time through
+//! `pcoll_segment`); a winning size is written as the rule's `segment`.
 
 use clap::Parser;
 use pcoll::Collective;
 use pcoll::CostParams;
 use pcoll_mpi::bench::case::Variant;
-use pcoll_mpi::bench::kind::{parse_sizes, short_size, DType, OpKind};
+use pcoll_mpi::bench::kind::{parse_size, parse_sizes, short_size, DType, OpKind};
 use pcoll_mpi::bench::model_hook::{self, Sample};
 use pcoll_mpi::bench::report::{self, Measured};
 use pcoll_mpi::bench::run::Opts;
@@ -62,6 +64,17 @@ struct Args {
     /// within this relative margin there (0 = off).
     #[arg(long, default_value_t = 0.10)]
     smooth: f64,
+    /// Try segment sizes in cells of at least this many bytes (`off`: never).
+    #[arg(long, default_value = "64k")]
+    segment_min: String,
+    /// Segment sizes tried: the model's segment times each factor, rounded to a power of two
+    /// (sizes giving the same segment count as the model's or an earlier one are skipped).
+    #[arg(long, default_value = "0.0625,0.25,4")]
+    segment_factors: String,
+    /// Only an algorithm within this relative margin of the cell's fastest gets its segment
+    /// sizes tried (1.0 = up to 2x slower at the model's segment).
+    #[arg(long, default_value_t = 1.0)]
+    segment_margin: f64,
     /// Iterations of a re-measurement.
     #[arg(long, default_value_t = 40)]
     remeasure_iters: usize,
@@ -181,6 +194,24 @@ fn body() -> i32 {
             .collect();
     }
     let counts = bench::element_counts(&sizes, dt);
+    let segment_min = match args.segment_min.trim() {
+        "off" | "inf" | "none" => usize::MAX,
+        t => match parse_size(t) {
+            Ok(b) => b,
+            Err(e) => return fail(format!("--segment-min: {e}")),
+        },
+    };
+    let factors = match bench::parse_list(&args.segment_factors, |x| {
+        x.parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .ok_or_else(|| format!("--segment-factors: bad factor '{x}' (positive numbers)"))
+    }) {
+        Ok(f) => f,
+        Err(e) => return fail(e),
+    };
+    // The model the library runs with (its segment choice is what the factors scale).
+    let lib_model = pcoll_mpi::state::global().table.model();
     let opts = Opts {
         warmup: args.warmup,
         iters: args.iters.max(1),
@@ -213,6 +244,7 @@ fn body() -> i32 {
     let mut cells: Vec<Cell> = Vec::new();
     let mut all: Vec<Measured> = Vec::new();
     let mut remeasured = 0usize;
+    let mut seg_cells = 0usize;
     for &p in &ps {
         if let Some(comm) = mpi::sub_comm(p) {
             for &coll in &colls {
@@ -222,7 +254,24 @@ fn body() -> i32 {
                     .collect();
                 for &n in &counts {
                     let mut m = bench::measure_case(comm, coll, p, n, dt, op, &vars, &opts);
-                    let close = tune::close_calls(&tune::ranking(&m), args.close);
+                    let rank = tune::ranking(&m);
+                    let mut close = tune::close_calls(&rank, args.close);
+                    // Segment sizes of the fastest segmented algorithm, measured together
+                    // with the close calls (one re-measurement per cell).
+                    let segs = if n * dt.size() >= segment_min {
+                        let spec = tune::probe_spec(coll, p, n, dt.size(), lib_model);
+                        tune::segment_variants(&spec, &rank, args.segment_margin, &factors)
+                    } else {
+                        vec![]
+                    };
+                    if !segs.is_empty() {
+                        seg_cells += 1;
+                    }
+                    for v in segs {
+                        if !close.contains(&v) {
+                            close.push(v);
+                        }
+                    }
                     // Identical on every rank (results are reduced), so all ranks agree.
                     let again = close.len() > 1;
                     if again {
@@ -272,9 +321,14 @@ fn body() -> i32 {
         .comment(format!(
             "Winner per cell = smallest median (max over ranks) of native and every algorithm, \
 interleaved ABBA; candidates within {:.0}% re-measured ({remeasured} cells); isolated cells within {:.0}% of their \
-neighbours' choice smoothed ({smoothed} cells); neighbouring cells with the same winner merged. Segment sizes are not tuned (no run-time segment setting).",
+neighbours' choice smoothed ({smoothed} cells); neighbouring cells with the same winner merged. \
+Segment sizes: in {seg_cells} cells of >= {} B the fastest segmented algorithm (within {:.0}%) was also measured at \
+the model's segment x {} (powers of two, set with pcoll_segment); `segment` = a size that won, none = the model's.",
             args.close * 100.0,
-            args.smooth * 100.0
+            args.smooth * 100.0,
+            if segment_min == usize::MAX { "inf".to_string() } else { short_size(segment_min) },
+            args.segment_margin * 100.0,
+            args.segment_factors,
         ));
     if !args.no_model {
         let pp: Vec<String> = samples

@@ -3,7 +3,7 @@
 use super::guard;
 use crate::state;
 use pcoll::{Algorithm, Collective};
-use std::ffi::{c_char, c_double, c_int, c_ulonglong, CStr};
+use std::ffi::{c_char, c_double, c_int, c_longlong, c_ulonglong, CStr};
 
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 
@@ -49,6 +49,25 @@ pub unsafe extern "C" fn pcoll_force(collective: *const c_char, algorithm: *cons
                 _ => -2,
             },
         }
+    })
+}
+
+/// Segment size in bytes for the segmented algorithms (pipeline, greedy, greedy_uni,
+/// circulant) from now on, above `PCOLL_SEGMENT` and the tuning table's `segment`; 0 goes
+/// back to them (and to the cost model's choice). Collective: all ranks of a communicator
+/// must set the same. Returns 0, or -1 for a negative or too large value (nothing changes).
+#[no_mangle]
+pub extern "C" fn pcoll_segment(bytes: c_longlong) -> c_int {
+    guard("pcoll_segment", || match usize::try_from(bytes) {
+        Ok(0) => {
+            state::set_segment(None);
+            0
+        }
+        Ok(b) if b <= pcoll::tuning::MAX_SEGMENT => {
+            state::set_segment(Some(b));
+            0
+        }
+        _ => -1,
     })
 }
 

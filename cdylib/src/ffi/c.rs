@@ -3,7 +3,7 @@
 #![allow(non_snake_case)]
 
 use super::guard;
-use crate::dispatch::{collective, Args, Counts};
+use crate::dispatch::{collective, vector_native, Args, Counts};
 use crate::{consts, state};
 use mpi_sys::*;
 use pcoll::Collective;
@@ -88,6 +88,90 @@ pub(crate) fn allgatherv_args(
     }
 }
 
+/// The reduce_scatter entries (C and large-count): the native fast path on the caller's own
+/// count array, else the counts are copied into `Args` for the full path.
+///
+/// # Safety
+/// `recvcounts` is null or has comm-size entries (MPI's rule); `native` is the same call.
+#[allow(clippy::too_many_arguments)]
+unsafe fn reduce_scatter_entry<C: Copy + Into<i64>>(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    large_count: bool,
+    native: &mut dyn FnMut() -> c_int,
+) -> c_int {
+    let coll = Collective::ReduceScatter;
+    // SAFETY: the caller's guarantee on recvcounts.
+    let fast = unsafe {
+        vector_native(
+            coll, sendbuf, recvbuf, recvcounts, 0, datatype, op, comm, native,
+        )
+    };
+    if let Some(rc) = fast {
+        return rc;
+    }
+    let mut a = reduce_args(coll, sendbuf, recvbuf, 0, datatype, op, 0, comm);
+    // SAFETY: as above.
+    a.counts = unsafe { read_array(recvcounts, comm_size(comm)) }.into();
+    a.large_count = large_count;
+    collective(&a, native)
+}
+
+/// The allgatherv entries (C and large-count), as [`reduce_scatter_entry`].
+///
+/// # Safety
+/// `recvcounts` and `displs` are null or have comm-size entries; `native` is the same call.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgatherv_entry<C: Copy + Into<i64>, D: Copy + Into<i64>>(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    displs: *const D,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    large_count: bool,
+    native: &mut dyn FnMut() -> c_int,
+) -> c_int {
+    // SAFETY: the caller's guarantee on recvcounts.
+    let fast = unsafe {
+        vector_native(
+            Collective::Allgatherv,
+            sendbuf,
+            recvbuf,
+            recvcounts,
+            sendcount,
+            recvtype,
+            consts::op_null(),
+            comm,
+            native,
+        )
+    };
+    if let Some(rc) = fast {
+        return rc;
+    }
+    let p = comm_size(comm);
+    // SAFETY: as above, for both arrays.
+    let (counts, ds) = unsafe { (read_array(recvcounts, p), read_array(displs, p)) };
+    let a = allgatherv_args(
+        sendbuf,
+        sendcount,
+        sendtype,
+        recvbuf,
+        counts,
+        ds,
+        recvtype,
+        comm,
+        large_count,
+    );
+    collective(&a, native)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Reduce(
     sendbuf: *const c_void,
@@ -153,23 +237,20 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     comm: MPI_Comm,
 ) -> c_int {
     guard("MPI_Reduce_scatter", || {
-        // SAFETY: MPI requires recvcounts to have comm-size entries.
-        let counts = unsafe { read_array(recvcounts, comm_size(comm)) };
-        let mut a = reduce_args(
-            Collective::ReduceScatter,
-            sendbuf,
-            recvbuf,
-            0,
-            datatype,
-            op,
-            0,
-            comm,
-        );
-        a.counts = counts.into();
-        // SAFETY: forwarded unchanged.
-        collective(&a, &mut || unsafe {
-            PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm)
-        })
+        // SAFETY: the caller's arguments, forwarded unchanged; recvcounts has comm-size
+        // entries (MPI's rule).
+        unsafe {
+            reduce_scatter_entry(
+                sendbuf,
+                recvbuf,
+                recvcounts,
+                datatype,
+                op,
+                comm,
+                false,
+                &mut || PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm),
+            )
+        }
     })
 }
 
@@ -185,26 +266,25 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     comm: MPI_Comm,
 ) -> c_int {
     guard("MPI_Allgatherv", || {
-        let p = comm_size(comm);
-        // SAFETY: MPI requires comm-size entries in both arrays.
-        let (counts, ds) = unsafe { (read_array(recvcounts, p), read_array(displs, p)) };
-        let a = allgatherv_args(
-            sendbuf,
-            sendcount as i64,
-            sendtype,
-            recvbuf,
-            counts,
-            ds,
-            recvtype,
-            comm,
-            false,
-        );
-        // SAFETY: forwarded unchanged.
-        collective(&a, &mut || unsafe {
-            PMPI_Allgatherv(
-                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+        // SAFETY: forwarded unchanged; comm-size entries in both arrays (MPI's rule).
+        unsafe {
+            allgatherv_entry(
+                sendbuf,
+                sendcount as i64,
+                sendtype,
+                recvbuf,
+                recvcounts,
+                displs,
+                recvtype,
+                comm,
+                false,
+                &mut || {
+                    PMPI_Allgatherv(
+                        sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                    )
+                },
             )
-        })
+        }
     })
 }
 
@@ -288,24 +368,19 @@ mod large {
         comm: MPI_Comm,
     ) -> c_int {
         guard("MPI_Reduce_scatter_c", || {
-            // SAFETY: comm-size entries required by MPI.
-            let counts = unsafe { read_array(recvcounts, comm_size(comm)) };
-            let mut a = reduce_args(
-                Collective::ReduceScatter,
-                sendbuf,
-                recvbuf,
-                0,
-                datatype,
-                op,
-                0,
-                comm,
-            );
-            a.counts = counts.into();
-            a.large_count = true;
-            // SAFETY: forwarded unchanged.
-            collective(&a, &mut || unsafe {
-                PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm)
-            })
+            // SAFETY: forwarded unchanged; comm-size entries (MPI's rule).
+            unsafe {
+                reduce_scatter_entry(
+                    sendbuf,
+                    recvbuf,
+                    recvcounts,
+                    datatype,
+                    op,
+                    comm,
+                    true,
+                    &mut || PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm),
+                )
+            }
         })
     }
 
@@ -321,26 +396,26 @@ mod large {
         comm: MPI_Comm,
     ) -> c_int {
         guard("MPI_Allgatherv_c", || {
-            let p = comm_size(comm);
-            // SAFETY: comm-size entries required by MPI.
-            let (counts, ds) = unsafe { (read_array(recvcounts, p), read_array(displs, p)) };
-            let a = allgatherv_args(
-                sendbuf,
-                sendcount as i64,
-                sendtype,
-                recvbuf,
-                counts,
-                ds,
-                recvtype,
-                comm,
-                true,
-            );
-            // SAFETY: forwarded unchanged.
-            collective(&a, &mut || unsafe {
-                PMPI_Allgatherv_c(
-                    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+            // SAFETY: forwarded unchanged; comm-size entries in both arrays (MPI's rule).
+            unsafe {
+                allgatherv_entry(
+                    sendbuf,
+                    sendcount as i64,
+                    sendtype,
+                    recvbuf,
+                    recvcounts,
+                    displs,
+                    recvtype,
+                    comm,
+                    true,
+                    &mut || {
+                        PMPI_Allgatherv_c(
+                            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                            comm,
+                        )
+                    },
                 )
-            })
+            }
         })
     }
 }

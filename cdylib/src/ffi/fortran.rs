@@ -10,7 +10,7 @@
 use super::c::{allgatherv_args, comm_size, reduce_args};
 use super::guard;
 use crate::consts;
-use crate::dispatch::collective;
+use crate::dispatch::{collective, vector_native};
 use mpi_sys::*;
 use pcoll::Collective;
 use std::os::raw::{c_int, c_void};
@@ -102,6 +102,26 @@ unsafe fn reduce_scatter_f(
                 PMPI_Comm_f2c(*comm),
             )
         };
+        let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
+        // Fast native path: the INTEGER counts are C ints here (`Fint` = `c_int`, checked by
+        // the compiler through this call), so they go to PMPI as they are.
+        // SAFETY: recvcounts has comm-size INTEGERs (MPI's rule); converted arguments.
+        let fast = unsafe {
+            vector_native(
+                Collective::ReduceScatter,
+                s,
+                r,
+                recvcounts,
+                0,
+                dt,
+                op,
+                comm,
+                &mut || PMPI_Reduce_scatter(s, r, recvcounts, dt, op, comm),
+            )
+        };
+        if let Some(rc) = fast {
+            return rc;
+        }
         let p = comm_size(comm);
         // SAFETY: recvcounts has comm-size INTEGERs (MPI's rule).
         let c_counts: Vec<c_int> = if recvcounts.is_null() {
@@ -112,7 +132,6 @@ unsafe fn reduce_scatter_f(
                 .map(|&x| x as c_int)
                 .collect()
         };
-        let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
         let mut a = reduce_args(Collective::ReduceScatter, s, r, 0, dt, op, 0, comm);
         a.counts = c_counts
             .iter()
@@ -154,6 +173,25 @@ unsafe fn allgatherv_f(
                 PMPI_Comm_f2c(*comm),
             )
         };
+        let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
+        // Fast native path (see reduce_scatter_f).
+        // SAFETY: recvcounts has comm-size INTEGERs (MPI's rule); converted arguments.
+        let fast = unsafe {
+            vector_native(
+                Collective::Allgatherv,
+                s,
+                r,
+                recvcounts,
+                sc as i64,
+                rt,
+                consts::op_null(),
+                comm,
+                &mut || PMPI_Allgatherv(s, sc, st, r, recvcounts, displs, rt, comm),
+            )
+        };
+        if let Some(rc) = fast {
+            return rc;
+        }
         let p = comm_size(comm);
         let read = |ptr: *const Fint| -> Vec<c_int> {
             if ptr.is_null() {
@@ -167,7 +205,6 @@ unsafe fn allgatherv_f(
             }
         };
         let (cc, cd) = (read(recvcounts), read(displs));
-        let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
         let a = allgatherv_args(
             s,
             sc as i64,
