@@ -18,7 +18,7 @@ use crate::exec;
 use crate::plan::{Buf, Piece, Program};
 use crate::transport::Transport;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 
 /// A reduction operator on fixed-size elements: `inout[i] := in[i] ⊕ inout[i]`.
 pub trait SimOp: Send + Sync {
@@ -118,11 +118,16 @@ impl World {
 struct Shared {
     p: usize,
     world: Mutex<World>,
-    cv: Condvar,
+    /// One condition variable per rank (all with the `world` mutex): an event wakes only the
+    /// ranks whose waits it can satisfy, instead of every rank (which made large-p
+    /// simulations spend most of their time in futex wake-ups).
+    cv: Vec<Condvar>,
 }
 
 impl Shared {
-    fn try_match(w: &mut World, key: (usize, usize)) {
+    /// Match the queued sends and receives from `key.0` to `key.1`, waking both ranks if
+    /// anything matched.
+    fn try_match(&self, w: &mut World, key: (usize, usize)) {
         let pair = w.pairs.entry(key).or_default();
         let mut done = Vec::new();
         while !pair.sends.is_empty() && !pair.recvs.is_empty() {
@@ -130,9 +135,19 @@ impl Shared {
             let rid = pair.recvs.pop_front().unwrap();
             done.push((sid, rid, data, ts));
         }
+        if done.is_empty() {
+            return;
+        }
         for (sid, rid, data, ts) in done {
             w.matched.insert(sid);
             w.delivered.insert(rid, (data, ts));
+        }
+        self.cv[key.0].notify_one();
+        self.cv[key.1].notify_one();
+    }
+    fn wake_all(&self) {
+        for cv in &self.cv {
+            cv.notify_one();
         }
     }
 }
@@ -225,13 +240,13 @@ impl SimTransport {
                 && !w.waiting.values().any(|&x| w.satisfied(x))
             {
                 w.deadlock = true;
-                self.shared.cv.notify_all();
+                self.shared.wake_all();
                 return Err(Error::Internal(format!(
                     "deadlock detected (rank {})",
                     self.rank
                 )));
             }
-            w = self.shared.cv.wait(w).unwrap();
+            w = self.shared.cv[self.rank].wait(w).unwrap();
             if w.satisfied(wf) {
                 w.waiting.remove(&self.rank);
                 return Ok(w);
@@ -258,8 +273,7 @@ impl Transport for SimTransport {
             .or_default()
             .sends
             .push_back((id, data.clone(), self.clock));
-        Shared::try_match(&mut w, (self.rank, peer));
-        self.shared.cv.notify_all();
+        self.shared.try_match(&mut w, (self.rank, peer));
         Ok(SimReq::Send(id, pieces.to_vec(), data))
     }
     fn irecv(&mut self, peer: usize, pieces: &[Piece]) -> Result<SimReq, Error> {
@@ -274,8 +288,7 @@ impl Transport for SimTransport {
             .or_default()
             .recvs
             .push_back(id);
-        Shared::try_match(&mut w, (peer, self.rank));
-        self.shared.cv.notify_all();
+        self.shared.try_match(&mut w, (peer, self.rank));
         Ok(SimReq::Recv(id, pieces.to_vec()))
     }
     fn wait(&mut self, req: SimReq) -> Result<(), Error> {
@@ -382,6 +395,35 @@ pub fn run(
     run_programs(spec.p, Arc::new(make), op, io)
 }
 
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Idle worker threads of the simulator (a test suite runs hundreds of thousands of simulated
+/// calls; spawning p threads for each dominated its run time).
+static IDLE: Mutex<Vec<mpsc::Sender<Job>>> = Mutex::new(Vec::new());
+
+/// Run `job` on an idle worker thread, or on a new one. Every rank of a call needs a thread of
+/// its own (ranks block on each other), which a fixed-size pool could not guarantee.
+fn pool_run(job: Job) {
+    let idle = IDLE.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let job = match idle {
+        Some(tx) => match tx.send(job) {
+            Ok(()) => return,
+            Err(mpsc::SendError(job)) => job,
+        },
+        None => job,
+    };
+    let (tx, rx) = mpsc::channel::<Job>();
+    tx.send(job).expect("new worker channel");
+    std::thread::spawn(move || {
+        while let Ok(job) = rx.recv() {
+            job();
+            IDLE.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(tx.clone());
+        }
+    });
+}
+
 /// Run the program `make(rank)` on each of p simulated ranks.
 pub fn run_programs(
     p: usize,
@@ -393,67 +435,70 @@ pub fn run_programs(
     let shared = Arc::new(Shared {
         p,
         world: Mutex::new(World::default()),
-        cv: Condvar::new(),
+        cv: (0..p).map(|_| Condvar::new()).collect(),
     });
-    let handles: Vec<_> = io
-        .into_iter()
-        .enumerate()
-        .map(|(rank, rio)| {
-            let shared = shared.clone();
-            let op = op.clone();
-            let make = make.clone();
-            std::thread::spawn(move || {
-                let res = (|| {
-                    let prog = make(rank)?;
-                    let eb = op.elem_bytes();
-                    let mut t = SimTransport {
-                        shared: shared.clone(),
-                        rank,
-                        op,
-                        eb,
-                        input: rio.input,
-                        out: rio.out,
-                        in_alias: rio.in_alias,
-                        tmp: Vec::new(),
-                        clock: 0,
-                    };
-                    exec::run(&prog, &mut t)?;
-                    Ok(RankResult {
-                        out: t.out,
-                        rounds: t.clock,
-                        declared_rounds: prog.rounds,
-                    })
-                })();
-                let mut w = shared.world.lock().unwrap();
+    let (res_tx, res_rx) = mpsc::channel();
+    for (rank, rio) in io.into_iter().enumerate() {
+        let shared = shared.clone();
+        let op = op.clone();
+        let make = make.clone();
+        let res_tx = res_tx.clone();
+        pool_run(Box::new(move || {
+            let body = || -> Result<RankResult, Error> {
+                let prog = make(rank)?;
+                let eb = op.elem_bytes();
+                let mut t = SimTransport {
+                    shared: shared.clone(),
+                    rank,
+                    op,
+                    eb,
+                    input: rio.input,
+                    out: rio.out,
+                    in_alias: rio.in_alias,
+                    tmp: Vec::new(),
+                    clock: 0,
+                };
+                exec::run(&prog, &mut t)?;
+                Ok(RankResult {
+                    out: t.out,
+                    rounds: t.clock,
+                    declared_rounds: prog.rounds,
+                })
+            };
+            let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
+                .unwrap_or_else(|_| Err(Error::Internal("rank panicked".into())));
+            {
+                let mut w = shared.world.lock().unwrap_or_else(|e| e.into_inner());
                 w.finished += 1;
                 if res.is_err() {
                     w.deadlock = true; // wake everyone: this rank will not post anything more
                 }
-                shared.cv.notify_all();
-                res
-            })
-        })
-        .collect();
-    let mut results = Vec::with_capacity(p);
-    let mut first_err = None;
-    for h in handles {
-        match h.join() {
-            Ok(Ok(r)) => results.push(r),
-            Ok(Err(e)) => {
-                // Prefer the root cause over the deadlock reports it causes on other ranks.
-                let is_echo = matches!(&e, Error::Internal(m) if m.starts_with("deadlock"));
-                if first_err.is_none() || !is_echo {
-                    if !matches!(&first_err, Some(f) if !matches!(f, Error::Internal(m) if m.starts_with("deadlock")))
-                    {
-                        first_err = Some(e);
-                    }
-                }
+                // Every waiting rank re-checks: with this rank gone, the rest may be deadlocked.
+                shared.wake_all();
             }
-            Err(_) => {
-                first_err.get_or_insert(Error::Internal("rank panicked".into()));
+            let _ = res_tx.send((rank, res));
+        }));
+    }
+    drop(res_tx);
+    let mut slots: Vec<Option<RankResult>> = (0..p).map(|_| None).collect();
+    let mut first_err = None;
+    for (rank, r) in res_rx.iter() {
+        match r {
+            Ok(r) => slots[rank] = Some(r),
+            Err(e) => {
+                // Prefer the root cause over the deadlock reports it causes on other ranks.
+                let is_echo =
+                    |e: &Error| matches!(e, Error::Internal(m) if m.starts_with("deadlock"));
+                if first_err
+                    .as_ref()
+                    .map_or(true, |f| is_echo(f) && !is_echo(&e))
+                {
+                    first_err = Some(e);
+                }
             }
         }
     }
+    let results: Vec<RankResult> = slots.into_iter().flatten().collect();
     match first_err {
         Some(e) => Err(e),
         None => Ok(results),
