@@ -202,7 +202,8 @@ impl Default for CostParams {
 }
 
 /// Everything a builder needs to know about one call. Identical on all ranks except `rank`
-/// (and `in_place`, which only changes which memory `In` is bound to).
+/// and `in_place`. Programs of ranks that differ in `in_place` still match: it only changes
+/// local buffer use, never messages.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallSpec {
     pub coll: Collective,
@@ -222,6 +223,10 @@ pub struct CallSpec {
     /// Segment (block) size in elements; 0 = let the algorithm choose from the model.
     pub seg_elems: usize,
     pub params: CostParams,
+    /// Does `In` alias `Out` on this rank (`MPI_IN_PLACE`, or an allgatherv block converted
+    /// into the receive buffer)? When false, `In` is never written during the call, which
+    /// lets a program receive straight into the result.
+    pub in_place: bool,
 }
 
 impl CallSpec {
