@@ -213,7 +213,7 @@ fn filling_recv(
             if touched(op).any(|pc| overlaps(pc, d)) {
                 let in_flight = match op {
                     Op::Irecv { req, .. } | Op::Isend { req, .. } => {
-                        wait_of(ops, h, *req).map_or(true, |w| w > i)
+                        !matches!(wait_of(ops, h, *req), Some(w) if w <= i)
                     }
                     _ => false,
                 };
