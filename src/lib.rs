@@ -6,6 +6,7 @@
 
 pub mod algo;
 pub mod config;
+pub mod elide;
 pub mod error;
 pub mod exec;
 pub mod model;

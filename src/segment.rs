@@ -138,6 +138,7 @@ mod tests {
             elem_bytes: eb,
             seg_elems: 0,
             params: CostParams::default(),
+            in_place: false,
         }
     }
 

@@ -75,6 +75,7 @@ fn spec(
         elem_bytes: op.elem_bytes(),
         seg_elems: 0,
         params: CostParams::default(),
+        in_place: false,
     }
 }
 

@@ -34,6 +34,7 @@ fn spec(coll: Collective, p: usize, counts: Vec<usize>, seg: usize, root: usize)
         elem_bytes: 8,
         seg_elems: seg,
         params: CostParams::default(),
+        in_place: false,
     }
 }
 

@@ -106,6 +106,7 @@ fn check(c: Case) {
         elem_bytes: eb,
         seg_elems: c.seg,
         params: CostParams::default(),
+        in_place: c.in_place,
     };
     if c.alg.check(&spec).is_err() {
         return;
@@ -243,6 +244,7 @@ fn max_rounds(c: &Case) -> Option<usize> {
                 elem_bytes: if c.commutative { 8 } else { 16 },
                 seg_elems: c.seg,
                 params: CostParams::default(),
+                in_place: c.in_place,
             };
             let nseg = pcoll::algo::pipeline::segments(&spec);
             Some(pcoll::sched::pipeline::chain_rounds(
@@ -265,6 +267,7 @@ fn max_rounds(c: &Case) -> Option<usize> {
                 elem_bytes: if c.commutative { 8 } else { 16 },
                 seg_elems: c.seg,
                 params: CostParams::default(),
+                in_place: c.in_place,
             };
             let nseg = pcoll::algo::greedy::segments(&spec, true);
             // allreduce: + circulant n-block broadcast, nseg − 1 + q rounds (§5.6).
@@ -313,6 +316,7 @@ fn max_rounds(c: &Case) -> Option<usize> {
                 elem_bytes: if c.commutative { 8 } else { 16 },
                 seg_elems: c.seg,
                 params: CostParams::default(),
+                in_place: c.in_place,
             };
             if pcoll::algo::butterfly::allreduce_uses_latency_variant(&spec) {
                 // §6.4: n rounds for p = 2^n, ⌈log2 p⌉ + 1 otherwise.

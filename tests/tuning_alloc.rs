@@ -48,6 +48,7 @@ fn lookup_and_choose_do_not_allocate() {
         elem_bytes: 8,
         seg_elems: 0,
         params: CostParams::default(),
+        in_place: false,
     };
     // Sanity: the counter works.
     let before = allocs();

@@ -52,6 +52,7 @@ fn spec(coll: Collective, p: usize, bytes: usize, commutative: bool) -> CallSpec
         elem_bytes: elem,
         seg_elems: 0,
         params: CostParams::default(),
+        in_place: false,
     }
 }
 

@@ -38,6 +38,9 @@ pub struct ProgKey {
     pub elem_bytes: usize,
     pub counts: Vec<usize>,
     pub displs: Vec<usize>,
+    /// The program of a call that is not in place receives into `Out` where an in-place one
+    /// copies (`CallSpec::in_place`).
+    pub in_place: bool,
 }
 
 /// Most programs kept per communicator.

@@ -317,6 +317,9 @@ fn validate(a: &Args) -> Option<Valid> {
         elem_bytes: facts.size,
         seg_elems: 0,
         params: state::global().table.model(),
+        // `In` aliases `Out`: MPI_IN_PLACE, or (allgatherv) our block converted into the
+        // receive buffer because the send type differs (see `run`).
+        in_place: in_place || (a.coll == Collective::Allgatherv && a.sendtype != a.dt),
     };
     Some(Valid {
         spec,
@@ -671,6 +674,7 @@ fn run(a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
         elem_bytes: spec.elem_bytes,
         counts: spec.counts.clone(),
         displs: spec.displs.clone(),
+        in_place: spec.in_place,
     };
     let prog = st.program(key, || {
         if spec.total() == 0 {

@@ -202,7 +202,8 @@ impl Default for CostParams {
 }
 
 /// Everything a builder needs to know about one call. Identical on all ranks except `rank`
-/// (and `in_place`, which only changes which memory `In` is bound to).
+/// and `in_place`. Programs of ranks that differ in `in_place` still match: it only changes
+/// local buffer use, never messages.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallSpec {
     pub coll: Collective,
@@ -222,6 +223,10 @@ pub struct CallSpec {
     /// Segment (block) size in elements; 0 = let the algorithm choose from the model.
     pub seg_elems: usize,
     pub params: CostParams,
+    /// Does `In` alias `Out` on this rank (`MPI_IN_PLACE`, or an allgatherv block converted
+    /// into the receive buffer)? When false, `In` is never written during the call, which
+    /// lets [`build`] receive straight into the result ([`crate::elide`]).
+    pub in_place: bool,
 }
 
 impl CallSpec {
@@ -266,8 +271,22 @@ impl CallSpec {
     }
 }
 
-/// Build the program of `spec.rank` for `alg`. `Native` has no program.
+/// Build the program of `spec.rank` for `alg`. `Native` has no program. When the call is
+/// not in place on this rank, the first received partial lands straight in the accumulator
+/// instead of a copy of the input ([`crate::elide::elide_in_copies`]).
 pub fn build(alg: Algorithm, spec: &CallSpec) -> Result<Program, Error> {
+    let mut prog = build_plain(alg, spec)?;
+    if spec.coll.reduces() && !spec.in_place {
+        // Butterfly allreduce computes every result on several ranks, with the op's operands
+        // in the same roles everywhere (bit-identical results): keep them.
+        let keep_roles = (spec.coll, alg) == (Collective::Allreduce, Algorithm::Butterfly);
+        crate::elide::elide_in_copies(&mut prog, spec.commutative, keep_roles);
+    }
+    Ok(prog)
+}
+
+/// The builder's program as written, without [`crate::elide`]'s rewrite.
+pub fn build_plain(alg: Algorithm, spec: &CallSpec) -> Result<Program, Error> {
     alg.check(spec).map_err(Error::Unsupported)?;
     use Algorithm::*;
     use Collective::*;

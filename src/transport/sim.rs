@@ -278,7 +278,9 @@ impl Transport for SimTransport {
     }
     fn irecv(&mut self, peer: usize, pieces: &[Piece]) -> Result<SimReq, Error> {
         for pc in pieces {
-            self.bytes_mut(pc)?; // bounds and writability check
+            // Bounds and writability check; the buffer belongs to MPI until the Wait, so
+            // garbage it: a program reading it early gets wrong results.
+            self.bytes_mut(pc)?.fill(0xEE);
         }
         let mut w = self.shared.world.lock().unwrap();
         let id = w.next_id;
@@ -368,7 +370,9 @@ pub struct RankResult {
 }
 
 /// Run `alg` for `spec` (rank ignored) on p simulated ranks. Every program is validated
-/// before it runs. Returns each rank's `Out` and measured rounds.
+/// before it runs. Returns each rank's `Out` and measured rounds. `spec.in_place` is ignored:
+/// each rank's program is built with `in_place` = whether its `In` is bound into `Out`
+/// (`RankIo::in_alias`), as the MPI dispatch decides it per rank.
 pub fn run(
     alg: Algorithm,
     spec: &CallSpec,
@@ -377,8 +381,12 @@ pub fn run(
 ) -> Result<Vec<RankResult>, Error> {
     let spec0 = spec.clone();
     let has_out: Vec<bool> = io.iter().map(|r| r.out.is_some()).collect();
+    let aliased: Vec<bool> = io.iter().map(|r| r.in_alias.is_some()).collect();
     let make = move |rank: usize| -> Result<Program, Error> {
-        let spec = spec0.for_rank(rank);
+        let spec = CallSpec {
+            in_place: aliased[rank],
+            ..spec0.for_rank(rank)
+        };
         let prog = build(alg, &spec)?;
         prog.validate(
             Some(spec.in_len()),

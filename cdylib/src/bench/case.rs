@@ -275,6 +275,7 @@ impl Case {
             elem_bytes: es,
             seg_elems: seg.map_or(0, |b| (b / es).max(1)),
             params: g.table.model(),
+            in_place: false,
         }
     }
 

@@ -80,6 +80,7 @@ pub fn probe_spec(
         elem_bytes,
         seg_elems: 0,
         params,
+        in_place: false,
     }
 }
 

@@ -1,0 +1,699 @@
+//! Peephole pass over a [`Program`]: receive the first contribution straight into the
+//! accumulator instead of copying the input there first.
+//!
+//! Builders start an accumulator by copying this rank's input into it (`Copy In -> X`) and
+//! later fold a received partial into it (`Irecv Tmp`, `Wait`, `Reduce Tmp -> X`). When `In`
+//! does not alias `Out` (no `MPI_IN_PLACE`), `In` is never written during the call, so the
+//! same result comes from receiving into `X` directly and reducing `In` into it with the
+//! operand order flipped:
+//!
+//! ```text
+//! Copy In[a] -> X[d]            Irecv .. X[d] ..
+//! Irecv .. Tmp[t] ..      =>    Wait
+//! Wait                          Reduce In[a] -> X[d], src_first = !f
+//! Reduce Tmp[t] -> X[d], f
+//! ```
+//!
+//! `f = false` computes `X := X ⊕ Tmp = In ⊕ recv`; the rewrite `src_first = true` computes
+//! `X := In ⊕ X = In ⊕ recv`, the same combination in the same order (and vice versa), so
+//! non-commutative ops keep canonical rank order. One memory pass (the copy) and, when nothing
+//! else uses it, the scratch buffer go away.
+//!
+//! Two more rewrites of the same copy follow from `In` being immutable: an op that reads
+//! part of `X` that still is exactly the copy (a send, a copy, a reduction's source) reads
+//! `In` instead, and a part of the copy that is then overwritten before anything else reads
+//! it (or, in scratch, never read at all) is not copied. `Out` ranges that stay the copy to
+//! the end are the result and stay copied.
+//!
+//! Everything is decided per element range of the copy, and only where it is provably safe:
+//! * the copy is `In -> X` with `X` not `In`; ranges of it that are still needed stay as
+//!   copies (at the same place, in the same order);
+//! * the first op after the copy that touches (reads or writes) `X[d]`, reads through `In`
+//!   aside, is the `Reduce`, and `d` lies inside the copied range;
+//! * the `Reduce` reads `Tmp(k)[t]`, and the last op before it that touches `Tmp(k)[t]` is an
+//!   `Irecv`, one of whose pieces contains `t` (a multi-piece or packed receive is split
+//!   around `t`; the message keeps its length and element order), and whose `Wait` comes
+//!   before the `Reduce`; if it was posted before the copy, nothing touches `X[d]` from the
+//!   post to the copy and no earlier send or receive of `X[d]` is still in flight at the post;
+//! * nothing after the `Reduce` reads `Tmp(k)[t]` before it is written again (the received
+//!   data no longer lands there);
+//! * for a non-commutative op, only `f = false` is rewritten: the transport then calls the op
+//!   with the same operands in the same roles as before (`in` = own data, `inout` = received),
+//!   in one `MPI_Reduce_local` instead of a copy and a reduction; `f = true` would cost the
+//!   transport a copy;
+//! * for a commutative op the transport always calls `op(in = src, inout = dst)`, so the
+//!   rewrite swaps the roles of the two operands. That is harmless where every element is
+//!   reduced at one rank only, but not where two ranks must compute the same value bit for bit
+//!   with an op whose commutativity is not bitwise (butterfly allreduce; e.g. max with NaNs):
+//!   `keep_roles` forbids it there (reads through `In` and dead copies keep the roles).
+//!
+//! Messages, peers, request slots and their order are unchanged, so ranks that run the pass
+//! and ranks that do not (in-place root, non-root) still match. Scratch buffers are shrunk to
+//! the elements still referenced.
+
+use crate::plan::{Buf, Op, Piece, Program};
+
+/// Rewrite `prog` as described in the module docs. Only valid when `In` does not alias `Out`
+/// on this rank (the call is not in place). `keep_roles`: never swap the operands' roles of a
+/// commutative op (see the module docs). Returns the number of elements no longer copied.
+pub fn elide_in_copies(prog: &mut Program, commutative: bool, keep_roles: bool) -> usize {
+    let mut rewritten = 0;
+    let mut ci = 0;
+    while ci < prog.ops.len() {
+        let (src, dst) = match prog.ops[ci] {
+            Op::Copy { src, dst } if src.buf == Buf::In && dst.buf != Buf::In && dst.len > 0 => {
+                (src, dst)
+            }
+            _ => {
+                ci += 1;
+                continue;
+            }
+        };
+        let elided = elide_copy(prog, ci, src, dst, commutative, keep_roles);
+        if elided.is_empty() {
+            ci += 1;
+            continue;
+        }
+        rewritten += elided.iter().map(|(lo, hi)| hi - lo).sum::<usize>();
+        // What is left of the copy, in order, at the same place.
+        let mut kept = vec![(dst.off, dst.end())];
+        for &(lo, hi) in &elided {
+            subtract(&mut kept, lo, hi);
+        }
+        kept.sort_unstable();
+        let copies: Vec<Op> = kept
+            .iter()
+            .map(|&(lo, hi)| Op::Copy {
+                src: Piece::new(Buf::In, src.off + (lo - dst.off), hi - lo),
+                dst: Piece::new(dst.buf, lo, hi - lo),
+            })
+            .collect();
+        let n = copies.len();
+        prog.ops.splice(ci..ci + 1, copies);
+        ci += n;
+    }
+    if rewritten > 0 {
+        shrink_tmp(prog);
+    }
+    rewritten
+}
+
+/// Elide what can be elided of the copy `In[src] -> dst` at `ops[ci]`; returns the element
+/// ranges `[lo, hi)` of `dst` that no longer need copying (the ops after `ci` are rewritten).
+fn elide_copy(
+    prog: &mut Program,
+    ci: usize,
+    src: Piece,
+    dst: Piece,
+    commutative: bool,
+    keep_roles: bool,
+) -> Vec<(usize, usize)> {
+    let in_piece = |d: &Piece| Piece::new(Buf::In, src.off + (d.off - dst.off), d.len);
+    // Ranges of dst that still hold the copy of In and that nothing has read since.
+    let mut pending = vec![(dst.off, dst.end())];
+    let inside = |pending: &[(usize, usize)], d: &Piece| {
+        d.buf == dst.buf
+            && d.len > 0
+            && pending.iter().any(|&(lo, hi)| lo <= d.off && d.end() <= hi)
+    };
+    let mut elided = Vec::new();
+    let mut j = ci + 1;
+    while j < prog.ops.len() && !pending.is_empty() {
+        if let Op::Reduce {
+            src: t,
+            dst: d,
+            src_first,
+        } = prog.ops[j]
+        {
+            let candidate = inside(&pending, &d)
+                && matches!(t.buf, Buf::Tmp(_))
+                && !overlaps(&t, &d)
+                && if commutative { !keep_roles } else { !src_first };
+            if candidate {
+                if let Some((i, k)) = filling_recv(prog, ci, j, &t, &d) {
+                    if dead_after(prog, j, &t) {
+                        retarget(prog, i, k, &t, d);
+                        prog.ops[j] = Op::Reduce {
+                            src: in_piece(&d),
+                            dst: d,
+                            src_first: !src_first,
+                        };
+                        elided.push((d.off, d.end()));
+                        subtract(&mut pending, d.off, d.end());
+                        j += 1;
+                        continue;
+                    }
+                }
+            }
+        }
+        // Reads of what still is a copy of In read In instead.
+        match &mut prog.ops[j] {
+            Op::Isend { pieces, .. } => {
+                for pc in pieces.iter_mut().filter(|pc| inside(&pending, pc)) {
+                    *pc = in_piece(pc);
+                }
+            }
+            Op::Copy { src: s, .. } | Op::Reduce { src: s, .. } if inside(&pending, s) => {
+                *s = in_piece(s);
+            }
+            _ => {}
+        }
+        // Other reads need the copy; a plain overwrite makes it dead.
+        for pc in reads(&prog.ops[j]) {
+            if pc.buf == dst.buf && pc.len > 0 {
+                subtract(&mut pending, pc.off, pc.end());
+            }
+        }
+        for pc in writes(&prog.ops[j]) {
+            if pc.buf == dst.buf && pc.len > 0 {
+                if !matches!(prog.ops[j], Op::Reduce { .. }) {
+                    elided.extend(intersect(&pending, pc.off, pc.end()));
+                }
+                subtract(&mut pending, pc.off, pc.end());
+            }
+        }
+        j += 1;
+    }
+    // Scratch that nothing reads before the end of the call was copied for nothing.
+    if matches!(dst.buf, Buf::Tmp(_)) && j == prog.ops.len() {
+        elided.append(&mut pending);
+    }
+    elided
+}
+
+/// The `Irecv` (op index, piece index) that filled `t` for the reduction into `d` at
+/// `ops[j]`: the last op before `j` touching `t`, with one piece containing `t` and its
+/// `Wait` before `j`. If it was posted before the copy at `ci`, `d` must be free from the
+/// post on: no op between the post and the copy touches it, and no nonblocking op posted
+/// earlier still uses it at the post.
+fn filling_recv(
+    prog: &Program,
+    ci: usize,
+    j: usize,
+    t: &Piece,
+    d: &Piece,
+) -> Option<(usize, usize)> {
+    let ops = &prog.ops;
+    let i = (0..j)
+        .rev()
+        .find(|&i| touched(&ops[i]).any(|pc| overlaps(pc, t)))?;
+    let Op::Irecv { req, pieces, .. } = &ops[i] else {
+        return None;
+    };
+    let mut hits = pieces.iter().enumerate().filter(|(_, pc)| overlaps(pc, t));
+    let (k, pc) = hits.next()?;
+    if hits.next().is_some() || !contains(pc, t) {
+        return None;
+    }
+    if wait_of(ops, i, *req)? >= j {
+        return None;
+    }
+    if i < ci {
+        for (h, op) in ops[..ci].iter().enumerate() {
+            if touched(op).any(|pc| overlaps(pc, d)) {
+                let in_flight = match op {
+                    Op::Irecv { req, .. } | Op::Isend { req, .. } => {
+                        !matches!(wait_of(ops, h, *req), Some(w) if w <= i)
+                    }
+                    _ => false,
+                };
+                if h >= i || in_flight {
+                    return None;
+                }
+            }
+        }
+    }
+    Some((i, k))
+}
+
+/// Index of the `Wait` completing the request `req` posted at `ops[h]`.
+fn wait_of(ops: &[Op], h: usize, req: u32) -> Option<usize> {
+    (h + 1..ops.len()).find(|&w| matches!(ops[w], Op::Wait { req: r } if r == req))
+}
+
+/// Is `t` written before it is read again after `ops[j]` (or never read again)?
+fn dead_after(prog: &Program, j: usize, t: &Piece) -> bool {
+    let mut live = vec![(t.off, t.end())];
+    for op in &prog.ops[j + 1..] {
+        if live.is_empty() {
+            return true;
+        }
+        let hit = |pc: &Piece| {
+            pc.buf == t.buf && live.iter().any(|&(lo, hi)| pc.off < hi && lo < pc.end())
+        };
+        if reads(op).any(|pc| pc.len > 0 && hit(pc)) {
+            return false;
+        }
+        for pc in writes(op) {
+            if pc.buf == t.buf {
+                subtract(&mut live, pc.off, pc.end());
+            }
+        }
+    }
+    true
+}
+
+/// Make piece `k` of the `Irecv` at `ops[i]` deliver the elements it put in `t` into `d`.
+fn retarget(prog: &mut Program, i: usize, k: usize, t: &Piece, d: Piece) {
+    let Op::Irecv { pieces, .. } = &mut prog.ops[i] else {
+        unreachable!("filling_recv returns an Irecv");
+    };
+    let pc = pieces[k];
+    let parts = [
+        pc.sub(0, t.off - pc.off),
+        d,
+        pc.sub(t.end() - pc.off, pc.len),
+    ];
+    let parts = parts.into_iter().filter(|p| p.len > 0);
+    pieces.splice(k..k + 1, parts);
+}
+
+/// Shrink every scratch buffer to the elements some op still references.
+fn shrink_tmp(prog: &mut Program) {
+    let mut need = vec![0usize; prog.tmp.len()];
+    for op in &prog.ops {
+        for pc in touched(op) {
+            if let Buf::Tmp(k) = pc.buf {
+                let n = &mut need[k as usize];
+                *n = (*n).max(pc.end());
+            }
+        }
+    }
+    for (t, n) in prog.tmp.iter_mut().zip(need) {
+        *t = (*t).min(n);
+    }
+}
+
+fn reads(op: &Op) -> impl Iterator<Item = &Piece> {
+    let (a, b): (&[Piece], Option<&Piece>) = match op {
+        Op::Isend { pieces, .. } => (pieces, None),
+        Op::Reduce { src, dst, .. } => (std::slice::from_ref(src), Some(dst)),
+        Op::Copy { src, .. } => (std::slice::from_ref(src), None),
+        Op::Irecv { .. } | Op::Wait { .. } => (&[], None),
+    };
+    a.iter().chain(b)
+}
+
+fn writes(op: &Op) -> impl Iterator<Item = &Piece> {
+    let s: &[Piece] = match op {
+        Op::Irecv { pieces, .. } => pieces,
+        Op::Reduce { dst, .. } | Op::Copy { dst, .. } => std::slice::from_ref(dst),
+        Op::Isend { .. } | Op::Wait { .. } => &[],
+    };
+    s.iter()
+}
+
+/// Every piece an op reads or writes (a nonblocking operation at its post).
+fn touched(op: &Op) -> impl Iterator<Item = &Piece> {
+    reads(op).chain(writes(op))
+}
+
+fn overlaps(a: &Piece, b: &Piece) -> bool {
+    a.buf == b.buf && a.len > 0 && b.len > 0 && a.off < b.end() && b.off < a.end()
+}
+
+fn contains(outer: &Piece, inner: &Piece) -> bool {
+    outer.buf == inner.buf && outer.off <= inner.off && inner.end() <= outer.end()
+}
+
+/// The parts of a set of disjoint ranges inside `[lo, hi)`.
+fn intersect(set: &[(usize, usize)], lo: usize, hi: usize) -> Vec<(usize, usize)> {
+    set.iter()
+        .map(|&(a, b)| (a.max(lo), b.min(hi)))
+        .filter(|&(a, b)| a < b)
+        .collect()
+}
+
+/// Remove `[lo, hi)` from a set of disjoint half-open ranges.
+fn subtract(set: &mut Vec<(usize, usize)>, lo: usize, hi: usize) {
+    if lo >= hi {
+        return;
+    }
+    let mut out = Vec::with_capacity(set.len() + 1);
+    for &(a, b) in set.iter() {
+        if b <= lo || hi <= a {
+            out.push((a, b));
+        } else {
+            if a < lo {
+                out.push((a, lo));
+            }
+            if hi < b {
+                out.push((hi, b));
+            }
+        }
+    }
+    *set = out;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pc(buf: Buf, off: usize, len: usize) -> Piece {
+        Piece::new(buf, off, len)
+    }
+    fn cp(src: Piece, dst: Piece) -> Op {
+        Op::Copy { src, dst }
+    }
+    fn red(src: Piece, dst: Piece, src_first: bool) -> Op {
+        Op::Reduce {
+            src,
+            dst,
+            src_first,
+        }
+    }
+    const T0: Buf = Buf::Tmp(0);
+
+    /// The pass leaves `p` alone.
+    fn unchanged(p: &mut Program, commutative: bool, keep_roles: bool) {
+        let before = p.clone();
+        assert_eq!(elide_in_copies(p, commutative, keep_roles), 0);
+        assert_eq!(*p, before);
+    }
+
+    /// Copy In -> Out, receive into Tmp(0), reduce it into Out: the root of a binomial tree.
+    fn root(src_first: bool) -> Program {
+        let mut p = Program::new();
+        let t = p.tmp(4);
+        p.copy(pc(Buf::In, 0, 4), pc(Buf::Out, 0, 4));
+        p.recv(1, vec![pc(t, 0, 4)]);
+        p.reduce(pc(t, 0, 4), pc(Buf::Out, 0, 4), src_first);
+        p
+    }
+
+    #[test]
+    fn root_copy_elided() {
+        let mut p = root(false);
+        assert_eq!(elide_in_copies(&mut p, false, false), 4);
+        assert_eq!(
+            p.ops,
+            vec![
+                Op::Irecv {
+                    req: 0,
+                    peer: 1,
+                    pieces: vec![pc(Buf::Out, 0, 4)]
+                },
+                Op::Wait { req: 0 },
+                red(pc(Buf::In, 0, 4), pc(Buf::Out, 0, 4), true),
+            ]
+        );
+        assert_eq!(p.tmp, vec![0]);
+        p.validate(Some(4), Some(4)).unwrap();
+    }
+
+    #[test]
+    fn operand_order_kept_for_noncommutative() {
+        // src_first = true would become dst := dst ⊕ In: a copy in the transport; skipped.
+        let mut p = root(true);
+        unchanged(&mut p, false, false);
+        // Commutative: fine either way, unless the operands' roles must be kept.
+        unchanged(&mut p, true, true);
+        assert_eq!(elide_in_copies(&mut p, true, false), 4);
+        assert!(matches!(
+            p.ops[2],
+            Op::Reduce {
+                src_first: false,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn not_when_out_is_touched_in_between() {
+        for between in [
+            // A read of Out that is not all copy of In (Out[4] is not copied).
+            Op::Isend {
+                req: 1,
+                peer: 2,
+                pieces: vec![pc(Buf::Out, 3, 2)],
+            },
+            // An overwrite of part of it.
+            cp(pc(T0, 0, 1), pc(Buf::Out, 2, 1)),
+            // A read-modify-write.
+            red(pc(Buf::In, 0, 1), pc(Buf::Out, 0, 1), false),
+        ] {
+            let mut p = root(false);
+            let send = matches!(between, Op::Isend { .. });
+            p.ops.insert(2, between); // between the Irecv and its Wait
+            if send {
+                p.ops.insert(4, Op::Wait { req: 1 });
+            }
+            let before = p.clone();
+            elide_in_copies(&mut p, true, false);
+            let recv = |p: &Program| {
+                p.ops
+                    .iter()
+                    .find(|o| matches!(o, Op::Irecv { .. }))
+                    .cloned()
+            };
+            assert_eq!(
+                recv(&p),
+                recv(&before),
+                "{:?}: receive retargeted",
+                before.ops[2]
+            );
+            assert_eq!(p.ops.last(), before.ops.last());
+            assert_eq!(p.tmp, vec![4]);
+        }
+    }
+
+    #[test]
+    fn reads_of_the_copy_read_in() {
+        // Out is sent (and reduced from) before anything arrives for it: those reads read
+        // In, and the receive still lands in Out.
+        let mut p = root(false);
+        p.ops.insert(
+            1,
+            Op::Isend {
+                req: 1,
+                peer: 2,
+                pieces: vec![pc(Buf::Out, 0, 4)],
+            },
+        );
+        p.ops.insert(
+            2,
+            Op::Reduce {
+                src: pc(Buf::Out, 1, 2),
+                dst: pc(Buf::Tmp(0), 0, 2),
+                src_first: true,
+            },
+        );
+        p.ops.insert(3, Op::Wait { req: 1 });
+        assert_eq!(elide_in_copies(&mut p, true, false), 4);
+        assert_eq!(
+            p.ops[0],
+            Op::Isend {
+                req: 1,
+                peer: 2,
+                pieces: vec![pc(Buf::In, 0, 4)]
+            }
+        );
+        assert_eq!(
+            p.ops[1],
+            Op::Reduce {
+                src: pc(Buf::In, 1, 2),
+                dst: pc(Buf::Tmp(0), 0, 2),
+                src_first: true
+            }
+        );
+        assert!(matches!(&p.ops[3], Op::Irecv { pieces, .. } if pieces == &[pc(Buf::Out, 0, 4)]));
+        p.validate(Some(4), Some(4)).unwrap();
+    }
+
+    #[test]
+    fn overwritten_copy_is_dead() {
+        // Butterfly root: half of Out is sent, then the finished half arrives into it.
+        let mut p = Program::new();
+        p.copy(pc(Buf::In, 0, 4), pc(Buf::Out, 0, 4));
+        p.send(1, vec![pc(Buf::Out, 2, 2)]);
+        p.recv(1, vec![pc(Buf::Out, 2, 2)]);
+        assert_eq!(elide_in_copies(&mut p, true, false), 2);
+        assert_eq!(p.ops[0], cp(pc(Buf::In, 0, 2), pc(Buf::Out, 0, 2)));
+        assert_eq!(
+            p.ops[1],
+            Op::Isend {
+                req: 0,
+                peer: 1,
+                pieces: vec![pc(Buf::In, 2, 2)]
+            }
+        );
+        // A copy into scratch that is only read through In is not needed at all; one into
+        // Out that is never overwritten is the result and stays.
+        let mut p = Program::new();
+        let a = p.tmp(4);
+        p.copy(pc(Buf::In, 0, 4), pc(a, 0, 4));
+        p.copy(pc(Buf::In, 0, 4), pc(Buf::Out, 0, 4));
+        p.send(1, vec![pc(a, 0, 4)]);
+        assert_eq!(elide_in_copies(&mut p, true, false), 4);
+        assert_eq!(p.ops[0], cp(pc(Buf::In, 0, 4), pc(Buf::Out, 0, 4)));
+        assert_eq!(
+            p.ops[1],
+            Op::Isend {
+                req: 0,
+                peer: 1,
+                pieces: vec![pc(Buf::In, 0, 4)]
+            }
+        );
+        assert_eq!(p.tmp, vec![0]);
+    }
+
+    #[test]
+    fn not_when_received_data_is_read_again() {
+        let mut p = root(false);
+        p.send(2, vec![pc(T0, 1, 1)]);
+        unchanged(&mut p, true, false);
+        // ... but fine once the scratch was overwritten first.
+        let mut p = root(false);
+        p.recv(3, vec![pc(T0, 0, 4)]);
+        p.send(2, vec![pc(T0, 1, 1)]);
+        assert_eq!(elide_in_copies(&mut p, true, false), 4);
+        assert_eq!(p.tmp, vec![4]);
+    }
+
+    #[test]
+    fn not_when_receive_posted_before_the_copy_or_waited_after_the_reduce() {
+        // Irecv, Copy, Wait, Reduce (greedy's inner nodes): fine while nothing else uses
+        // Out from the post to the copy ...
+        let mut p = root(false);
+        p.ops.swap(0, 1);
+        assert_eq!(elide_in_copies(&mut p, true, false), 4);
+        assert!(matches!(&p.ops[0], Op::Irecv { pieces, .. } if pieces == &[pc(Buf::Out, 0, 4)]));
+        // ... not when something does (here a send of Out still in flight at the post, or
+        // a reduction into Out between the post and the copy).
+        let mut p = root(false);
+        p.ops.swap(0, 1);
+        p.ops.insert(
+            0,
+            Op::Isend {
+                req: 1,
+                peer: 2,
+                pieces: vec![pc(Buf::Out, 3, 1)],
+            },
+        );
+        p.ops.insert(2, Op::Wait { req: 1 });
+        unchanged(&mut p, true, false);
+        let mut p = root(false);
+        p.ops.swap(0, 1);
+        p.ops
+            .insert(1, red(pc(Buf::In, 0, 1), pc(Buf::Out, 0, 1), false));
+        assert_eq!(elide_in_copies(&mut p, true, false), 0);
+
+        let mut p = root(false);
+        p.ops.swap(2, 3); // Copy, Irecv, Reduce, Wait (racy program: left alone)
+        unchanged(&mut p, true, false);
+    }
+
+    #[test]
+    fn not_when_the_scratch_was_written_by_something_else() {
+        let mut p = Program::new();
+        let t = p.tmp(4);
+        p.copy(pc(Buf::In, 0, 4), pc(Buf::Out, 0, 4));
+        p.recv(1, vec![pc(t, 0, 4)]);
+        p.copy(pc(Buf::In, 0, 2), pc(t, 0, 2));
+        p.reduce(pc(t, 0, 4), pc(Buf::Out, 0, 4), false);
+        unchanged(&mut p, true, false);
+    }
+
+    #[test]
+    fn segments_each_elided() {
+        // Pipeline root: one copy, then per segment receive + reduce into its part of Out.
+        let mut p = Program::new();
+        let t = p.tmp(6);
+        p.copy(pc(Buf::In, 0, 10), pc(Buf::Out, 0, 10));
+        for (j, (off, len)) in [(0, 4), (4, 3), (7, 3)].into_iter().enumerate() {
+            let slot = pc(t, (j % 2) * 4, len);
+            p.recv(1, vec![slot]);
+            p.reduce(slot, pc(Buf::Out, off, len), false);
+        }
+        assert_eq!(elide_in_copies(&mut p, false, false), 10);
+        assert!(!p.ops.iter().any(|o| matches!(o, Op::Copy { .. })));
+        assert_eq!(p.tmp, vec![0]);
+        assert_eq!(p.ops[8], red(pc(Buf::In, 7, 3), pc(Buf::Out, 7, 3), true));
+    }
+
+    #[test]
+    fn partial_copy_kept_for_the_rest() {
+        // Nothing arrives for Out[0,2) (the send of it reads In): that part of the result is
+        // the copy, which stays, split around the elided part.
+        let mut p = Program::new();
+        let t = p.tmp(2);
+        p.copy(pc(Buf::In, 1, 6), pc(Buf::Out, 0, 6));
+        p.send(2, vec![pc(Buf::Out, 0, 2)]);
+        p.recv(1, vec![pc(t, 0, 2)]);
+        p.reduce(pc(t, 0, 2), pc(Buf::Out, 2, 2), false);
+        assert_eq!(elide_in_copies(&mut p, true, false), 2);
+        assert_eq!(p.ops[0], cp(pc(Buf::In, 1, 2), pc(Buf::Out, 0, 2)));
+        assert_eq!(p.ops[1], cp(pc(Buf::In, 5, 2), pc(Buf::Out, 4, 2)));
+        assert!(matches!(&p.ops[4], Op::Irecv { pieces, .. } if pieces == &[pc(Buf::Out, 2, 2)]));
+        assert_eq!(p.ops[6], red(pc(Buf::In, 3, 2), pc(Buf::Out, 2, 2), true));
+    }
+
+    #[test]
+    fn packed_receive_split() {
+        // One packed receive feeding two reductions (circulant reduce_scatter), plus a piece
+        // that stays in scratch because its target was touched.
+        let mut p = Program::new();
+        let t = p.tmp(6);
+        p.copy(pc(Buf::In, 0, 8), pc(Buf::Out, 0, 8));
+        p.send(3, vec![pc(Buf::Out, 6, 3)]); // not all a copy of In: Out[8] is not
+        p.recv(1, vec![pc(t, 0, 6), pc(Buf::Out, 3, 0)]);
+        p.reduce(pc(t, 0, 2), pc(Buf::Out, 0, 2), true);
+        p.reduce(pc(t, 2, 2), pc(Buf::Out, 6, 2), true);
+        p.reduce(pc(t, 4, 2), pc(Buf::Out, 3, 2), true);
+        assert_eq!(elide_in_copies(&mut p, true, false), 4);
+        let Op::Irecv { pieces, .. } = &p.ops[4] else {
+            panic!("{:?}", p.ops)
+        };
+        assert_eq!(
+            pieces,
+            &[
+                pc(Buf::Out, 0, 2),
+                pc(t, 2, 2),
+                pc(Buf::Out, 3, 2),
+                pc(Buf::Out, 3, 0)
+            ]
+        );
+        let copies: Vec<&Op> = p
+            .ops
+            .iter()
+            .filter(|o| matches!(o, Op::Copy { .. }))
+            .collect();
+        assert_eq!(
+            copies,
+            [
+                &cp(pc(Buf::In, 2, 1), pc(Buf::Out, 2, 1)),
+                &cp(pc(Buf::In, 5, 3), pc(Buf::Out, 5, 3))
+            ]
+        );
+        assert_eq!(p.tmp, vec![4]);
+        p.validate(Some(9), Some(9)).unwrap();
+    }
+
+    #[test]
+    fn scratch_accumulator_too() {
+        // An inner tree node accumulates in scratch: same rewrite, Tmp(1) instead of Out.
+        let mut p = Program::new();
+        let a = p.tmp(3);
+        let t = p.tmp(3);
+        p.copy(pc(Buf::In, 0, 3), pc(a, 0, 3));
+        p.recv(1, vec![pc(t, 0, 3)]);
+        p.reduce(pc(t, 0, 3), pc(a, 0, 3), false);
+        p.send(0, vec![pc(a, 0, 3)]);
+        assert_eq!(elide_in_copies(&mut p, false, false), 3);
+        assert_eq!(p.tmp, vec![3, 0]);
+        assert!(matches!(&p.ops[0], Op::Irecv { pieces, .. } if pieces == &[pc(a, 0, 3)]));
+    }
+
+    #[test]
+    fn subtract_ranges() {
+        let mut s = vec![(0, 10), (20, 30)];
+        subtract(&mut s, 5, 25);
+        assert_eq!(s, vec![(0, 5), (25, 30)]);
+        subtract(&mut s, 0, 0);
+        assert_eq!(s, vec![(0, 5), (25, 30)]);
+        subtract(&mut s, 1, 2);
+        assert_eq!(s, vec![(0, 1), (2, 5), (25, 30)]);
+        subtract(&mut s, 0, 100);
+        assert!(s.is_empty());
+    }
+}
