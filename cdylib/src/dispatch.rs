@@ -397,7 +397,7 @@ fn native_unsafe_call(
             _ => false,
         }
     } else {
-        coll == Collective::Allreduce && mpi_types::type_facts(dt).map_or(false, |f| f.true_lb > 0)
+        coll == Collective::Allreduce && mpi_types::true_lb(dt).map_or(false, |lb| lb > 0)
     }
 }
 

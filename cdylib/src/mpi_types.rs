@@ -40,6 +40,14 @@ impl TypeFacts {
 }
 
 /// `Err(code)` if the handle is not a valid, committed datatype.
+/// The true lower bound of `dt` alone (one PMPI call; for the native fast path).
+pub fn true_lb(dt: MPI_Datatype) -> Option<isize> {
+    let (mut tlb, mut text): (MPI_Aint, MPI_Aint) = (0, 0);
+    // SAFETY: out-pointers to locals; an invalid handle yields an error code.
+    let rc = unsafe { PMPI_Type_get_true_extent(dt, &mut tlb, &mut text) };
+    (rc == consts::SUCCESS()).then_some(tlb as isize)
+}
+
 pub fn type_facts(dt: MPI_Datatype) -> Result<TypeFacts, c_int> {
     if dt == consts::datatype_null() {
         return Err(consts::ERR_TYPE());
