@@ -5,15 +5,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p results
-ARGS="--collectives reduce,allreduce,reduce_scatter,allgatherv --sizes 8..4m --algorithms auto --iters 60 --budget 1 --check ${CHECK_ARGS:-}"
+ARGS="--collectives reduce,allreduce,reduce_scatter,allgatherv --sizes 8..4m --algorithms auto --iters 400 --budget 3 --check ${CHECK_ARGS:-}"
 OMPI=(mpirun.openmpi --allow-run-as-root --oversubscribe)
 "${OMPI[@]}" -np 2 build/openmpi/pcoll-bench $ARGS --csv results/auto.openmpi.p2.csv --quiet </dev/null >/dev/null
 mpiexec.mpich -n 2 build/mpich/pcoll-bench $ARGS --csv results/auto.mpich.p2.csv --quiet </dev/null >/dev/null
 "${OMPI[@]}" -np 4 build/openmpi/pcoll-bench $ARGS --csv results/auto.openmpi.p4.csv --quiet </dev/null >/dev/null
 python3 - <<'PY'
 import csv, math, glob
-print("| MPI | p | collective | geo-mean pcoll/native | worst size (ratio, algorithm) |")
-print("|---|---|---|---|---|")
+def human(b):
+    for u, s in ((1 << 20, "MiB"), (1 << 10, "KiB")):
+        if b >= u:
+            return f"{b // u} {s}"
+    return f"{b} B"
+print("| MPI | p | collective | geo-mean pcoll/native | worst size | best size |")
+print("|---|---|---|---|---|---|")
 for f in sorted(glob.glob("results/auto.*.csv")):
     mpi, p = f.split(".")[1], f.split(".")[2][1:]
     rows = [r for r in csv.DictReader(open(f)) if r["variant"] == "auto"]
@@ -23,5 +28,7 @@ for f in sorted(glob.glob("results/auto.*.csv")):
             continue
         gm = math.exp(sum(math.log(x[1]) for x in v) / len(v))
         w = max(v, key=lambda x: x[1])
-        print(f"| {mpi} | {p} | {coll} | {gm:.3f} | {w[0]} B ({w[1]:.2f}, {w[2]}) |")
+        b = min(v, key=lambda x: x[1])
+        print(f"| {mpi} | {p} | {coll} | {gm:.2f} | {w[1]:.2f} at {human(w[0])} ({w[2]}) "
+              f"| {b[1]:.2f} at {human(b[0])} ({b[2]}) |")
 PY
