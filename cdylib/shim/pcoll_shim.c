@@ -63,6 +63,22 @@ int pcoll_c_op_is_predefined(MPI_Op op)
            op == MPI_MINLOC || op == MPI_MAXLOC;
 }
 
+/* 1 if `op` is a logical op (MPI_LAND, MPI_LOR, MPI_LXOR) and `dt` a floating-point or
+ * complex type: not defined by the standard. MPICH 4.0.2 accepts the pair in its argument
+ * check and then aborts in the reduction ("Assertion failed in opland.c"), also inside
+ * MPI_Reduce_local, so pcoll must recognise it without calling MPI. */
+int pcoll_c_logical_op_on_float(MPI_Op op, MPI_Datatype dt)
+{
+    if (op != MPI_LAND && op != MPI_LOR && op != MPI_LXOR)
+        return 0;
+    if (dt == MPI_DATATYPE_NULL)
+        return 0;
+    return dt == MPI_FLOAT || dt == MPI_DOUBLE || dt == MPI_LONG_DOUBLE || dt == MPI_C_FLOAT_COMPLEX ||
+           dt == MPI_C_DOUBLE_COMPLEX || dt == MPI_C_LONG_DOUBLE_COMPLEX || dt == MPI_REAL ||
+           dt == MPI_DOUBLE_PRECISION || dt == MPI_COMPLEX || dt == MPI_DOUBLE_COMPLEX ||
+           dt == MPI_REAL4 || dt == MPI_REAL8;
+}
+
 /* 1 if `op` is MPI_REPLACE or MPI_NO_OP (valid only for one-sided calls). */
 int pcoll_c_op_is_rma_only(MPI_Op op)
 {

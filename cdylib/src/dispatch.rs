@@ -463,6 +463,9 @@ fn native_requested(a: &Args) -> Option<usize> {
     {
         return None; // bad counts: the full path reports them (some MPIs crash on them)
     }
+    if cfg!(pcoll_mpich) && a.coll.reduces() && mpi_types::logical_op_on_float(a.op, a.dt) {
+        return None; // MPICH aborts on it: the full path reports MPI_ERR_OP
+    }
     if a.coll == Collective::Reduce && a.sendbuf == consts::in_place() {
         let mut rank: c_int = -1;
         // SAFETY: out-pointer; the communicator answered PMPI_Comm_size above.
@@ -533,6 +536,12 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
     }
     if p <= 0 || size < 0 || (coll == Collective::Allgatherv && sendcount < 0) {
         return None;
+    }
+    if cfg!(pcoll_mpich)
+        && coll == Collective::ReduceScatter
+        && mpi_types::logical_op_on_float(op, dt)
+    {
+        return None; // MPICH aborts on it: the full path reports MPI_ERR_OP
     }
     // SAFETY: the caller's guarantee: p readable counts.
     let counts = unsafe { std::slice::from_raw_parts(recvcounts, p as usize) };

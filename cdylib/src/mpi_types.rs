@@ -7,6 +7,7 @@ use std::os::raw::c_int;
 extern "C" {
     fn pcoll_c_op_is_predefined(op: MPI_Op) -> c_int;
     fn pcoll_c_op_is_rma_only(op: MPI_Op) -> c_int;
+    fn pcoll_c_logical_op_on_float(op: MPI_Op, dt: MPI_Datatype) -> c_int;
 }
 
 /// Layout of one element of a datatype.
@@ -101,6 +102,13 @@ pub fn op_is_predefined(op: MPI_Op) -> bool {
     unsafe { pcoll_c_op_is_predefined(op) != 0 }
 }
 
+/// MPI_LAND/LOR/LXOR on a floating-point or complex type (undefined; MPICH 4.0.2 aborts on
+/// it, even in `MPI_Reduce_local`). Pure handle comparisons.
+pub fn logical_op_on_float(op: MPI_Op, dt: MPI_Datatype) -> bool {
+    // SAFETY: pure comparison of handles in C.
+    unsafe { pcoll_c_logical_op_on_float(op, dt) != 0 }
+}
+
 pub fn op_is_rma_only(op: MPI_Op) -> bool {
     // SAFETY: pure comparison of handles in C.
     unsafe { pcoll_c_op_is_rma_only(op) != 0 }
@@ -130,7 +138,7 @@ static OP_TYPE_OK: once_cell::sync::Lazy<
 /// zeroed element for predefined ops (user ops accept any type and are never called here),
 /// with `MPI_COMM_WORLD`'s error handler set to return for the probe. Cached for named types.
 pub fn op_accepts(op: MPI_Op, dt: MPI_Datatype, f: &TypeFacts) -> Result<(), c_int> {
-    if op_is_rma_only(op) {
+    if op_is_rma_only(op) || (cfg!(pcoll_mpich) && logical_op_on_float(op, dt)) {
         return Err(consts::ERR_OP());
     }
     if !op_is_predefined(op) || f.size == 0 {

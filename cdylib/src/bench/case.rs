@@ -280,10 +280,9 @@ impl Case {
     }
 
     /// Runs the collective once; returns the MPI return code.
+    /// One call of variant `v`; pcoll must already be set to `v` ([`select`], done outside the
+    /// timed region).
     pub fn call(&mut self, v: Variant) -> c_int {
-        if v != Variant::Native {
-            select(self.coll, v);
-        }
         let native = v == Variant::Native;
         let dt = self.dt.handle();
         let op = self.op.handle();

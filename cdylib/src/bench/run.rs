@@ -126,6 +126,7 @@ pub fn measure(case: &mut Case, variants: &[Variant], o: &Opts) -> CaseResult {
         mpi::barrier(comm);
         let t0 = mpi::wtime();
         for (k, (v, _)) in active.iter().enumerate() {
+            select(case.coll, *v);
             mpi::barrier(comm);
             if case.call(*v) != consts::SUCCESS() {
                 errors[k] += 1;
@@ -228,6 +229,7 @@ fn check(case: &mut Case, active: &[(Variant, Algorithm)], show: usize) -> (i64,
             continue;
         }
         case.poison();
+        select(case.coll, *v);
         mpi::barrier(comm);
         case.call(*v);
         let got = case.result().to_vec();
