@@ -40,10 +40,10 @@ deps:
 build: deps $(addprefix build-,$(MPIS))
 
 build-%:
-	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) build --release -p pcoll-mpi --bins --lib
+	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) build --profile dist -p pcoll-mpi --bins --lib
 	@mkdir -p build/$*
-	cp target-$*/release/libpcoll_mpi.so build/$*/libpcoll.so
-	@for b in pcoll-bench pcoll-tune; do [ -f target-$*/release/$$b ] && cp target-$*/release/$$b build/$*/ || true; done
+	cp target-$*/dist/libpcoll_mpi.so build/$*/libpcoll.so
+	@for b in pcoll-bench pcoll-tune; do [ -f target-$*/dist/$$b ] && cp target-$*/dist/$$b build/$*/ || true; done
 	@echo "built build/$*/libpcoll.so"
 
 core-test:

@@ -389,7 +389,11 @@ fn native_unsafe_call(
             Collective::ReduceScatter => {
                 // The op first: one PMPI call, and a commutative op (the usual case) needs no
                 // datatype facts (three PMPI calls).
-                let noncomm = || mpi_types::op_commutative(op).map_or(false, |c| !c);
+                // Predefined ops are all commutative: no PMPI call for them.
+                let noncomm = || {
+                    !mpi_types::op_is_predefined(op)
+                        && mpi_types::op_commutative(op).map_or(false, |c| !c)
+                };
                 let holes = || mpi_types::type_facts(dt).map_or(false, |f| !f.contiguous());
                 (noncomm() && holes())
                     || (sendbuf == consts::in_place() && bytes > (512 << 10) && unequal())
