@@ -109,6 +109,7 @@ static int t_allreduce_null_sendbuf_one(void) { return MPI_Allreduce(me == p - 1
 static int t_allreduce_null_sendbuf_one_big(void) { return MPI_Allreduce(me == p - 1 ? NULL : bsb, brb, BIG, MPI_INT, MPI_SUM, W); }
 static int t_allreduce_null_recvbuf_one_big(void) { return MPI_Allreduce(bsb, me == 0 ? NULL : brb, BIG, MPI_INT, MPI_SUM, W); }
 static int t_rs_null_recvbuf_one_big(void) { return MPI_Reduce_scatter(bsb, me == 0 ? NULL : brb, bcnt, MPI_INT, MPI_SUM, W); }
+static int t_rs_inplace_null_recvbuf_one_big(void) { return MPI_Reduce_scatter(MPI_IN_PLACE, me == 0 ? NULL : brb, bcnt, MPI_INT, MPI_SUM, W); }
 static int t_agv_null_recvbuf_one_big(void) { return MPI_Allgatherv(bsb, bcnt[me], MPI_INT, me == 0 ? NULL : brb, bcnt, bdsp, MPI_INT, W); }
 static int t_agv_sendcount_mismatch(void) { return MPI_Allgatherv(sb, 3, MPI_INT, rb, cnt, dsp, MPI_INT, W); }
 
@@ -128,7 +129,8 @@ static const struct { const char *name; case_fn fn; } cases[] = {
     E(allreduce_inplace_recvbuf), E(allreduce_inplace_both), E(reduce_inplace_recvbuf), E(rs_inplace_recvbuf),
     E(agv_inplace_recvbuf), E(reduce_inplace_nonroot), E(agv_sendcount_mismatch),
     E(reduce_null_recvbuf_root_big), E(allreduce_null_sendbuf_one), E(allreduce_null_sendbuf_one_big),
-    E(allreduce_null_recvbuf_one_big), E(rs_null_recvbuf_one_big), E(agv_null_recvbuf_one_big),
+    E(allreduce_null_recvbuf_one_big), E(rs_null_recvbuf_one_big), E(rs_inplace_null_recvbuf_one_big),
+    E(agv_null_recvbuf_one_big),
 #undef E
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))

@@ -52,13 +52,15 @@ launch() {
 EXTRA_ENV_OMPI=()
 EXTRA_ENV_MPICH=()
 ONE_RANK_CASES=(reduce_null_recvbuf_root_big allreduce_null_sendbuf_one_big rs_null_recvbuf_one_big
-                agv_null_recvbuf_one_big reduce_inplace_nonroot)
+                rs_inplace_null_recvbuf_one_big agv_null_recvbuf_one_big reduce_inplace_nonroot)
 
 # The error class(es) one run reported: one class if all ranks agree, else per rank joined by '/'.
 classes() {
   local case=$1 rc=$2 np=$3 out="" r c all_same=1 first=""
   for ((r = 0; r < np; r++)); do
-    c=$(grep -E "^BADINPUT $case rank=$r " "$RUNLOG" | head -1 | awk '{print $4}')
+    # Not anchored: stdout and stderr share the log, so another rank's stderr line may
+    # precede ours on the same line.
+    c=$(grep -aoE "BADINPUT $case rank=$r [A-Za-z0-9_-]+" "$RUNLOG" | head -1 | awk '{print $4}')
     if [ -z "$c" ]; then
       if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then c=HANG; else c=CRASH; fi
     fi

@@ -162,7 +162,8 @@ fn own_error(a: &Args) -> Option<OwnError> {
     let (send_n, recv_n, send_dt) = match a.coll {
         Collective::Reduce => (total, if a.root == rank as i64 { total } else { 0 }, a.dt),
         Collective::Allreduce => (total, total, a.dt),
-        Collective::ReduceScatter => (total, a.counts[rank], a.dt),
+        // In place, the input (all blocks) lives in the receive buffer.
+        Collective::ReduceScatter => (total, if in_place { total } else { a.counts[rank] }, a.dt),
         Collective::Allgatherv => (a.sendcount, total, a.sendtype),
     };
     let null_send = !in_place && null(a.sendbuf, send_n, send_dt);

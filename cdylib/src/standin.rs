@@ -53,6 +53,10 @@ fn base_offset(dt: MPI_Datatype) -> usize {
 pub fn recv_bytes(a: &Args, rank: usize) -> Option<usize> {
     match a.coll {
         Collective::Reduce | Collective::Allreduce => span(a.dt, *a.counts.first()?),
+        // In place, the receive buffer holds every block of the input.
+        Collective::ReduceScatter if a.sendbuf == crate::consts::in_place() => {
+            span(a.dt, a.counts.iter().sum())
+        }
         Collective::ReduceScatter => span(a.dt, *a.counts.get(rank)?),
         Collective::Allgatherv => {
             let mut end = 0i64;
