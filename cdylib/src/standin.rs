@@ -1,6 +1,7 @@
-//! A rank that passes a NULL buffer with a non-zero count gets `MPI_ERR_BUFFER`, but only
+//! A rank that passes a NULL buffer with a non-zero count gets `MPI_ERR_BUFFER` (and a
+//! non-root that passes `MPI_IN_PLACE` to a reduce gets the MPI's class for it), but only
 //! after it has taken part in the collective with a zeroed scratch buffer standing in for the
-//! missing one. The other ranks may have valid arguments (a NULL receive buffer at the root of
+//! bad one. The other ranks may have valid arguments (a NULL receive buffer at the root of
 //! a reduce is the common case): they go on into the collective, native or pcoll, and would
 //! wait for the erring rank forever (native MPICH hangs there above its eager limit; under pcoll
 //! a non-root also waits for data from the root in most algorithms). With the stand-in every
@@ -92,8 +93,8 @@ fn scratch(n: usize) -> Option<Vec<u128>> {
 }
 
 /// Run `a` with the buffers named in `si` (NULL, or `MPI_IN_PLACE` where it is not allowed)
-/// replaced by zeroed scratch, through `serve` (the
-/// normal dispatch path, given the substituted arguments and the matching native call).
+/// replaced by zeroed scratch, through `serve` (the normal dispatch path, given the
+/// substituted arguments and the matching native call).
 /// Returns `false` if the scratch could not be allocated (the rank then does not take part).
 pub fn participate(
     a: &Args,
