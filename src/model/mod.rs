@@ -477,8 +477,8 @@ impl Sample {
 
 /// Least-squares fit of α, β, γ, minimising the sum of squared *relative* errors (each row
 /// divided by its time, so small-message latency samples are not drowned by large ones).
-/// Parameters no sample constrains keep the default ([`CostParams::default`]); negative
-/// estimates are clamped to 0 and the others refitted.
+/// Parameters no sample constrains keep the default ([`CostParams::default`]); so does a
+/// parameter whose estimate comes out negative (the others are then refitted).
 pub fn fit(samples: &[Sample]) -> CostParams {
     let rows: Vec<([f64; 3], f64)> = samples
         .iter()
@@ -521,8 +521,12 @@ pub fn fit(samples: &[Sample]) -> CostParams {
             .filter(|(_, &v)| v < 0.0)
             .map(|(&i, _)| i)
             .collect();
+        let defaults = [def.alpha, def.beta, def.gamma];
         for (&i, &v) in active.iter().zip(&sol) {
-            x[i] = v.max(0.0);
+            // A negative estimate (noise, e.g. a few tiny samples) is no estimate: that
+            // parameter keeps its default (a table's [model] needs α, β > 0) and the others
+            // are refitted with it fixed.
+            x[i] = if v < 0.0 { defaults[i] } else { v };
         }
         if neg.is_empty() {
             break;
