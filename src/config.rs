@@ -10,6 +10,8 @@
 //! | `PCOLL_TUNING` | path of a `tuning.toml` | the built-in table |
 //! | `PCOLL_REDUCE`, `PCOLL_ALLREDUCE`, `PCOLL_REDUCE_SCATTER`, `PCOLL_ALLGATHERV` | an algorithm available for that collective | not forced |
 //! | `PCOLL_SEGMENT` | segment bytes > 0 (`16384`, `64KiB`, ...) | rule's segment, else the algorithm's choice (a run-time segment, [`Overrides`], ranks above) |
+//! | `PCOLL_CHUNK` | chunk bytes, `0` = off (`3840`, `7680`, `8KiB`, ...) | the MPI library's default |
+//! | `PCOLL_CHUNK_MAX` | largest message split into chunks, bytes | the MPI library's default |
 //! | `PCOLL_FALLBACK` | `silent`, `warn`, `error` | `warn` |
 //! | `PCOLL_LOG` | a log filter (stored as is) | none |
 //! | `PCOLL_STATS` | `0`, `1`, `true`, `false` | off |
@@ -76,6 +78,10 @@ pub struct Config {
     pub force: [Option<Algorithm>; 4],
     /// `PCOLL_SEGMENT`: segment bytes (> 0), overrides the table.
     pub segment: Option<usize>,
+    /// `PCOLL_CHUNK`: messages are sent in chunks of at most this many bytes (0: whole).
+    pub chunk: Option<usize>,
+    /// `PCOLL_CHUNK_MAX`: messages above this many bytes are sent whole.
+    pub chunk_max: Option<usize>,
     /// `PCOLL_FALLBACK`.
     pub fallback: FallbackPolicy,
     /// `PCOLL_LOG`: log filter, stored for the logger.
@@ -98,13 +104,15 @@ fn parse_bool(s: &str) -> Option<bool> {
 
 impl Config {
     /// Every variable `Config` reads.
-    pub const VARS: [&'static str; 10] = [
+    pub const VARS: [&'static str; 12] = [
         "PCOLL_TUNING",
         "PCOLL_REDUCE",
         "PCOLL_ALLREDUCE",
         "PCOLL_REDUCE_SCATTER",
         "PCOLL_ALLGATHERV",
         "PCOLL_SEGMENT",
+        "PCOLL_CHUNK",
+        "PCOLL_CHUNK_MAX",
         "PCOLL_FALLBACK",
         "PCOLL_LOG",
         "PCOLL_STATS",
@@ -172,6 +180,21 @@ impl Config {
                     &accepted,
                     "the table's segment",
                 ),
+            }
+        }
+        for (name, slot) in [
+            ("PCOLL_CHUNK", &mut cfg.chunk),
+            ("PCOLL_CHUNK_MAX", &mut cfg.chunk_max),
+        ] {
+            if let Some(v) = var(name) {
+                let accepted = format!("bytes 0..={MAX_SEGMENT} (0: off), {SIZE_FORMS}");
+                match parse_size(&v) {
+                    Ok(n) if n > MAX_SEGMENT => {
+                        bad(name, &v, "too large; ", &accepted, "the default")
+                    }
+                    Ok(n) => *slot = Some(n),
+                    Err(why) => bad(name, &v, &format!("{why}; "), &accepted, "the default"),
+                }
             }
         }
         if let Some(v) = var("PCOLL_FALLBACK") {

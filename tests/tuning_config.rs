@@ -108,6 +108,12 @@ fn good_values() {
         assert_eq!(cfg(&[("PCOLL_FALLBACK", v)]).0.fallback, want);
     }
     assert_eq!(cfg(&[("PCOLL_SEGMENT", "1")]).0.segment, Some(1));
+    // Chunking: 0 is a value (off), sizes take the usual forms.
+    let (c, w) = cfg(&[("PCOLL_CHUNK", "0"), ("PCOLL_CHUNK_MAX", "64KiB")]);
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!((c.chunk, c.chunk_max), (Some(0), Some(65536)));
+    assert_eq!(cfg(&[("PCOLL_CHUNK", "7680")]).0.chunk, Some(7680));
+    assert_eq!(Config::default().chunk, None);
 }
 
 #[test]
@@ -128,6 +134,9 @@ fn bad_values_warn_and_keep_defaults() {
         ("PCOLL_SEGMENT", "lots", vec!["1..=".into()]),
         ("PCOLL_SEGMENT", "16KB", vec!["1..=".into(), "KiB".into()]),
         ("PCOLL_SEGMENT", "8GiB", vec!["1..=".into()]),
+        ("PCOLL_CHUNK", "-1", vec!["0..=".into(), "0: off".into()]),
+        ("PCOLL_CHUNK", "big", vec!["0..=".into(), "KiB".into()]),
+        ("PCOLL_CHUNK_MAX", "8GiB", vec!["0..=".into()]),
         (
             "PCOLL_FALLBACK",
             "loud",

@@ -81,52 +81,65 @@ selftest() {
 echo "run-difftest: $MPI $([ $NATIVE = 1 ] && echo native || echo "pcoll=$LIB") mode=$MODE seed=$SEED (p adds to it) cases/p=$CASES max-count=$MAXC"
 [ "${DIFFTEST_SELFTEST:-1}" = 1 ] && [ $MODE = quick ] && [ $NATIVE = 0 ] && selftest
 first=1
-for p in "${PS[@]}"; do
-  s=$((SEED + p))
-  n=$CASES
+# One run at p with n cases; $3 (optional) is one extra NAME=VALUE for pcoll's environment.
+run_one() {
+  local p=$1 n=$2 kv=${3:-} s=$((SEED + $1)) maxc=$MAXC tag=""
   # MPICH busy-polls when oversubscribed (MPI-NOTES.md): fewer cases, smaller counts above p=2.
-  maxc=$MAXC
   if [ $MPI = mpich ] && [ "$p" -gt 2 ]; then
-    n=$(( CASES * 2 / (p + 2) )); [ $n -lt 50 ] && n=50
+    n=$(( n * 2 / (p + 2) )); [ $n -lt 50 ] && n=50
     [ "$maxc" -gt 100000 ] && maxc=100000
   fi
-  log=$OUTDIR/logs/difftest-$MPI-$([ $NATIVE = 1 ] && echo native- || true)p$p.log
-  args=(--seed "$s" --cases "$n" --max-count "$maxc" ${DIFFTEST_ARGS:-})
-  t0=$SECONDS
+  [ -n "$kv" ] && tag="-${kv%%=*}"
+  local log=$OUTDIR/logs/difftest-$MPI-$([ $NATIVE = 1 ] && echo native- || true)p$p$tag.log
+  local args=(--seed "$s" --cases "$n" --max-count "$maxc" ${DIFFTEST_ARGS:-})
+  local t0=$SECONDS env=()
   if [ $MPI = openmpi ]; then
-    env=(); [ $NATIVE = 0 ] && env=(-x LD_PRELOAD="$LIB")
+    [ $NATIVE = 0 ] && env=(-x LD_PRELOAD="$LIB")
+    [ -n "$kv" ] && env+=(-x "$kv")
     timeout -k 10 $TMO mpirun.openmpi --allow-run-as-root --oversubscribe -np "$p" "${env[@]}" \
       "$BIN" "${args[@]}" </dev/null >"$log" 2>&1
   else
-    env=(); [ $NATIVE = 0 ] && env=(-genv LD_PRELOAD "$LIB")
+    [ $NATIVE = 0 ] && env=(-genv LD_PRELOAD "$LIB")
+    [ -n "$kv" ] && env+=(-genv "${kv%%=*}" "${kv#*=}")
     timeout -k 10 $TMO mpiexec.mpich -n "$p" "${env[@]}" "$BIN" "${args[@]}" </dev/null >"$log" 2>&1
   fi
-  rc=$?
-  dt=$((SECONDS - t0))
+  local rc=$?
+  local dt=$((SECONDS - t0))
+  local summary
   summary=$(grep -E '^difftest: [0-9]+ cases, [0-9]+ mismatches' "$log" | tail -1)
-  repro="mpirun -np $p $([ $NATIVE = 0 ] && echo "LD_PRELOAD=$LIB ")$BIN ${args[*]}"
+  local repro="mpirun -np $p ${kv:+$kv }$([ $NATIVE = 0 ] && echo "LD_PRELOAD=$LIB ")$BIN ${args[*]}"
+  local label="p=$p${kv:+ ($kv)}"
   if [ -z "$summary" ]; then
     failed=$((failed + 1))
-    echo "  p=$p: CRASHED or HUNG (exit $rc after ${dt}s); log $log"
+    echo "  $label: CRASHED or HUNG (exit $rc after ${dt}s); log $log"
     echo "    rerun: $repro"
     grep -E 'MISMATCH|FATAL|ERROR|Segmentation|signal' "$log" | head -10 | sed 's/^/    /'
     tail -5 "$log" | sed 's/^/    | /'
-    continue
+    return
   fi
+  local cases mism
   cases=$(echo "$summary" | sed -E 's/^difftest: ([0-9]+) cases, ([0-9]+) mismatches.*/\1/')
   mism=$(echo "$summary" | sed -E 's/^difftest: ([0-9]+) cases, ([0-9]+) mismatches.*/\2/')
   passed=$((passed + cases - mism))
   failed=$((failed + mism))
-  echo "  p=$p: $cases cases, $mism mismatches (${dt}s)"
+  echo "  $label: $cases cases, $mism mismatches (${dt}s)"
   grep -E '^difftest: (served|note)' "$log" | sed 's/^/    /'
   [ $first = 1 ] && grep -E '^difftest: NOT TESTED' "$log" | sed 's/^/    /'
   first=0
   if [ "$mism" != 0 ] || [ $rc != 0 ]; then
     [ "$mism" = 0 ] && { failed=$((failed + 1)); echo "    exit status $rc without mismatches"; }
     grep '^MISMATCH' "$log" | head -20 | sed 's/^/    /'
-    grep '^difftest: rerun' "$log" | head -5 | sed "s|difftest: rerun: difftest|    rerun: mpirun -np $p $([ $NATIVE = 0 ] && echo "LD_PRELOAD=$LIB ")$BIN|"
+    grep '^difftest: rerun' "$log" | head -5 | sed "s|difftest: rerun: difftest|    rerun: mpirun -np $p ${kv:+$kv }$([ $NATIVE = 0 ] && echo "LD_PRELOAD=$LIB ")$BIN|"
     echo "    log: $log"
   fi
+}
+for p in "${PS[@]}"; do
+  run_one "$p" "$CASES"
 done
+# pcoll splits messages into chunks (PCOLL_CHUNK); tiny chunks split nearly every message,
+# across pieces and mid-block, so that any disagreement between sender and receiver shows.
+if [ $NATIVE = 0 ]; then
+  run_one 3 $(( CASES / 3 )) PCOLL_CHUNK=40
+fi
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

@@ -24,6 +24,9 @@ pub struct CommState {
     pub cache: Mutex<HashMap<ProgKey, Arc<Program>>>,
     /// Scratch buffers reused across calls.
     pub pool: crate::pmpi::ScratchPool,
+    /// The program of the last call, checked before the cache (no key built, no hashing):
+    /// a loop calling the same collective with the same arguments hits it every time.
+    last: Mutex<Option<(ProgKey, Arc<Program>)>>,
 }
 
 /// Everything a program depends on besides the rank (the cost parameters come from the
@@ -46,23 +49,100 @@ pub struct ProgKey {
 /// Most programs kept per communicator.
 const CACHE_MAX: usize = 64;
 
+impl ProgKey {
+    /// The key of `alg` serving `spec`.
+    pub fn of(alg: pcoll::Algorithm, spec: &pcoll::CallSpec) -> ProgKey {
+        ProgKey {
+            alg,
+            coll: spec.coll,
+            root: spec.root,
+            seg_elems: spec.seg_elems,
+            commutative: spec.commutative,
+            elem_bytes: spec.elem_bytes,
+            counts: spec.counts.clone(),
+            displs: spec.displs.clone(),
+            in_place: spec.in_place,
+        }
+    }
+    /// `self == ProgKey::of(alg, spec)`, without building the key.
+    fn is(&self, alg: pcoll::Algorithm, spec: &pcoll::CallSpec) -> bool {
+        self.alg == alg
+            && self.coll == spec.coll
+            && self.root == spec.root
+            && self.seg_elems == spec.seg_elems
+            && self.commutative == spec.commutative
+            && self.elem_bytes == spec.elem_bytes
+            && self.in_place == spec.in_place
+            && self.counts == spec.counts
+            && self.displs == spec.displs
+    }
+}
+
 impl CommState {
+    /// The program of `alg` for `spec`: the last call's if it is the same, else from the cache,
+    /// else built (and cached).
     pub fn program(
         &self,
-        key: ProgKey,
+        alg: pcoll::Algorithm,
+        spec: &pcoll::CallSpec,
         build: impl FnOnce() -> Result<Program, pcoll::Error>,
     ) -> Result<Arc<Program>, pcoll::Error> {
-        if let Some(p) = self.cache.lock().get(&key) {
-            return Ok(p.clone());
+        if let Some((k, p)) = self.last.lock().as_ref() {
+            if k.is(alg, spec) {
+                return Ok(p.clone());
+            }
         }
-        let p = Arc::new(build()?);
-        let mut c = self.cache.lock();
-        if c.len() >= CACHE_MAX {
-            c.clear();
-        }
-        c.insert(key, p.clone());
+        let key = ProgKey::of(alg, spec);
+        let cached = self.cache.lock().get(&key).cloned();
+        let p = match cached {
+            Some(p) => p,
+            None => {
+                let p = Arc::new(build()?);
+                let mut c = self.cache.lock();
+                if c.len() >= CACHE_MAX {
+                    c.clear();
+                }
+                c.insert(key.clone(), p.clone());
+                p
+            }
+        };
+        *self.last.lock() = Some((key, p.clone()));
         Ok(p)
     }
+}
+
+/// A state by its communicator's handle, so that a call on a communicator pcoll has served
+/// before finds its state (and its size and rank) without asking MPI: `PMPI_Comm_get_attr`
+/// takes a lock and a hash lookup in Open MPI, about a thousand instructions. Entries are
+/// added when a state is created or first found through the attribute, and removed by the
+/// attribute's delete callback before the state is freed, so a handle reused for a new
+/// communicator never finds an old state.
+struct Known(MPI_Comm, &'static CommState);
+// SAFETY: the handle is a plain value (pointer or int) only compared, and `CommState` is Sync.
+unsafe impl Send for Known {}
+// SAFETY: as above.
+unsafe impl Sync for Known {}
+
+static KNOWN: parking_lot::RwLock<Vec<Known>> = parking_lot::const_rwlock(Vec::new());
+
+/// Most communicators found without the attribute (programs with more live communicators
+/// than this fall back to `PMPI_Comm_get_attr` for the rest).
+const KNOWN_MAX: usize = 64;
+
+/// The state of `comm` if pcoll has one (no MPI call).
+pub fn known(comm: MPI_Comm) -> Option<&'static CommState> {
+    KNOWN.read().iter().find(|k| k.0 == comm).map(|k| k.1)
+}
+
+fn remember(comm: MPI_Comm, st: &'static CommState) {
+    let mut k = KNOWN.write();
+    if k.len() < KNOWN_MAX && !k.iter().any(|e| e.0 == comm) {
+        k.push(Known(comm, st));
+    }
+}
+
+fn forget(st: *const CommState) {
+    KNOWN.write().retain(|k| !std::ptr::eq(k.1, st));
 }
 
 static KEYVAL: OnceCell<c_int> = OnceCell::new();
@@ -75,6 +155,8 @@ unsafe extern "C" fn delete_state(
 ) -> c_int {
     let r = std::panic::catch_unwind(|| {
         if !attr.is_null() {
+            // No lookup may find the state from here on (the handle may be reused).
+            forget(attr as *const CommState);
             // SAFETY: `attr` is the Box we leaked in `state()`; MPI calls this exactly once.
             let st = unsafe { Box::from_raw(attr as *mut CommState) };
             let mut shadow = st.shadow;
@@ -116,6 +198,9 @@ pub fn facts(comm: MPI_Comm) -> Result<Option<(usize, usize)>, c_int> {
     if comm == consts::comm_null() {
         return Err(consts::ERR_COMM());
     }
+    if let Some(st) = known(comm) {
+        return Ok(Some((st.size, st.rank)));
+    }
     let (mut inter, mut size, mut rank) = (0, 0, 0);
     // SAFETY: out-pointers to locals; an invalid handle yields an error code.
     unsafe {
@@ -140,6 +225,9 @@ pub fn facts(comm: MPI_Comm) -> Result<Option<(usize, usize)>, c_int> {
 
 /// The state of `comm`, created (collectively) on first use.
 pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommState, c_int> {
+    if let Some(st) = known(comm) {
+        return Ok(st);
+    }
     let kv = keyval()?;
     let mut val: *mut c_void = std::ptr::null_mut();
     let mut flag: c_int = 0;
@@ -158,7 +246,9 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
     if flag != 0 && !val.is_null() {
         // SAFETY: the attribute lives until the delete callback runs, which happens only when
         // the communicator is freed; the user may not use a freed communicator.
-        return Ok(unsafe { &*(val as *const CommState) });
+        let st = unsafe { &*(val as *const CommState) };
+        remember(comm, st);
+        return Ok(st);
     }
     let mut shadow: MPI_Comm = consts::comm_null();
     // SAFETY: collective dup of a valid intracommunicator; out-pointer.
@@ -175,6 +265,7 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
         rank,
         cache: Mutex::new(HashMap::new()),
         pool: Default::default(),
+        last: Mutex::new(None),
     }));
     // SAFETY: hands ownership of the Box to the attribute; reclaimed in `delete_state`.
     let rc = unsafe { PMPI_Comm_set_attr(comm, kv, st as *mut c_void) };
@@ -188,5 +279,7 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
         return Err(rc);
     }
     // SAFETY: as above: lives until the communicator is freed.
-    Ok(unsafe { &*st })
+    let st = unsafe { &*st };
+    remember(comm, st);
+    Ok(st)
 }

@@ -15,10 +15,21 @@ use pcoll::algo::{build, Algorithm, CallSpec, Collective};
 use pcoll::{exec, Error};
 use std::os::raw::{c_int, c_void};
 
-/// Counts of a call without a heap allocation for the common single-count case.
+/// Counts (or displacements) of a call, without a heap allocation for up to [`SMALL`]
+/// entries (a single count, or per-rank arrays of small communicators).
+#[derive(Clone)]
 pub enum Counts {
     One([i64; 1]),
+    Small([i64; SMALL], usize),
     Many(Vec<i64>),
+}
+
+/// Entries kept inline by [`Counts`].
+pub const SMALL: usize = 16;
+
+impl Counts {
+    /// No entries.
+    pub const EMPTY: Counts = Counts::Small([0; SMALL], 0);
 }
 
 impl std::ops::Deref for Counts {
@@ -26,6 +37,7 @@ impl std::ops::Deref for Counts {
     fn deref(&self) -> &[i64] {
         match self {
             Counts::One(c) => c,
+            Counts::Small(c, n) => &c[..*n],
             Counts::Many(v) => v,
         }
     }
@@ -37,6 +49,26 @@ impl From<Vec<i64>> for Counts {
     }
 }
 
+impl<T: Copy + Into<i64>> FromIterator<T> for Counts {
+    fn from_iter<I: IntoIterator<Item = T>>(it: I) -> Counts {
+        let mut small = [0i64; SMALL];
+        let mut it = it.into_iter();
+        for n in 0..=SMALL {
+            match it.next() {
+                None => return Counts::Small(small, n),
+                Some(x) if n < SMALL => small[n] = x.into(),
+                Some(x) => {
+                    let mut v = small.to_vec();
+                    v.push(x.into());
+                    v.extend(it.map(Into::into));
+                    return Counts::Many(v);
+                }
+            }
+        }
+        unreachable!("the loop returns by its last turn")
+    }
+}
+
 /// One collective call as the C (or Fortran, or large-count) entry point received it.
 pub struct Args {
     pub coll: Collective,
@@ -45,7 +77,7 @@ pub struct Args {
     /// reduce/allreduce: `[count]`; reduce_scatter/allgatherv: `recvcounts`.
     pub counts: Counts,
     /// allgatherv: `displs`.
-    pub displs: Vec<i64>,
+    pub displs: Counts,
     /// allgatherv: `sendcount` and `sendtype`.
     pub sendcount: i64,
     pub sendtype: MPI_Datatype,
@@ -76,20 +108,90 @@ fn wtime() -> f64 {
 /// A validated call pcoll can serve itself.
 struct Valid {
     spec: CallSpec,
+    /// Layout of the elements the program moves (allgatherv in bytes: of `MPI_BYTE`).
     facts: TypeFacts,
     in_place: bool,
+    /// Allgatherv served in bytes (see [`in_bytes`]): `Some(staging)`, where `staging` says
+    /// the receive type has holes, so the blocks are packed into a scratch buffer first.
+    bytes: Option<bool>,
 }
 
+/// Facts of `MPI_BYTE`.
+const BYTE: TypeFacts = TypeFacts {
+    size: 1,
+    lb: 0,
+    extent: 1,
+    true_lb: 0,
+    true_extent: 1,
+};
+
+/// Allgatherv is served in bytes whenever the total fits an MPI int count: MPI lets every
+/// rank describe the same data with its own receive type (equal type signatures, different
+/// element sizes), so only byte offsets mean the same on every rank. A receive type without
+/// holes is used as bytes in place; one with holes is packed into a scratch buffer
+/// (`MPI_Pack`, which on a homogeneous system is the data bytes in order), the blocks are
+/// exchanged there and unpacked at the end. Then messages may be split anywhere (chunks,
+/// segments) and every rank splits them alike. Counts and displacements become bytes;
+/// returns the staging flag, or None (the total is too large; served in elements, unsplit).
+fn in_bytes(counts: &mut [usize], displs: &mut [usize], f: &TypeFacts) -> Option<bool> {
+    let total = counts
+        .iter()
+        .try_fold(0usize, |t, &c| t.checked_add(c.checked_mul(f.size)?))?;
+    if total > c_int::MAX as usize {
+        return None;
+    }
+    let staging = !f.contiguous();
+    let mut off = 0;
+    for (c, d) in counts.iter_mut().zip(displs.iter_mut()) {
+        *c *= f.size;
+        if staging {
+            *d = off;
+            off += *c;
+        } else {
+            *d *= f.size; // extent == size
+        }
+    }
+    Some(staging)
+}
+
+thread_local! {
+    /// Vectors of finished calls, kept for their capacity (a loop of calls allocates none).
+    static SPARE: std::cell::RefCell<Vec<Vec<usize>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn spare_vec() -> Vec<usize> {
+    SPARE
+        .try_with(|s| s.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+/// Give a vector back for [`spare_vec`] (small ones only, a few at most).
+fn recycle(mut v: Vec<usize>) {
+    if v.capacity() == 0 || v.capacity() > 4096 {
+        return;
+    }
+    v.clear();
+    let _ = SPARE.try_with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < 4 {
+            s.push(v);
+        }
+    });
+}
+
+/// The counts as `usize`, or None if one is negative or above `c_int::MAX`.
 fn nonneg(v: &[i64]) -> Option<Vec<usize>> {
-    v.iter()
-        .map(|&x| {
-            if x < 0 || x > c_int::MAX as i64 {
-                None
-            } else {
-                Some(x as usize)
-            }
-        })
-        .collect()
+    let mut out = spare_vec();
+    for &x in v {
+        if x < 0 || x > c_int::MAX as i64 {
+            recycle(out);
+            return None;
+        }
+        out.push(x as usize);
+    }
+    Some(out)
 }
 
 /// A rank's own bad argument, found before any communication.
@@ -303,6 +405,12 @@ fn validate(a: &Args) -> Option<Valid> {
             }
         }
     }
+    let (mut counts, mut displs) = (counts, displs);
+    let bytes = if a.coll == Collective::Allgatherv {
+        in_bytes(&mut counts, &mut displs, &facts)
+    } else {
+        None
+    };
     let spec = CallSpec {
         coll: a.coll,
         p,
@@ -315,17 +423,20 @@ fn validate(a: &Args) -> Option<Valid> {
         counts,
         displs,
         commutative,
-        elem_bytes: facts.size,
+        elem_bytes: if bytes.is_some() { 1 } else { facts.size },
         seg_elems: 0,
         params: state::global().table.model(),
         // `In` aliases `Out`: MPI_IN_PLACE, or (allgatherv) our block converted into the
-        // receive buffer because the send type differs (see `run`).
-        in_place: in_place || (a.coll == Collective::Allgatherv && a.sendtype != a.dt),
+        // receive buffer because the send type differs, or packed into the staging buffer
+        // (see `run`).
+        in_place: in_place
+            || (a.coll == Collective::Allgatherv && (a.sendtype != a.dt || bytes == Some(true))),
     };
     Some(Valid {
         spec,
-        facts,
+        facts: if bytes.is_some() { BYTE } else { facts },
         in_place,
+        bytes,
     })
 }
 
@@ -428,10 +539,14 @@ fn choose(a: &Args, spec: &mut CallSpec) -> Result<(Algorithm, String), c_int> {
         }
     };
     let mut alg = d.algorithm;
-    let mut why = d
-        .reason
-        .clone()
-        .unwrap_or_else(|| d.source.describe(coll, &g.table));
+    // The reason is only formatted when somebody reads it (a warning, the debug log).
+    let mut why = if d.warn || log::log_enabled!(log::Level::Debug) {
+        d.reason
+            .clone()
+            .unwrap_or_else(|| d.source.describe(coll, &g.table))
+    } else {
+        String::new()
+    };
     if d.warn {
         warn_once(coll, d.rejected.map_or(alg, |r| r.0), &why);
     }
@@ -649,7 +764,10 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
         log::debug!("{} p={} bytes={bytes}: native ({why})", a.coll, v.spec.p);
         return rc;
     }
-    match run(a, &v, alg) {
+    let result = run(a, &v, alg);
+    recycle(std::mem::take(&mut v.spec.counts));
+    recycle(std::mem::take(&mut v.spec.displs));
+    match result {
         Ok(rounds) => {
             let dt = stat_time() - t0;
             state::record(a.coll, alg, bytes, dt);
@@ -679,25 +797,40 @@ fn run(a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
     let st = comm::state(a.comm, v.spec.p, v.spec.rank)
         .map_err(|c| Error::Mpi(c, "communicator setup".into()))?;
     let spec = &v.spec;
-    let key = comm::ProgKey {
-        alg,
-        coll: spec.coll,
-        root: spec.root,
-        seg_elems: spec.seg_elems,
-        commutative: spec.commutative,
-        elem_bytes: spec.elem_bytes,
-        counts: spec.counts.clone(),
-        displs: spec.displs.clone(),
-        in_place: spec.in_place,
-    };
-    let prog = st.program(key, || {
+    let prog = st.program(alg, spec, || {
         if spec.total() == 0 {
             return Ok(pcoll::Program::new());
         }
         build(alg, spec)
     })?;
     let ext = v.facts.extent;
+    let dt = if v.bytes.is_some() {
+        consts::dt_byte()
+    } else {
+        a.dt
+    };
+    // Allgatherv with a receive type with holes: the blocks meet in a packed staging buffer.
+    let mut staging = None;
     let (in_base, out_base): (*const c_void, *mut c_void) = match spec.coll {
+        Collective::Allgatherv if v.bytes == Some(true) => {
+            let mut buf = st.pool.take(spec.total())?;
+            let base = buf.ptr();
+            let own = base.wrapping_add(spec.displs[spec.rank]) as *mut c_void;
+            let (src, n, t) = if v.in_place {
+                let user_ext = mpi_types::type_facts(a.dt)
+                    .map_err(|c| Error::Mpi(c, "MPI_Type_get_extent".into()))?
+                    .extent;
+                let at = (a.recvbuf as *mut u8)
+                    .wrapping_offset(a.displs[spec.rank] as isize * user_ext)
+                    as *const c_void;
+                (at, a.counts[spec.rank], a.dt)
+            } else {
+                (a.sendbuf, a.sendcount, a.sendtype)
+            };
+            pack(src, n, t, own, spec.counts[spec.rank], st.shadow)?;
+            staging = Some(buf);
+            (own as *const c_void, base as *mut c_void)
+        }
         Collective::Allgatherv => {
             let own = (a.recvbuf as *mut u8).wrapping_offset(spec.displs[spec.rank] as isize * ext)
                 as *mut c_void;
@@ -711,7 +844,7 @@ fn run(a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
                     a.sendcount,
                     a.sendtype,
                     own,
-                    spec.counts[spec.rank],
+                    a.counts[spec.rank] as usize,
                     a.dt,
                     st.shadow,
                 )?;
@@ -732,15 +865,108 @@ fn run(a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
     let mut t = PmpiTransport::new(
         &st.pool,
         st.shadow,
-        a.dt,
+        dt,
         a.op,
         v.facts,
         spec.commutative,
         in_base,
         out_base,
+        chunking(&v.facts),
     );
-    exec::run(&prog, &mut t)?;
+    let r = exec::run(&prog, &mut t);
+    drop(t);
+    if let Some(buf) = staging {
+        let out = r.and_then(|()| {
+            let user = mpi_types::type_facts(a.dt)
+                .map_err(|c| Error::Mpi(c, "MPI_Type_get_extent".into()))?;
+            for j in 0..spec.p {
+                let from = buf.ptr_const().wrapping_add(spec.displs[j]);
+                let to = (a.recvbuf as *mut u8).wrapping_offset(a.displs[j] as isize * user.extent)
+                    as *mut c_void;
+                unpack(
+                    from as *const c_void,
+                    spec.counts[j],
+                    to,
+                    a.counts[j],
+                    a.dt,
+                    st.shadow,
+                )?;
+            }
+            Ok(())
+        });
+        st.pool.give(buf);
+        out?;
+    } else {
+        r?;
+    }
     Ok(prog.rounds)
+}
+
+/// `MPI_Pack` `n` elements of `t` from `src` into the `bytes` bytes at `dst`.
+fn pack(
+    src: *const c_void,
+    n: i64,
+    t: MPI_Datatype,
+    dst: *mut c_void,
+    bytes: usize,
+    comm: MPI_Comm,
+) -> Result<(), Error> {
+    let mut pos: c_int = 0;
+    // SAFETY: `src` holds `n` elements of `t` (validated arguments); `dst` has `bytes` bytes,
+    // the packed size of the block (its signature's size).
+    let rc = unsafe { PMPI_Pack(src, n as c_int, t, dst, bytes as c_int, &mut pos, comm) };
+    if rc != consts::SUCCESS() {
+        return Err(Error::Mpi(rc, "MPI_Pack".into()));
+    }
+    Ok(())
+}
+
+/// `MPI_Unpack` the `bytes` bytes at `src` into `n` elements of `t` at `dst`.
+fn unpack(
+    src: *const c_void,
+    bytes: usize,
+    dst: *mut c_void,
+    n: i64,
+    t: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Result<(), Error> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    let mut pos: c_int = 0;
+    // SAFETY: `src` holds the block's packed bytes; `dst` the user's receive block.
+    let rc = unsafe { PMPI_Unpack(src, bytes as c_int, &mut pos, dst, n as c_int, t, comm) };
+    if rc != consts::SUCCESS() {
+        return Err(Error::Mpi(rc, "MPI_Unpack".into()));
+    }
+    Ok(())
+}
+
+/// Chunk bytes and the largest chunked message when the environment does not say: below
+/// the eager limit of the MPI's shared-memory transport (Open MPI 4.1 vader: 4 KiB with the
+/// header; MPICH 4.0 ch4 posix: 16 KiB cells, where chunks of half a cell measured fastest),
+/// and as far as chunks measured faster than one rendezvous message on this machine.
+const CHUNK_DEFAULT: (usize, usize) = if cfg!(pcoll_mpich) {
+    (7680, 4 << 20)
+} else {
+    (3840, 256 << 10)
+};
+
+/// How this call's messages are split (`PmpiTransport::post`). Every rank must split a
+/// message at the same bytes: reductions pass the same datatype everywhere (the standard
+/// says so), and allgatherv runs in bytes (see [`in_bytes`]).
+fn chunking(f: &TypeFacts) -> crate::pmpi::Chunking {
+    let g = state::global();
+    let chunk = g.cfg.chunk.unwrap_or(CHUNK_DEFAULT.0);
+    let max_bytes = g.cfg.chunk_max.unwrap_or(CHUNK_DEFAULT.1);
+    let size = f.size;
+    if chunk == 0 || size == 0 || size > chunk {
+        return Default::default();
+    }
+    crate::pmpi::Chunking {
+        elems: chunk / size,
+        max_bytes,
+    }
 }
 
 /// Copy `scount` elements of `stype` into `rcount` elements of `rtype` (same signature).
@@ -791,4 +1017,53 @@ fn convert_into(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(size: usize, extent: isize) -> TypeFacts {
+        TypeFacts {
+            size,
+            lb: 0,
+            extent,
+            true_lb: 0,
+            true_extent: extent,
+        }
+    }
+
+    #[test]
+    fn counts_keep_small_arrays_inline() {
+        for n in [0usize, 1, 5, SMALL, SMALL + 1, 40] {
+            let v: Vec<i64> = (0..n as i64).map(|x| x * 3 - 7).collect();
+            let c: Counts = v.iter().copied().collect();
+            assert_eq!(&*c, &v[..], "n={n}");
+            assert_eq!(matches!(c, Counts::Many(_)), n > SMALL, "n={n}");
+            let from_i32: Counts = v.iter().map(|&x| x as i32).collect();
+            assert_eq!(&*from_i32, &v[..]);
+        }
+        assert!(Counts::EMPTY.is_empty());
+    }
+
+    #[test]
+    fn allgatherv_in_bytes() {
+        // No holes: bytes in place, displacements scaled.
+        let (mut c, mut d) = (vec![3, 0, 5], vec![10, 2, 0]);
+        assert_eq!(in_bytes(&mut c, &mut d, &facts(8, 8)), Some(false));
+        assert_eq!((c, d), (vec![24, 0, 40], vec![80, 16, 0]));
+        // Holes: packed one after another in rank order.
+        let (mut c, mut d) = (vec![3, 0, 5], vec![10, 2, 0]);
+        assert_eq!(in_bytes(&mut c, &mut d, &facts(6, 8)), Some(true));
+        assert_eq!((c, d), (vec![18, 0, 30], vec![0, 18, 18]));
+        // Two ranks describing the same bytes with different types agree on every block.
+        let (mut a, mut da) = (vec![12, 6], vec![0, 12]);
+        let (mut b, mut db) = (vec![2, 1], vec![0, 2]);
+        in_bytes(&mut a, &mut da, &facts(6, 8));
+        in_bytes(&mut b, &mut db, &facts(36, 40));
+        assert_eq!(a, b);
+        // Too many bytes for an int count: served in elements.
+        let (mut c, mut d) = (vec![1 << 30, 1 << 30], vec![0, 1 << 30]);
+        assert_eq!(in_bytes(&mut c, &mut d, &facts(2, 2)), None);
+    }
 }

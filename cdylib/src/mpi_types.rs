@@ -49,10 +49,44 @@ pub fn true_lb(dt: MPI_Datatype) -> Option<isize> {
     (rc == consts::SUCCESS()).then_some(tlb as isize)
 }
 
+thread_local! {
+    /// Facts of named (predefined) datatypes seen by this thread. A named type is never freed,
+    /// so its handle never comes to mean another type: a hit is always right.
+    static NAMED: std::cell::RefCell<Vec<(u64, TypeFacts)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+    /// `op_accepts` answers for (predefined op, named type) pairs seen by this thread.
+    static OP_TYPE: std::cell::RefCell<Vec<(u64, u64, c_int)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Most entries of each per-thread cache (a program uses a handful of types and ops).
+const CACHE_MAX: usize = 64;
+
 pub fn type_facts(dt: MPI_Datatype) -> Result<TypeFacts, c_int> {
     if dt == consts::datatype_null() {
         return Err(consts::ERR_TYPE());
     }
+    let bits = handle_bits(dt);
+    let hit = NAMED
+        .try_with(|c| c.borrow().iter().find(|e| e.0 == bits).map(|e| e.1))
+        .ok()
+        .flatten();
+    if let Some(f) = hit {
+        return Ok(f);
+    }
+    let f = query_type_facts(dt)?;
+    if is_named(dt) {
+        let _ = NAMED.try_with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() < CACHE_MAX {
+                c.push((bits, f));
+            }
+        });
+    }
+    Ok(f)
+}
+
+fn query_type_facts(dt: MPI_Datatype) -> Result<TypeFacts, c_int> {
     let mut size: MPI_Count = 0;
     let (mut lb, mut extent, mut tlb, mut text): (MPI_Aint, MPI_Aint, MPI_Aint, MPI_Aint) =
         (0, 0, 0, 0);
@@ -87,6 +121,9 @@ pub fn type_facts(dt: MPI_Datatype) -> Result<TypeFacts, c_int> {
 pub fn op_commutative(op: MPI_Op) -> Result<bool, c_int> {
     if op == consts::op_null() {
         return Err(consts::ERR_OP());
+    }
+    if op_is_predefined(op) {
+        return Ok(true); // all predefined reduction ops are commutative
     }
     let mut c: c_int = 0;
     // SAFETY: out-pointer to a local.
@@ -144,21 +181,39 @@ pub fn op_accepts(op: MPI_Op, dt: MPI_Datatype, f: &TypeFacts) -> Result<(), c_i
     if !op_is_predefined(op) || f.size == 0 {
         return Ok(());
     }
-    let named = is_named(dt);
-    let key = (handle_bits(op), handle_bits(dt));
-    if named {
-        if let Some(&rc) = OP_TYPE_OK.lock().get(&key) {
-            return if rc == consts::SUCCESS() {
-                Ok(())
+    let (ob, db) = (handle_bits(op), handle_bits(dt));
+    let seen = OP_TYPE
+        .try_with(|c| {
+            c.borrow()
+                .iter()
+                .find(|e| e.0 == ob && e.1 == db)
+                .map(|e| e.2)
+        })
+        .ok()
+        .flatten();
+    let named = seen.is_none() && is_named(dt);
+    let key = (ob, db);
+    let rc = match seen {
+        Some(rc) => rc,
+        None => {
+            let known = if named {
+                OP_TYPE_OK.lock().get(&key).copied()
             } else {
-                Err(rc)
+                None
             };
+            let rc = known.unwrap_or_else(|| probe_reduce_local(op, dt, f));
+            if named {
+                OP_TYPE_OK.lock().insert(key, rc);
+                let _ = OP_TYPE.try_with(|c| {
+                    let mut c = c.borrow_mut();
+                    if c.len() < CACHE_MAX {
+                        c.push((ob, db, rc));
+                    }
+                });
+            }
+            rc
         }
-    }
-    let rc = probe_reduce_local(op, dt, f);
-    if named {
-        OP_TYPE_OK.lock().insert(key, rc);
-    }
+    };
     if rc == consts::SUCCESS() {
         Ok(())
     } else {

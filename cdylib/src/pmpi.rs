@@ -29,8 +29,11 @@ impl Scratch {
         mem.resize(n, 0);
         Ok(Scratch { mem })
     }
-    fn ptr(&mut self) -> *mut u8 {
+    pub(crate) fn ptr(&mut self) -> *mut u8 {
         self.mem.as_mut_ptr() as *mut u8
+    }
+    pub(crate) fn ptr_const(&self) -> *const u8 {
+        self.mem.as_ptr() as *const u8
     }
     fn bytes(&self) -> usize {
         self.mem.len() * 16
@@ -48,7 +51,7 @@ const POOL_MAX_BUFFERS: usize = 8;
 const POOL_MAX_BYTES: usize = 256 << 20;
 
 impl ScratchPool {
-    fn take(&self, bytes: usize) -> Result<Scratch, Error> {
+    pub(crate) fn take(&self, bytes: usize) -> Result<Scratch, Error> {
         let mut free = self.free.lock();
         // Smallest buffer that fits.
         let best = free
@@ -65,13 +68,35 @@ impl ScratchPool {
             }
         }
     }
-    fn give(&self, s: Scratch) {
+    pub(crate) fn give(&self, s: Scratch) {
         let mut free = self.free.lock();
         let total: usize = free.iter().map(|x| x.bytes()).sum();
         if free.len() < POOL_MAX_BUFFERS && total + s.bytes() <= POOL_MAX_BYTES {
             free.push(s);
         }
     }
+}
+
+/// A posted message: `len` MPI requests (its chunks) from `start` in the transport's list.
+#[derive(Clone, Copy, Debug)]
+pub struct Req {
+    start: u32,
+    len: u32,
+}
+
+/// How messages are split into chunks (see `PmpiTransport::post`); the same on every rank
+/// of a call, since it depends only on the element size and the environment.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Chunking {
+    /// Elements per chunk (0: never split).
+    pub elems: usize,
+    /// Largest message (bytes) that is split; larger ones go whole.
+    pub max_bytes: usize,
+}
+
+thread_local! {
+    /// The request list of the last call on this thread, kept for its capacity.
+    static SPARE: std::cell::Cell<Vec<MPI_Request>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 pub struct PmpiTransport<'a> {
@@ -85,6 +110,10 @@ pub struct PmpiTransport<'a> {
     out_base: *mut u8,
     tmp: Vec<(Scratch, usize)>,
     scratch: Option<Scratch>,
+    /// Every MPI request posted in this call (a `Req` is a range of it).
+    reqs: Vec<MPI_Request>,
+    chunk_elems: usize,
+    chunk_max: usize,
     pub stats_msgs: usize,
 }
 
@@ -104,6 +133,9 @@ impl Drop for PmpiTransport<'_> {
         if let Some(s) = self.scratch.take() {
             self.pool.give(s);
         }
+        let mut reqs = std::mem::take(&mut self.reqs);
+        reqs.clear();
+        let _ = SPARE.try_with(|c| c.set(reqs));
     }
 }
 
@@ -119,6 +151,7 @@ impl<'a> PmpiTransport<'a> {
         commutative: bool,
         in_base: *const c_void,
         out_base: *mut c_void,
+        chunking: Chunking,
     ) -> PmpiTransport<'a> {
         PmpiTransport {
             pool,
@@ -131,6 +164,9 @@ impl<'a> PmpiTransport<'a> {
             out_base: out_base as *mut u8,
             tmp: Vec::new(),
             scratch: None,
+            reqs: SPARE.try_with(|c| c.take()).unwrap_or_default(),
+            chunk_elems: chunking.elems,
+            chunk_max: chunking.max_bytes,
             stats_msgs: 0,
         }
     }
@@ -157,47 +193,142 @@ impl<'a> PmpiTransport<'a> {
             .map_err(|_| Error::Unsupported(format!("{len} elements exceed an MPI int count")))
     }
 
-    /// (buffer, count, datatype) for a message; `Some(type)` must be freed after posting.
-    fn message(&mut self, pieces: &[Piece]) -> Result<(*mut u8, c_int, MPI_Datatype, bool), Error> {
-        let nonempty: Vec<&Piece> = pieces.iter().filter(|p| p.len > 0).collect();
-        match nonempty.len() {
-            0 => Ok((self.in_base as *mut u8, 0, self.dt, false)),
-            1 => {
-                let p = *nonempty[0];
-                Ok((self.addr(&p)?, Self::count(p.len)?, self.dt, false))
+    /// (buffer, count, datatype, owned) for elements `[lo, hi)` of the message made of
+    /// `pieces` in order; an owned datatype must be freed after posting.
+    fn message(
+        &mut self,
+        pieces: &[Piece],
+        lo: usize,
+        hi: usize,
+    ) -> Result<(*mut u8, c_int, MPI_Datatype, bool), Error> {
+        let parts = || {
+            pieces
+                .iter()
+                .scan(0usize, |pos, p| {
+                    let start = *pos;
+                    *pos += p.len;
+                    Some((start, p))
+                })
+                .filter_map(move |(start, p)| {
+                    let (a, b) = (lo.max(start), hi.min(start + p.len));
+                    (a < b).then(|| Piece::new(p.buf, p.off + (a - start), b - a))
+                })
+        };
+        let mut it = parts();
+        let (Some(first), second) = (it.next(), it.next()) else {
+            return Ok((self.in_base as *mut u8, 0, self.dt, false));
+        };
+        if second.is_none() {
+            return Ok((self.addr(&first)?, Self::count(first.len)?, self.dt, false));
+        }
+        let mut lens = Vec::new();
+        let mut displs = Vec::new();
+        for p in parts() {
+            lens.push(Self::count(p.len)?);
+            let a = self.addr(&p)?;
+            let mut d: MPI_Aint = 0;
+            // SAFETY: MPI_Get_address only computes the address value.
+            check(
+                unsafe { PMPI_Get_address(a as *const c_void, &mut d) },
+                "MPI_Get_address",
+            )?;
+            displs.push(d);
+        }
+        let mut t: MPI_Datatype = consts::datatype_null();
+        // SAFETY: arrays of equal length `lens.len()`; out-pointer to a local.
+        unsafe {
+            check(
+                PMPI_Type_create_hindexed(
+                    lens.len() as c_int,
+                    lens.as_ptr(),
+                    displs.as_ptr(),
+                    self.dt,
+                    &mut t,
+                ),
+                "MPI_Type_create_hindexed",
+            )?;
+            check(PMPI_Type_commit(&mut t), "MPI_Type_commit")?;
+        }
+        Ok((consts::bottom() as *mut u8, 1, t, true))
+    }
+
+    /// Post one message (`send` or receive) of `pieces` to/from `peer`: as one MPI message,
+    /// or, between `chunk` and `chunk_max` bytes, as consecutive chunks of at most `chunk`
+    /// bytes (both sides split the same element count the same way, and MPI keeps messages
+    /// between two ranks on one tag in order, so chunk k meets chunk k). Chunks below the
+    /// MPI's eager limit avoid its rendezvous handshake, which costs more than the copy for
+    /// messages of a few KiB to a few hundred KiB on shared memory.
+    fn post(&mut self, send: bool, peer: usize, pieces: &[Piece]) -> Result<Req, Error> {
+        let n: usize = pieces.iter().map(|p| p.len).sum();
+        let per = self.chunk_elems;
+        let chunked = per > 0 && n > per && n * self.f.size <= self.chunk_max;
+        let step = if chunked { per } else { n.max(1) };
+        let start = self.reqs.len();
+        let mut lo = 0;
+        loop {
+            let hi = (lo + step).min(n);
+            let (buf, cnt, mut t, owned) = self.message(pieces, lo, hi)?;
+            let mut req: MPI_Request = unsafe { RSMPI_REQUEST_NULL };
+            // SAFETY: (buf, cnt, t) describes memory that stays valid and untouched until
+            // the matching Wait (the executor's contract); `req` is an out-pointer.
+            let rc = unsafe {
+                if send {
+                    PMPI_Isend(
+                        buf as *const c_void,
+                        cnt,
+                        t,
+                        peer as c_int,
+                        TAG,
+                        self.comm,
+                        &mut req,
+                    )
+                } else {
+                    PMPI_Irecv(
+                        buf as *mut c_void,
+                        cnt,
+                        t,
+                        peer as c_int,
+                        TAG,
+                        self.comm,
+                        &mut req,
+                    )
+                }
+            };
+            if owned {
+                // SAFETY: freeing a committed type after posting is allowed; the pending
+                // operation keeps its own reference.
+                unsafe { PMPI_Type_free(&mut t) };
             }
-            _ => {
-                let mut lens = Vec::with_capacity(nonempty.len());
-                let mut displs = Vec::with_capacity(nonempty.len());
-                for p in nonempty {
-                    lens.push(Self::count(p.len)?);
-                    let a = self.addr(p)?;
-                    let mut d: MPI_Aint = 0;
-                    // SAFETY: MPI_Get_address only computes the address value.
-                    check(
-                        unsafe { PMPI_Get_address(a as *const c_void, &mut d) },
-                        "MPI_Get_address",
-                    )?;
-                    displs.push(d);
+            if rc != consts::SUCCESS() {
+                // Already posted chunks of this message are completed before the error
+                // goes up (the executor only knows whole messages).
+                let posted = self.reqs.len() - start;
+                if posted > 0 {
+                    // SAFETY: requests posted above, waited once here.
+                    unsafe {
+                        PMPI_Waitall(
+                            posted as c_int,
+                            self.reqs[start..].as_mut_ptr(),
+                            RSMPI_STATUSES_IGNORE,
+                        )
+                    };
+                    self.reqs.truncate(start);
                 }
-                let mut t: MPI_Datatype = consts::datatype_null();
-                // SAFETY: arrays of equal length `lens.len()`; out-pointer to a local.
-                unsafe {
-                    check(
-                        PMPI_Type_create_hindexed(
-                            lens.len() as c_int,
-                            lens.as_ptr(),
-                            displs.as_ptr(),
-                            self.dt,
-                            &mut t,
-                        ),
-                        "MPI_Type_create_hindexed",
-                    )?;
-                    check(PMPI_Type_commit(&mut t), "MPI_Type_commit")?;
-                }
-                Ok((consts::bottom() as *mut u8, 1, t, true))
+                check(rc, if send { "MPI_Isend" } else { "MPI_Irecv" })?;
+            }
+            self.reqs.push(req);
+            if send {
+                self.stats_msgs += 1;
+            }
+            lo = hi;
+            if lo >= n {
+                break;
             }
         }
+        Ok(Req {
+            start: start as u32,
+            len: (self.reqs.len() - start) as u32,
+        })
     }
 
     fn scratch(&mut self, n: usize) -> Result<*mut u8, Error> {
@@ -272,7 +403,7 @@ impl<'a> PmpiTransport<'a> {
 }
 
 impl Transport for PmpiTransport<'_> {
-    type Request = MPI_Request;
+    type Request = Req;
 
     fn alloc_tmp(&mut self, sizes: &[usize]) -> Result<(), Error> {
         for (s, _) in self.tmp.drain(..) {
@@ -284,61 +415,30 @@ impl Transport for PmpiTransport<'_> {
         Ok(())
     }
 
-    fn isend(&mut self, peer: usize, pieces: &[Piece]) -> Result<MPI_Request, Error> {
-        let (buf, cnt, mut t, owned) = self.message(pieces)?;
-        let mut req: MPI_Request = unsafe { RSMPI_REQUEST_NULL };
-        self.stats_msgs += 1;
-        // SAFETY: (buf, cnt, t) describes memory that stays valid and unmodified until the
-        // matching Wait (the executor's contract); `req` is an out-pointer.
-        let rc = unsafe {
-            PMPI_Isend(
-                buf as *const c_void,
-                cnt,
-                t,
-                peer as c_int,
-                TAG,
-                self.comm,
-                &mut req,
-            )
-        };
-        if owned {
-            // SAFETY: freeing a committed type after posting is allowed; the pending send
-            // keeps its own reference.
-            unsafe { PMPI_Type_free(&mut t) };
-        }
-        check(rc, "MPI_Isend")?;
-        Ok(req)
+    fn isend(&mut self, peer: usize, pieces: &[Piece]) -> Result<Req, Error> {
+        self.post(true, peer, pieces)
     }
 
-    fn irecv(&mut self, peer: usize, pieces: &[Piece]) -> Result<MPI_Request, Error> {
-        let (buf, cnt, mut t, owned) = self.message(pieces)?;
-        let mut req: MPI_Request = unsafe { RSMPI_REQUEST_NULL };
-        // SAFETY: as for isend; the receive memory is not touched until the matching Wait.
-        let rc = unsafe {
-            PMPI_Irecv(
-                buf as *mut c_void,
-                cnt,
-                t,
-                peer as c_int,
-                TAG,
-                self.comm,
-                &mut req,
-            )
-        };
-        if owned {
-            // SAFETY: see isend.
-            unsafe { PMPI_Type_free(&mut t) };
-        }
-        check(rc, "MPI_Irecv")?;
-        Ok(req)
+    fn irecv(&mut self, peer: usize, pieces: &[Piece]) -> Result<Req, Error> {
+        self.post(false, peer, pieces)
     }
 
-    fn wait(&mut self, mut req: MPI_Request) -> Result<(), Error> {
-        // SAFETY: `req` came from Isend/Irecv above and is waited exactly once.
-        check(
-            unsafe { PMPI_Wait(&mut req, RSMPI_STATUS_IGNORE) },
-            "MPI_Wait",
-        )
+    fn wait(&mut self, r: Req) -> Result<(), Error> {
+        let (s, n) = (r.start as usize, r.len as usize);
+        let reqs = self
+            .reqs
+            .get_mut(s..s + n)
+            .ok_or_else(|| Error::Internal("wait on an unknown request".into()))?;
+        // SAFETY: the requests came from Isend/Irecv in `post` and are waited exactly once
+        // (MPI sets them to MPI_REQUEST_NULL).
+        let rc = unsafe {
+            if n == 1 {
+                PMPI_Wait(reqs.as_mut_ptr(), RSMPI_STATUS_IGNORE)
+            } else {
+                PMPI_Waitall(n as c_int, reqs.as_mut_ptr(), RSMPI_STATUSES_IGNORE)
+            }
+        };
+        check(rc, "MPI_Wait")
     }
 
     fn reduce(&mut self, src: Piece, dst: Piece, src_first: bool) -> Result<(), Error> {

@@ -13,14 +13,14 @@ use std::os::raw::{c_int, c_void};
 ///
 /// # Safety
 /// `p` must point to at least `n` readable values when non-null.
-unsafe fn read_array<T: Copy + Into<i64>>(p: *const T, n: usize) -> Vec<i64> {
+unsafe fn read_array<T: Copy + Into<i64>>(p: *const T, n: usize) -> Counts {
     if p.is_null() {
-        return Vec::new();
+        return Counts::EMPTY;
     }
     // SAFETY: caller guarantees n readable elements.
     unsafe { std::slice::from_raw_parts(p, n) }
         .iter()
-        .map(|&x| x.into())
+        .copied()
         .collect()
 }
 
@@ -48,7 +48,7 @@ pub(crate) fn reduce_args(
         sendbuf,
         recvbuf,
         counts: Counts::One([count]),
-        displs: vec![],
+        displs: Counts::EMPTY,
         sendcount: 0,
         sendtype: dt,
         dt,
@@ -66,8 +66,8 @@ pub(crate) fn allgatherv_args(
     sendcount: i64,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    counts: Vec<i64>,
-    displs: Vec<i64>,
+    counts: Counts,
+    displs: Counts,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
     large_count: bool,
@@ -76,7 +76,7 @@ pub(crate) fn allgatherv_args(
         coll: Collective::Allgatherv,
         sendbuf,
         recvbuf,
-        counts: counts.into(),
+        counts,
         displs,
         sendcount,
         sendtype,
@@ -116,7 +116,7 @@ unsafe fn reduce_scatter_entry<C: Copy + Into<i64>>(
     }
     let mut a = reduce_args(coll, sendbuf, recvbuf, 0, datatype, op, 0, comm);
     // SAFETY: as above.
-    a.counts = unsafe { read_array(recvcounts, comm_size(comm)) }.into();
+    a.counts = unsafe { read_array(recvcounts, comm_size(comm)) };
     a.large_count = large_count;
     collective(&a, native)
 }
