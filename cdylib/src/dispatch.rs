@@ -947,7 +947,7 @@ fn unpack(
 /// header; MPICH 4.0 ch4 posix: 16 KiB cells, where chunks of half a cell measured fastest),
 /// and as far as chunks measured faster than one rendezvous message on this machine.
 const CHUNK_DEFAULT: (usize, usize) = if cfg!(pcoll_mpich) {
-    (7680, 4 << 20)
+    (7680, 2 << 20)
 } else {
     (3840, 256 << 10)
 };
