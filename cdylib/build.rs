@@ -5,6 +5,7 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=shim/pcoll_shim.c");
+    println!("cargo:rerun-if-changed=shim/pcoll_gate.c");
     println!("cargo:rerun-if-env-changed=MPICC");
     println!("cargo::rustc-check-cfg=cfg(pcoll_openmpi)");
     println!("cargo::rustc-check-cfg=cfg(pcoll_mpich)");
@@ -25,6 +26,8 @@ fn main() {
     cc::Build::new()
         .compiler(&mpicc)
         .file("shim/pcoll_shim.c")
+        .file("shim/pcoll_gate.c")
+        .flag_if_supported("-O2")
         .warnings(true)
         .compile("pcoll_shim");
 }

@@ -541,3 +541,59 @@ fn builtin_table_decisions() {
         }
     }
 }
+
+/// `native_ranges` (the C gate's table) agrees with `lookup` size by size: for the built-in
+/// table and tables with overlapping, unbounded and p-limited rules, with and without a forced
+/// algorithm, at every rule bound, its neighbours and a spread of sizes.
+#[test]
+fn native_ranges_match_lookup() {
+    let tables = [
+        Table::builtin(),
+        Table::parse(
+            "[[reduce]]\np = [2, 4]\nbytes = [0, \"4KiB\"]\nalgorithm = \"native\"\n\
+             [[reduce]]\nbytes = [\"1KiB\", \"64KiB\"]\nalgorithm = \"greedy\"\n\
+             [[reduce]]\nbytes = [\"64KiB\"]\nalgorithm = \"native\"\n\
+             [[allgatherv]]\np = [3]\nalgorithm = \"native\"\n\
+             [[allgatherv]]\nbytes = [100, 200]\nalgorithm = \"native\"\n",
+            "t",
+        )
+        .unwrap(),
+    ];
+    let mut sizes: Vec<usize> = (0..40).map(|k| 1usize << k).collect();
+    sizes.extend([
+        0, 1, 3, 99, 100, 101, 199, 200, 201, 1023, 1025, 65535, 65537,
+    ]);
+    for t in &tables {
+        for coll in Collective::ALL {
+            let mut probe = sizes.clone();
+            for r in t.rules(coll) {
+                for b in [r.bytes.lo, r.bytes.hi] {
+                    probe.extend([b.saturating_sub(1), b, b.saturating_add(1)]);
+                }
+            }
+            for forced in [None, Some(Algorithm::Native), Some(Algorithm::Binomial)] {
+                for p in 1..=12 {
+                    let ranges = t.native_ranges(coll, p, forced);
+                    for w in ranges.windows(2) {
+                        assert!(
+                            w[0].1 < w[1].0,
+                            "{coll} p={p}: ranges not merged: {ranges:?}"
+                        );
+                    }
+                    // usize::MAX stands for "no bound" and is no message size.
+                    for &b in probe.iter().filter(|&&b| b != usize::MAX) {
+                        let want = forced
+                            .or_else(|| t.lookup(coll, p, b).map(|c| c.algorithm))
+                            .unwrap_or(pcoll::config::DEFAULT_ALGORITHM)
+                            == Algorithm::Native;
+                        let got = ranges.iter().any(|&(lo, hi)| lo <= b && b < hi);
+                        assert_eq!(
+                            got, want,
+                            "{coll} p={p} bytes={b} forced={forced:?}: {ranges:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -10,6 +10,7 @@ pub mod comm;
 pub mod consts;
 pub mod dispatch;
 pub mod ffi;
+pub mod gate;
 pub mod mpi_types;
 pub mod pmpi;
 pub mod standin;

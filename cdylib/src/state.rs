@@ -56,6 +56,7 @@ pub fn global() -> &'static Global {
         }
         log::debug!("configuration: {cfg:?}");
         install_finalize_hook();
+        crate::gate::publish(&cfg, &table, forced);
         Global {
             cfg,
             table,
@@ -105,6 +106,9 @@ pub fn force(coll: Collective, alg: Option<Algorithm>) {
         Algorithm::ALL.iter().position(|x| *x == a).unwrap() as u8
     });
     FORCED[coll.index()].store(v, Ordering::Relaxed);
+    if let Some(g) = GLOBAL.get() {
+        crate::gate::publish(&g.cfg, &g.table, forced);
+    }
 }
 
 pub fn forced(coll: Collective) -> Option<Algorithm> {
@@ -216,6 +220,7 @@ pub fn record(coll: Collective, alg: Algorithm, bytes: usize, secs: f64) {
         SETS.lock().push(c);
     }
     LAST[coll.index()].store(ai as u8, Ordering::Relaxed);
+    crate::gate::last_hit(coll, true);
 }
 
 /// A snapshot of one counter, summed over all threads.
@@ -230,12 +235,18 @@ pub fn stat(coll: Collective, alg: Algorithm) -> Stat {
         ns += c.time_ns.load(Ordering::Relaxed);
     }
     st.time_us = ns as f64 / 1e3;
+    if alg == Algorithm::Native {
+        let (calls, bytes) = crate::gate::counts(coll);
+        st.calls += calls;
+        st.bytes += bytes;
+    }
     st
 }
 
 /// Zero every counter (racy against calls running concurrently on other threads, as any
 /// reset is).
 pub fn reset_stats() {
+    crate::gate::reset();
     for set in SETS.lock().iter() {
         for row in set.iter() {
             for c in row {
@@ -248,6 +259,9 @@ pub fn reset_stats() {
 }
 
 pub fn last(coll: Collective) -> Option<Algorithm> {
+    if crate::gate::last_hit(coll, false) {
+        return Some(Algorithm::Native);
+    }
     let v = LAST[coll.index()].load(Ordering::Relaxed);
     (v != NONE).then(|| Algorithm::ALL[v as usize])
 }

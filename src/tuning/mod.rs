@@ -250,6 +250,42 @@ impl Table {
             })
     }
 
+    /// The message sizes (half-open byte ranges, merged, ascending) at which `coll` on `p`
+    /// ranks goes to `native` when `forced` (if any) or else this table decides, with
+    /// [`crate::config::DEFAULT_ALGORITHM`] where no rule matches: the decision exactly as
+    /// `lookup` makes it, size by size (rule bounds are the only places it can change).
+    pub fn native_ranges(
+        &self,
+        coll: Collective,
+        p: usize,
+        forced: Option<Algorithm>,
+    ) -> Vec<(usize, usize)> {
+        let decide = |bytes: usize| {
+            forced
+                .or_else(|| self.lookup(coll, p, bytes).map(|c| c.algorithm))
+                .unwrap_or(crate::config::DEFAULT_ALGORITHM)
+                == Algorithm::Native
+        };
+        let mut cuts: Vec<usize> = vec![0];
+        for r in self.rules[coll.index()].iter().filter(|r| r.p.contains(p)) {
+            cuts.extend([r.bytes.lo, r.bytes.hi].into_iter().filter(|&b| b < INF));
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for (i, &lo) in cuts.iter().enumerate() {
+            let hi = cuts.get(i + 1).copied().unwrap_or(INF);
+            if !decide(lo) {
+                continue;
+            }
+            match out.last_mut() {
+                Some(last) if last.1 == lo => last.1 = hi,
+                _ => out.push((lo, hi)),
+            }
+        }
+        out
+    }
+
     /// The cost-model parameters: the table's `[model]`, else the built-in constants.
     pub fn model(&self) -> CostParams {
         self.model.unwrap_or_default()

@@ -4,7 +4,7 @@
 
 use super::guard;
 use crate::dispatch::{collective, vector_native, Args, Counts};
-use crate::{consts, state};
+use crate::{consts, gate, state};
 use mpi_sys::*;
 use pcoll::Collective;
 use std::os::raw::{c_int, c_void};
@@ -182,6 +182,11 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
+    // SAFETY: the caller's arguments, unchanged; the gate only reads them or forwards them.
+    let rc = unsafe { gate::pcoll_gate_reduce(sendbuf, recvbuf, count, datatype, op, root, comm) };
+    if rc != gate::DECLINED {
+        return rc;
+    }
     guard("MPI_Reduce", || {
         let a = reduce_args(
             Collective::Reduce,
@@ -209,6 +214,11 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    // SAFETY: as in MPI_Reduce.
+    let rc = unsafe { gate::pcoll_gate_allreduce(sendbuf, recvbuf, count, datatype, op, comm) };
+    if rc != gate::DECLINED {
+        return rc;
+    }
     guard("MPI_Allreduce", || {
         let a = reduce_args(
             Collective::Allreduce,
@@ -236,6 +246,13 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
+    // SAFETY: as in MPI_Reduce; recvcounts has comm-size entries (MPI's rule).
+    let rc = unsafe {
+        gate::pcoll_gate_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm)
+    };
+    if rc != gate::DECLINED {
+        return rc;
+    }
     guard("MPI_Reduce_scatter", || {
         // SAFETY: the caller's arguments, forwarded unchanged; recvcounts has comm-size
         // entries (MPI's rule).
@@ -265,6 +282,15 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
+    // SAFETY: as in MPI_Reduce; both arrays have comm-size entries (MPI's rule).
+    let rc = unsafe {
+        gate::pcoll_gate_allgatherv(
+            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+        )
+    };
+    if rc != gate::DECLINED {
+        return rc;
+    }
     guard("MPI_Allgatherv", || {
         // SAFETY: forwarded unchanged; comm-size entries in both arrays (MPI's rule).
         unsafe {
