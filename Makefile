@@ -56,9 +56,11 @@ ctest-%:
 	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) test --release -p pcoll-mpi
 	bash c-tests/run-tests.sh $* build/$*/libpcoll.so --quick
 
-# Randomized differential test (short) and mpi4py's own collective tests under pcoll.
+# Randomized differential test (short), the native gate against its table, and mpi4py's own
+# collective tests under pcoll.
 verify-%:
 	bash verify/run-difftest.sh $* build/$*/libpcoll.so --quick
+	bash verify/gate.sh $* build/$*/libpcoll.so
 	bash verify/mpi4py.sh $* build/$*/libpcoll.so --quick
 
 demo: build

@@ -1,0 +1,130 @@
+/* gate: pcoll's native gate (cdylib/shim/pcoll_gate.c) against the decision it stands in for.
+ *
+ * Run with pcoll preloaded, PCOLL_TUNING=<the table verify/gate.sh writes>, no PCOLL_STATS (the
+ * gate is closed then). The table sends allreduce and allgatherv to `native` at p = 2 below
+ * 1 KiB and at p = 4, and to pcoll's algorithms elsewhere, so the right choice depends on the
+ * communicator's size. The program splits MPI_COMM_WORLD (5 ranks) into sub-communicators of
+ * sizes 1..4 again and again, freeing each before the next split (the MPI reuses their
+ * handles: a size cached for a freed communicator would be wrong for its successor), and
+ * checks after every call:
+ *   - the result, against a sum computed locally;
+ *   - pcoll_last_algorithm, against the table's choice for (p, bytes);
+ *   - at the end, that pcoll_stats counts exactly the native calls made (one thread).
+ * Also a communicator with more ranks than the gate serves is not needed here (p <= 5).
+ * Prints `gate: PASS` or `gate: FAIL ...` on rank 0; exit status 1 on failure. */
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef const char *(*last_fn)(const char *);
+typedef int (*stats_fn)(const char *, const char *, unsigned long long *, unsigned long long *, double *);
+typedef void (*reset_fn)(void);
+
+/* The table verify/gate.sh writes, as a function: is (collective, p, bytes) native? */
+static int native_expected(int p, long bytes) { return (p == 2 && bytes < 1024) || p == 4; }
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int wr, wp;
+    MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+    MPI_Comm_size(MPI_COMM_WORLD, &wp);
+    last_fn last = (last_fn)dlsym(RTLD_DEFAULT, "pcoll_last_algorithm");
+    stats_fn stats = (stats_fn)dlsym(RTLD_DEFAULT, "pcoll_stats");
+    reset_fn reset = (reset_fn)dlsym(RTLD_DEFAULT, "pcoll_stats_reset");
+    if (!last || !stats || !reset) {
+        if (wr == 0)
+            printf("gate: FAIL pcoll is not preloaded\n");
+        MPI_Finalize();
+        return 1;
+    }
+    int rounds = argc > 1 ? atoi(argv[1]) : 200;
+    int bad = 0;
+    long native_calls[2] = {0, 0}; /* allreduce, allgatherv on this rank */
+    const int counts[] = {1, 16, 100, 127, 128, 129, 1000, 5000};
+    const int ncounts = sizeof counts / sizeof counts[0];
+    double *a = malloc(5000 * 5 * sizeof(double)), *b = malloc(5000 * 5 * sizeof(double));
+    reset();
+    for (int round = 0; round < rounds && !bad; round++) {
+        int k = 1 + round % (wp - 1); /* first group: ranks 0..k-1 */
+        MPI_Comm c;
+        MPI_Comm_split(MPI_COMM_WORLD, wr < k ? 0 : 1, wr, &c);
+        int p, r;
+        MPI_Comm_size(c, &p);
+        MPI_Comm_rank(c, &r);
+        for (int ci = 0; ci < ncounts && !bad; ci++) {
+            int n = counts[(ci + round) % ncounts];
+            long bytes = (long)n * (long)sizeof(double);
+            const char *want = native_expected(p, bytes) ? "native" : NULL;
+            /* allreduce: element i of rank r is r + i + round */
+            for (int i = 0; i < n; i++)
+                a[i] = r + i + round;
+            MPI_Allreduce(a, b, n, MPI_DOUBLE, MPI_SUM, c);
+            for (int i = 0; i < n && !bad; i++) {
+                double s = (double)p * (i + round) + (double)p * (p - 1) / 2;
+                if (b[i] != s) {
+                    printf("gate: FAIL rank %d round %d p=%d allreduce n=%d: [%d] = %g, want %g\n", wr, round,
+                           p, n, i, b[i], s);
+                    bad = 1;
+                }
+            }
+            const char *got = last("allreduce");
+            if (!got || (want && strcmp(got, want)) || (!want && !strcmp(got, "native"))) {
+                printf("gate: FAIL rank %d round %d p=%d allreduce %ld B served by %s, table says %s\n", wr,
+                       round, p, bytes, got ? got : "(none)", want ? want : "a pcoll algorithm");
+                bad = 1;
+            }
+            if (got && !strcmp(got, "native"))
+                native_calls[0]++;
+            /* allgatherv: rank j contributes n elements j*1000 + i */
+            int rc[8], dp[8];
+            for (int j = 0; j < p; j++) {
+                rc[j] = n;
+                dp[j] = j * n;
+            }
+            for (int i = 0; i < n; i++)
+                a[i] = r * 1000.0 + i;
+            MPI_Allgatherv(a, n, MPI_DOUBLE, b, rc, dp, MPI_DOUBLE, c);
+            for (int j = 0; j < p && !bad; j++)
+                for (int i = 0; i < n && !bad; i++)
+                    if (b[j * n + i] != j * 1000.0 + i) {
+                        printf("gate: FAIL rank %d round %d p=%d allgatherv n=%d: block %d [%d] = %g\n", wr, round,
+                               p, n, j, i, b[j * n + i]);
+                        bad = 1;
+                    }
+            long agv_bytes = bytes * p;
+            const char *want2 = native_expected(p, agv_bytes) ? "native" : NULL;
+            got = last("allgatherv");
+            if (!got || (want2 && strcmp(got, want2)) || (!want2 && !strcmp(got, "native"))) {
+                printf("gate: FAIL rank %d round %d p=%d allgatherv %ld B served by %s, table says %s\n", wr,
+                       round, p, agv_bytes, got ? got : "(none)", want2 ? want2 : "a pcoll algorithm");
+                bad = 1;
+            }
+            if (got && !strcmp(got, "native"))
+                native_calls[1]++;
+        }
+        MPI_Comm_free(&c);
+    }
+    /* Every native call counted, and only those (one thread: exact). */
+    const char *names[2] = {"allreduce", "allgatherv"};
+    for (int q = 0; q < 2 && !bad; q++) {
+        unsigned long long calls = 0, by = 0;
+        double t = 0;
+        stats(names[q], "native", &calls, &by, &t);
+        if ((long)calls != native_calls[q]) {
+            printf("gate: FAIL rank %d: pcoll_stats(%s, native) = %llu calls, %ld made\n", wr, names[q], calls,
+                   native_calls[q]);
+            bad = 1;
+        }
+    }
+    int any;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (wr == 0)
+        printf(any ? "gate: FAIL\n" : "gate: PASS (%d rounds, sub-communicators of 1..%d ranks)\n", rounds, wp - 1);
+    free(a);
+    free(b);
+    MPI_Finalize();
+    return any ? 1 : 0;
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# verify/gate.sh <openmpi|mpich> <libpcoll.so>: the native gate against the table it stands in
+# for (verify/gate.c), on sub-communicators of 1..4 ranks that are split and freed over and
+# over. Last line: `gate: PASS ...` or `gate: FAIL ...`; exit status non-zero on failure.
+set -uo pipefail
+[ $# -eq 2 ] || { echo "usage: $0 <openmpi|mpich> <libpcoll.so>" >&2; exit 2; }
+MPI=$1
+LIB=$(readlink -f "$2")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=$ROOT/build/verify
+mkdir -p "$OUT"
+BIN=$OUT/gate-$MPI
+mpicc.$MPI -O2 -Wall -o "$BIN" "$ROOT/verify/gate.c" -ldl || { echo "gate: FAIL (build)"; exit 1; }
+TABLE=$OUT/gate.toml
+cat >"$TABLE" <<'T'
+# verify/gate.c's table: native at p = 2 below 1 KiB and at p = 4, pcoll elsewhere.
+[[allreduce]]
+p = 2
+bytes = [0, 1024]
+algorithm = "native"
+[[allreduce]]
+p = 4
+algorithm = "native"
+[[allreduce]]
+algorithm = "binomial"
+[[allgatherv]]
+p = 2
+bytes = [0, 1024]
+algorithm = "native"
+[[allgatherv]]
+p = 4
+algorithm = "native"
+[[allgatherv]]
+algorithm = "ring"
+T
+if [ "$MPI" = openmpi ]; then
+  out=$(timeout -k 5 300 mpirun.openmpi --allow-run-as-root --oversubscribe -np 5 -x LD_PRELOAD="$LIB" \
+    -x PCOLL_TUNING="$TABLE" "$BIN" 200 </dev/null 2>&1)
+else
+  out=$(timeout -k 5 300 mpiexec.mpich -n 5 -genv LD_PRELOAD "$LIB" -genv PCOLL_TUNING "$TABLE" \
+    "$BIN" 40 </dev/null 2>&1)
+fi
+rc=$?
+echo "$out" | grep -E '^gate: ' | head -20
+[ $rc = 0 ] && echo "$out" | grep -q '^gate: PASS' && exit 0
+echo "$out" | tail -5
+echo "gate: FAIL (exit $rc)"
+exit 1
