@@ -8,6 +8,14 @@ MPI's own collective). Input: results/bench.<mpi>.p<p>.csv; output: tuning.toml 
 and tuning.mpich.toml (MPICH). The [model] section is copied from results/tuning.<mpi>.toml
 (pcoll-tune's fit) when present.
 
+Validation: where results/auto.<mpi>.p<p>.csv (scripts/check-default.sh: the table's own
+choice against native, 400 interleaved iterations, no other algorithm in between) measured the
+chosen algorithm at a cell and found it not at least CONFIRM faster than native, the cell goes
+back to `native` (the all-algorithms benchmark can flatter an algorithm: e.g. Open MPI p = 2
+chunked ring allgatherv at 64 KiB measured 0.76 there and 1.22-1.30 alone). Procedure: make
+bench; this script; make build; scripts/check-default.sh; this script again; make build;
+scripts/check-default.sh.
+
 Usage: scripts/table_from_bench.py [--margin 0.92]
 """
 import csv, glob, os, re, sys
@@ -16,6 +24,8 @@ MARGIN = 0.85
 # Below this size calls are latency-bound and pcoll's per-call work is a visible share of
 # the time (and oversubscribed measurements are mostly scheduler noise): native.
 MIN_BYTES = 4096
+# A chosen algorithm must also have measured at most this ratio in check-default (if it ran).
+CONFIRM = 0.95
 if "--margin" in sys.argv:
     MARGIN = float(sys.argv[sys.argv.index("--margin") + 1])
 COLLS = ["reduce", "allreduce", "reduce_scatter", "allgatherv"]
@@ -36,6 +46,16 @@ def load(mpi):
     return runs
 
 
+def load_auto(mpi):
+    """check-default's measurements: {p: {(collective, bytes): (algorithm, ratio)}}."""
+    out = {}
+    for f in glob.glob(os.path.join(root, f"results/auto.{mpi}.p*.csv")):
+        p = int(re.search(r"\.p(\d+)\.csv$", f).group(1))
+        out[p] = {(r["collective"], int(r["bytes"])): (r["algorithm"], float(r["ratio"]))
+                  for r in csv.DictReader(open(f)) if r["variant"] == "auto"}
+    return out
+
+
 def p_ranges(ps):
     """Measured p -> half-open p range it stands for (midpoints between measured sizes)."""
     ps = sorted(ps)
@@ -47,27 +67,36 @@ def p_ranges(ps):
     return out
 
 
-def rules_for(cells, coll):
+def rules_for(cells, coll, auto):
     sizes = sorted(b for (c, b) in cells if c == coll)
     picks = []
     for b in sizes:
         r, alg = min(cells[(coll, b)])
-        picks.append((b, alg if (r <= MARGIN and b >= MIN_BYTES) else "native", r))
+        alg = alg if (r <= MARGIN and b >= MIN_BYTES) else "native"
+        seen = auto.get((coll, b))
+        unconfirmed = None
+        if alg != "native" and seen and seen[0] == alg and seen[1] > CONFIRM:
+            alg, unconfirmed = "native", (seen[0], seen[1])
+        picks.append((b, alg, r, unconfirmed))
     rules = []
-    for i, (b, alg, r) in enumerate(picks):
+    for i, (b, alg, r, unc) in enumerate(picks):
         lo = 0 if i == 0 else b
         if rules and rules[-1]["alg"] == alg:
             rules[-1]["ratios"].append(r)
             rules[-1]["sizes"].append(b)
+            if unc:
+                rules[-1]["unconfirmed"].append((b, unc))
             continue
         if rules:
             rules[-1]["hi"] = lo
-        rules.append({"alg": alg, "lo": lo, "hi": None, "ratios": [r], "sizes": [b]})
+        rules.append({"alg": alg, "lo": lo, "hi": None, "ratios": [r], "sizes": [b],
+                      "unconfirmed": [(b, unc)] if unc else []})
     return rules
 
 
 def write(mpi, out):
     runs = load(mpi)
+    autos = load_auto(mpi)
     if not runs:
         print(f"no results/bench.{mpi}.p*.csv", file=sys.stderr)
         return
@@ -90,11 +119,14 @@ def write(mpi, out):
         lines += [f"[[{coll}]]", "p = [1, 2]", 'algorithm = "native"', ""]
     for coll in COLLS:
         for p, plo, phi in p_ranges(runs):
-            for r in rules_for(runs[p], coll):
+            for r in rules_for(runs[p], coll, autos.get(p, {})):
                 if r["alg"] == "native" and len(r["sizes"]) and all(x > MARGIN for x in r["ratios"]):
                     why = f"native: no algorithm {round((1 - MARGIN) * 100)}% faster (best ratio {min(r['ratios']):.2f})"
                 else:
                     why = f"{r['alg']}: median/native {min(r['ratios']):.2f}..{max(r['ratios']):.2f}"
+                if r["unconfirmed"]:
+                    why += "; native where check-default did not confirm: " + ", ".join(
+                        f"{b} B {a} {x:.2f}" for b, (a, x) in r["unconfirmed"])
                 lines.append(f"# measured at p = {p}, {len(r['sizes'])} sizes: {why}")
                 lines.append(f"[[{coll}]]")
                 lines.append(f"p = [{plo}, {phi if phi is not None else chr(34) + 'inf' + chr(34)}]")

@@ -90,6 +90,7 @@ static void counted(int coll, unsigned long long bytes)
 struct comm_entry {
     MPI_Comm key;
     int size; /* intracommunicator size; 0: do not gate */
+    int rank;
     int used;
 };
 struct type_entry {
@@ -125,21 +126,26 @@ static int comm_forget(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
-/* Size of an intracommunicator of at most PCOLL_GATE_P ranks, else 0. */
-static int small_intra(MPI_Comm comm)
+/* Size of an intracommunicator of at most PCOLL_GATE_P ranks (and this process's rank in
+ * it), else 0. */
+static int small_intra(MPI_Comm comm, int *rank)
 {
     if (!__atomic_load_n(&gate_open, __ATOMIC_ACQUIRE) || comm == MPI_COMM_NULL)
         return 0;
     struct comm_entry *e = &comm_cache[slot_of(&comm, sizeof comm)];
     if (__atomic_load_n(&e->used, __ATOMIC_ACQUIRE) && same_comm(e->key, comm)) {
-        int size = e->size;
+        int size = e->size, r = e->rank;
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&e->used, __ATOMIC_RELAXED) && same_comm(e->key, comm))
+        if (__atomic_load_n(&e->used, __ATOMIC_RELAXED) && same_comm(e->key, comm)) {
+            *rank = r;
             return size;
+        }
     }
-    int inter = 1, p = 0;
-    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_size(comm, &p) != MPI_SUCCESS)
+    int inter = 1, p = 0, r = -1;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_size(comm, &p) != MPI_SUCCESS ||
+        PMPI_Comm_rank(comm, &r) != MPI_SUCCESS)
         return 0;
+    *rank = r;
     int size = (!inter && p >= 1 && p <= PCOLL_GATE_P) ? p : 0;
     /* Remember it (one attribute per communicator, for the delete callback). */
     if (comm_keyval == MPI_KEYVAL_INVALID) {
@@ -152,6 +158,7 @@ static int small_intra(MPI_Comm comm)
         __atomic_store_n(&e->used, 0, __ATOMIC_RELEASE);
         e->key = comm;
         e->size = size;
+        e->rank = r;
         __atomic_store_n(&e->used, 1, __ATOMIC_RELEASE);
     }
     return size;
@@ -194,7 +201,7 @@ extern int pcoll_c_op_is_predefined(MPI_Op op);
 static int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                        int root, MPI_Comm comm)
 {
-    int p = small_intra(comm), tlb_pos = 0;
+    int rank = -1, p = small_intra(comm, &rank), tlb_pos = 0;
     long long size;
     if (!p || count < 0 || (size = type_size(dt, &tlb_pos)) < 0 || op == MPI_OP_NULL)
         return 0;
@@ -209,12 +216,8 @@ static int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, 
     unsigned long long bytes = (unsigned long long)count * (unsigned long long)size;
     if (count > 0) {
         int recv_matters = 1;
-        if (coll == G_REDUCE) {
-            int rank = -1;
-            if (PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
-                return 0;
+        if (coll == G_REDUCE)
             recv_matters = rank == root;
-        }
         if (sendbuf == NULL || (recv_matters && recvbuf == NULL))
             return 0;
     }
@@ -266,7 +269,7 @@ static long long sum_counts(const int *c, int p)
 int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm)
 {
-    int p = small_intra(comm), tlb_pos = 0;
+    int rank, p = small_intra(comm, &rank), tlb_pos = 0;
     long long size, elems;
     if (!p || op == MPI_OP_NULL || (size = type_size(dt, &tlb_pos)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
         return PCOLL_GATE_DECLINED;
@@ -288,7 +291,7 @@ int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *rec
 int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                           const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int p = small_intra(comm), tlb_pos = 0;
+    int rank, p = small_intra(comm, &rank), tlb_pos = 0;
     long long size, elems;
     if (!p || (size = type_size(recvtype, &tlb_pos)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
         return PCOLL_GATE_DECLINED;

@@ -81,26 +81,45 @@ pub fn publish(cfg: &Config, table: &Table, forced: impl Fn(Collective) -> Optio
         return;
     }
     for coll in Collective::ALL {
-        let force = forced(coll).or(cfg.forced(coll));
-        for p in 1..=GATE_P {
-            let r = table.native_ranges(coll, p, force);
-            let n = if r.len() > GATE_R { 0 } else { r.len() };
-            let lo: Vec<c_ulonglong> = r.iter().map(|x| x.0 as c_ulonglong).collect();
-            let hi: Vec<c_ulonglong> = r.iter().map(|x| x.1 as c_ulonglong).collect();
-            // SAFETY: `lo`/`hi` hold at least `n` values; the C side copies them.
-            unsafe {
-                pcoll_gate_set(
-                    coll.index() as c_int,
-                    p as c_int,
-                    n as c_int,
-                    lo.as_ptr(),
-                    hi.as_ptr(),
-                )
-            };
-        }
+        set_cells(cfg, table, coll, forced(coll));
     }
     // SAFETY: as above.
     unsafe { pcoll_gate_open() };
+}
+
+/// Republish one collective's cells after its run-time forced algorithm changed.
+pub fn republish(cfg: &Config, table: &Table, coll: Collective, forced: Option<Algorithm>) {
+    if cfg.disable || cfg.stats {
+        return;
+    }
+    // SAFETY: as in `publish`.
+    unsafe { pcoll_gate_close() };
+    set_cells(cfg, table, coll, forced);
+    // SAFETY: as in `publish`.
+    unsafe { pcoll_gate_open() };
+}
+
+fn set_cells(cfg: &Config, table: &Table, coll: Collective, forced: Option<Algorithm>) {
+    let force = forced.or(cfg.forced(coll));
+    for p in 1..=GATE_P {
+        let r = table.native_ranges(coll, p, force);
+        let n = if r.len() > GATE_R { 0 } else { r.len() };
+        let mut lo = [0 as c_ulonglong; GATE_R];
+        let mut hi = [0 as c_ulonglong; GATE_R];
+        for (k, x) in r.iter().take(n).enumerate() {
+            (lo[k], hi[k]) = (x.0 as c_ulonglong, x.1 as c_ulonglong);
+        }
+        // SAFETY: `lo`/`hi` hold GATE_R >= n values; the C side copies them.
+        unsafe {
+            pcoll_gate_set(
+                coll.index() as c_int,
+                p as c_int,
+                n as c_int,
+                lo.as_ptr(),
+                hi.as_ptr(),
+            )
+        };
+    }
 }
 
 /// The gate's counters as atomics (the C side updates them with `__atomic` builtins).

@@ -105,9 +105,11 @@ pub fn force(coll: Collective, alg: Option<Algorithm>) {
     let v = alg.map_or(NONE, |a| {
         Algorithm::ALL.iter().position(|x| *x == a).unwrap() as u8
     });
-    FORCED[coll.index()].store(v, Ordering::Relaxed);
-    if let Some(g) = GLOBAL.get() {
-        crate::gate::publish(&g.cfg, &g.table, forced);
+    let old = FORCED[coll.index()].swap(v, Ordering::Relaxed);
+    if old != v {
+        if let Some(g) = GLOBAL.get() {
+            crate::gate::republish(&g.cfg, &g.table, coll, alg);
+        }
     }
 }
 
