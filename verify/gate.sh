@@ -34,10 +34,10 @@ algorithm = "native"
 algorithm = "ring"
 T
 if [ "$MPI" = openmpi ]; then
-  out=$(timeout -k 5 300 mpirun.openmpi --allow-run-as-root --oversubscribe -np 5 -x LD_PRELOAD="$LIB" \
+  out=$(timeout -k 5 150 mpirun.openmpi --allow-run-as-root --oversubscribe -np 5 -x LD_PRELOAD="$LIB" \
     -x PCOLL_TUNING="$TABLE" "$BIN" 200 </dev/null 2>&1)
 else
-  out=$(timeout -k 5 300 mpiexec.mpich -n 5 -genv LD_PRELOAD "$LIB" -genv PCOLL_TUNING "$TABLE" \
+  out=$(timeout -k 5 150 mpiexec.mpich -n 5 -genv LD_PRELOAD "$LIB" -genv PCOLL_TUNING "$TABLE" \
     "$BIN" 40 </dev/null 2>&1)
 fi
 rc=$?
