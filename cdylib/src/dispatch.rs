@@ -450,6 +450,21 @@ fn requested(coll: Collective, p: usize, bytes: usize) -> Algorithm {
         .unwrap_or(pcoll::config::DEFAULT_ALGORITHM)
 }
 
+/// Where a `native` request came from, for the debug log (what [`requested`] consulted).
+fn native_source(coll: Collective, p: usize, bytes: usize) -> String {
+    let g = state::global();
+    if state::forced(coll).is_some() {
+        return "pcoll_force".into();
+    }
+    if g.cfg.forced(coll).is_some() {
+        return coll.env_var().into();
+    }
+    match g.table.lookup(coll, p, bytes) {
+        Some(c) => g.table.describe(coll, &c),
+        None => "the built-in default".into(),
+    }
+}
+
 /// Native defects pcoll routes around (found by c-tests/ and verify/; see their READMEs). A
 /// call matching one never goes to native, even if the table says so. Decided from facts
 /// every rank shares (collective, root, size, datatype, op, in-place for reduce_scatter), so
@@ -693,6 +708,12 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
     }
     let rc = native();
     state::record(coll, Algorithm::Native, bytes, stat_time() - t0);
+    if log::log_enabled!(log::Level::Debug) {
+        log::debug!(
+            "{coll} p={p} bytes={bytes}: native ({}; arguments not examined)",
+            native_source(coll, p as usize, bytes)
+        );
+    }
     Some(rc)
 }
 
@@ -730,6 +751,14 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
     if let Some(bytes) = native_requested(a) {
         let rc = native();
         state::record(a.coll, Algorithm::Native, bytes, stat_time() - t0);
+        if log::log_enabled!(log::Level::Debug) {
+            let p = comm::facts(a.comm).ok().flatten().map_or(0, |f| f.0);
+            log::debug!(
+                "{} p={p} bytes={bytes}: native ({}; arguments not examined)",
+                a.coll,
+                native_source(a.coll, p, bytes)
+            );
+        }
         return rc;
     }
     if let Some(e) = own_error(a) {

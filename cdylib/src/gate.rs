@@ -4,8 +4,9 @@
 //! plain. This module publishes the decision it needs — for each collective and p up to
 //! [`GATE_P`], the byte ranges that go native ([`pcoll::tuning::Table::native_ranges`]) —
 //! and adds the gate's counts to pcoll's stats. The gate stays closed (every call takes the
-//! Rust path) with `PCOLL_DISABLE=1` (the Rust path is a plain forward then) and with
-//! `PCOLL_STATS=1` (timing is done there).
+//! Rust path) with `PCOLL_DISABLE=1` (the Rust path is a plain forward then), with
+//! `PCOLL_STATS=1` (timing is done there) and with debug logging (`PCOLL_LOG=debug` shows
+//! every decision, native ones included).
 
 use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Op};
 use pcoll::config::Config;
@@ -77,7 +78,7 @@ extern "C" {
 pub fn publish(cfg: &Config, table: &Table, forced: impl Fn(Collective) -> Option<Algorithm>) {
     // SAFETY: plain C calls on the gate's own static table; closed while it is rewritten.
     unsafe { pcoll_gate_close() };
-    if cfg.disable || cfg.stats {
+    if !wanted(cfg) {
         return;
     }
     for coll in Collective::ALL {
@@ -89,7 +90,7 @@ pub fn publish(cfg: &Config, table: &Table, forced: impl Fn(Collective) -> Optio
 
 /// Republish one collective's cells after its run-time forced algorithm changed.
 pub fn republish(cfg: &Config, table: &Table, coll: Collective, forced: Option<Algorithm>) {
-    if cfg.disable || cfg.stats {
+    if !wanted(cfg) {
         return;
     }
     // SAFETY: as in `publish`.
@@ -97,6 +98,11 @@ pub fn republish(cfg: &Config, table: &Table, coll: Collective, forced: Option<A
     set_cells(cfg, table, coll, forced);
     // SAFETY: as in `publish`.
     unsafe { pcoll_gate_open() };
+}
+
+/// The gate opens unless the Rust path must see every call.
+fn wanted(cfg: &Config) -> bool {
+    !(cfg.disable || cfg.stats || log::max_level() >= log::LevelFilter::Debug)
 }
 
 fn set_cells(cfg: &Config, table: &Table, coll: Collective, forced: Option<Algorithm>) {
