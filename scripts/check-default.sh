@@ -31,4 +31,17 @@ for f in sorted(glob.glob("results/auto.*.csv")):
         b = min(v, key=lambda x: x[1])
         print(f"| {mpi} | {p} | {coll} | {gm:.2f} | {w[1]:.2f} at {human(w[0])} ({w[2]}) "
               f"| {b[1]:.2f} at {human(b[0])} ({b[2]}) |")
+# Cells above 1.2x with their means: oversubscribed runs (p = 4 on 2 cores) give bimodal
+# times (two scheduler modes), where the median can flip between modes on one side only.
+allrows = {}
+for f in sorted(glob.glob("results/auto.*.csv")):
+    mpi, p = f.split(".")[1], f.split(".")[2][1:]
+    for r in csv.DictReader(open(f)):
+        allrows[(mpi, p, r["collective"], int(r["bytes"]), r["variant"])] = r
+for (mpi, p, coll, b, v), r in sorted(allrows.items()):
+    if v == "auto" and float(r["ratio"]) > 1.2:
+        n = allrows[(mpi, p, coll, b, "native")]
+        print(f"note: {mpi} p={p} {coll} {human(b)} ({r['algorithm']}): median ratio {float(r['ratio']):.2f}, "
+              f"mean ratio {float(r['mean_us']) / float(n['mean_us']):.2f} (medians {float(n['median_us']):.2f} / "
+              f"{float(r['median_us']):.2f} us, p90 {float(n['p90_us']):.2f} / {float(r['p90_us']):.2f} us)")
 PY
