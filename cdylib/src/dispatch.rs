@@ -114,6 +114,8 @@ struct Valid {
     /// Allgatherv served in bytes (see [`in_bytes`]): `Some(staging)`, where `staging` says
     /// the receive type has holes, so the blocks are packed into a scratch buffer first.
     bytes: Option<bool>,
+    /// Layout of the user's datatype (`facts` before the switch to bytes).
+    user: TypeFacts,
 }
 
 /// Facts of `MPI_BYTE`.
@@ -437,6 +439,7 @@ fn validate(a: &Args) -> Option<Valid> {
         facts: if bytes.is_some() { BYTE } else { facts },
         in_place,
         bytes,
+        user: facts,
     })
 }
 
@@ -846,11 +849,8 @@ fn run(a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
             let base = buf.ptr();
             let own = base.wrapping_add(spec.displs[spec.rank]) as *mut c_void;
             let (src, n, t) = if v.in_place {
-                let user_ext = mpi_types::type_facts(a.dt)
-                    .map_err(|c| Error::Mpi(c, "MPI_Type_get_extent".into()))?
-                    .extent;
                 let at = (a.recvbuf as *mut u8)
-                    .wrapping_offset(a.displs[spec.rank] as isize * user_ext)
+                    .wrapping_offset(a.displs[spec.rank] as isize * v.user.extent)
                     as *const c_void;
                 (at, a.counts[spec.rank], a.dt)
             } else {
@@ -906,11 +906,10 @@ fn run(a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
     drop(t);
     if let Some(buf) = staging {
         let out = r.and_then(|()| {
-            let user = mpi_types::type_facts(a.dt)
-                .map_err(|c| Error::Mpi(c, "MPI_Type_get_extent".into()))?;
             for j in 0..spec.p {
                 let from = buf.ptr_const().wrapping_add(spec.displs[j]);
-                let to = (a.recvbuf as *mut u8).wrapping_offset(a.displs[j] as isize * user.extent)
+                let to = (a.recvbuf as *mut u8)
+                    .wrapping_offset(a.displs[j] as isize * v.user.extent)
                     as *mut c_void;
                 unpack(
                     from as *const c_void,
