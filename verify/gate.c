@@ -25,6 +25,23 @@ typedef void (*reset_fn)(void);
 /* The table verify/gate.sh writes, as a function: is (collective, p, bytes) native? */
 static int native_expected(int p, long bytes) { return (p == 2 && bytes < 1024) || p == 4; }
 
+/* Did the last call of `coll` (bytes in total) go where the table says? Counts native calls
+ * in *natives; returns 1 (and says why) if not. */
+static int served_as_table(last_fn last, const char *coll, int wr, int round, int p, long bytes, long *natives)
+{
+    const char *want = native_expected(p, bytes) ? "native" : NULL;
+    const char *got = last(coll);
+    int is_native = got && !strcmp(got, "native");
+    if (is_native)
+        (*natives)++;
+    if (!got || !*got || (want != NULL) != is_native) {
+        printf("gate: FAIL rank %d round %d p=%d %s %ld B served by %s, table says %s\n", wr, round, p, coll, bytes,
+               got && *got ? got : "(none)", want ? want : "a pcoll algorithm");
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -57,7 +74,6 @@ int main(int argc, char **argv)
         for (int ci = 0; ci < ncounts && !bad; ci++) {
             int n = counts[(ci + round) % ncounts];
             long bytes = (long)n * (long)sizeof(double);
-            const char *want = native_expected(p, bytes) ? "native" : NULL;
             /* allreduce: element i of rank r is r + i + round */
             for (int i = 0; i < n; i++)
                 a[i] = r + i + round;
@@ -70,14 +86,7 @@ int main(int argc, char **argv)
                     bad = 1;
                 }
             }
-            const char *got = last("allreduce");
-            if (!got || (want && strcmp(got, want)) || (!want && !strcmp(got, "native"))) {
-                printf("gate: FAIL rank %d round %d p=%d allreduce %ld B served by %s, table says %s\n", wr,
-                       round, p, bytes, got ? got : "(none)", want ? want : "a pcoll algorithm");
-                bad = 1;
-            }
-            if (got && !strcmp(got, "native"))
-                native_calls[0]++;
+            bad |= served_as_table(last, "allreduce", wr, round, p, bytes, &native_calls[0]);
             /* allgatherv: rank j contributes n elements j*1000 + i */
             int rc[8], dp[8];
             for (int j = 0; j < p; j++) {
@@ -94,16 +103,7 @@ int main(int argc, char **argv)
                                p, n, j, i, b[j * n + i]);
                         bad = 1;
                     }
-            long agv_bytes = bytes * p;
-            const char *want2 = native_expected(p, agv_bytes) ? "native" : NULL;
-            got = last("allgatherv");
-            if (!got || (want2 && strcmp(got, want2)) || (!want2 && !strcmp(got, "native"))) {
-                printf("gate: FAIL rank %d round %d p=%d allgatherv %ld B served by %s, table says %s\n", wr,
-                       round, p, agv_bytes, got ? got : "(none)", want2 ? want2 : "a pcoll algorithm");
-                bad = 1;
-            }
-            if (got && !strcmp(got, "native"))
-                native_calls[1]++;
+            bad |= served_as_table(last, "allgatherv", wr, round, p, bytes * p, &native_calls[1]);
         }
         MPI_Comm_free(&c);
     }
