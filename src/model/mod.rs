@@ -21,6 +21,7 @@
 //! simulated; bi-greedy is not defined; exchange algorithms (circulant, butterfly, ring),
 //! which send and receive in every round, pay `2α + 2βs` per round.
 
+pub mod native;
 pub mod paper;
 
 use crate::algo::{Algorithm, Collective, CostParams};
