@@ -57,12 +57,14 @@ def load_auto(mpi):
 
 
 def p_ranges(ps):
-    """Measured p -> half-open p range it stands for (midpoints between measured sizes)."""
+    """Measured p -> half-open p range it stands for: midpoints between measured sizes, and
+    nothing beyond the extremes (the largest measured p ends its range; the table's closing
+    `model` rules decide every other p: a table never extrapolates)."""
     ps = sorted(ps)
     out = []
     for i, p in enumerate(ps):
         lo = 2 if i == 0 else (ps[i - 1] + p) // 2 + 1
-        hi = None if i == len(ps) - 1 else (p + ps[i + 1]) // 2 + 1
+        hi = p + 1 if i == len(ps) - 1 else (p + ps[i + 1]) // 2 + 1
         out.append((p, lo, hi))
     return out
 
@@ -129,11 +131,18 @@ def write(mpi, out):
                         f"{b} B {a} {x:.2f}" for b, (a, x) in r["unconfirmed"])
                 lines.append(f"# measured at p = {p}, {len(r['sizes'])} sizes: {why}")
                 lines.append(f"[[{coll}]]")
-                lines.append(f"p = [{plo}, {phi if phi is not None else chr(34) + 'inf' + chr(34)}]")
+                lines.append(f"p = [{plo}, {phi}]")
                 hi = r["hi"]
                 lines.append(f"bytes = [{r['lo']}, {hi if hi is not None else chr(34) + 'inf' + chr(34)}]")
                 lines.append(f'algorithm = "{r["alg"]}"')
                 lines.append("")
+    lines += [
+        f"# Every cell not measured above (p > {max(runs)}, other MPIs' regimes, networks): the cost model",
+        "# prices each eligible algorithm and native's own choice; pcoll only if predicted",
+        "# [model] margin (default 0.15) faster than native.",
+    ]
+    for coll in COLLS:
+        lines += [f"[[{coll}]]", 'algorithm = "model"', ""]
     open(out, "w").write("\n".join(lines))
     print(f"wrote {out}")
 

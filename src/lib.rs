@@ -6,6 +6,7 @@
 
 pub mod algo;
 pub mod config;
+pub mod decide;
 pub mod elide;
 pub mod error;
 pub mod exec;
@@ -16,6 +17,6 @@ pub mod segment;
 pub mod transport;
 pub mod tuning;
 
-pub use algo::{Algorithm, CallSpec, Collective, CostParams};
+pub use algo::{Algorithm, CallSpec, Collective, CostParams, Pick};
 pub use error::Error;
 pub use plan::{Buf, Op, Piece, Program};

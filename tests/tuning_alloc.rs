@@ -1,8 +1,11 @@
-//! `Table::lookup` and `config::choose` (normal path) must not allocate: they run on every
-//! MPI call. A counting global allocator (per thread) checks it.
+//! `Table::lookup` and `Resolver::resolve` (normal path, table rules and memoized `model`
+//! decisions) must not allocate: they run on every MPI call. A counting global allocator
+//! (per thread) checks it.
 
-use pcoll::algo::{CallSpec, Collective, CostParams};
-use pcoll::config::{choose, Config};
+use pcoll::algo::Collective;
+use pcoll::config::Config;
+use pcoll::decide::{CallFacts, Memo, PlainFacts, Resolver};
+use pcoll::model::native::Mpi;
 use pcoll::tuning::Table;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -37,19 +40,13 @@ fn allocs() -> usize {
 fn lookup_and_choose_do_not_allocate() {
     let t = Table::builtin();
     let (cfg, _) = Config::from_lookup(&|_| None);
-    let spec = CallSpec {
-        coll: Collective::Allreduce,
-        p: 8,
-        rank: 3,
-        root: 0,
-        counts: vec![1 << 20],
-        displs: vec![],
-        commutative: true,
-        elem_bytes: 8,
-        seg_elems: 0,
-        params: CostParams::default(),
-        in_place: false,
-    };
+    let x = CallFacts::new(Collective::Allreduce, 8, 1 << 20);
+    let memo = Memo::new(8);
+    let r = Resolver::new(&cfg, &t, Mpi::Mpich).with_memo(Some(&memo));
+    // Fill the memo's cells for the sizes asked below (the first answer is computed).
+    for bytes in [0, 100, 65535, 65536, 1 << 30, 1 << 20] {
+        let _ = r.resolve(&CallFacts { bytes, ..x }, &PlainFacts);
+    }
     // Sanity: the counter works.
     let before = allocs();
     let v = std::hint::black_box(vec![1u8; 10]);
@@ -65,7 +62,13 @@ fn lookup_and_choose_do_not_allocate() {
             }
         }
     }
-    let d = choose(&cfg, &t, &spec).unwrap();
-    assert_eq!(allocs(), before, "lookup/choose allocated");
+    for bytes in [0, 100, 65535, 65536, 1 << 30, 1 << 20] {
+        n += r
+            .resolve(&CallFacts { bytes, ..x }, &PlainFacts)
+            .unwrap()
+            .segment;
+    }
+    let d = r.resolve(&x, &PlainFacts).unwrap();
+    assert_eq!(allocs(), before, "lookup/resolve allocated");
     std::hint::black_box((n, d));
 }

@@ -8,10 +8,12 @@
  *
  * The gate only ever declines (PCOLL_GATE_DECLINED) or forwards; everything it is unsure of
  * (bad or unusual arguments, MPI_IN_PLACE in a reduce, NULL buffers, intercommunicators,
- * the native defects pcoll routes around, communicators of more than PCOLL_GATE_P ranks,
- * PCOLL_STATS=1 timing, PCOLL_DISABLE) is declined, and the Rust path decides as before.
- * The table of native byte ranges per (collective, p) is computed and published by the Rust
- * code (src/gate.rs of pcoll-mpi) from the same decision it makes itself. */
+ * calls that may match a native defect pcoll routes around, communicators of more than
+ * PCOLL_GATE_P ranks or of a size not yet published, PCOLL_STATS=1 timing, PCOLL_DISABLE) is
+ * declined, and the Rust path decides. Both the native byte ranges per (collective, p) and
+ * the defect guards per collective are published by the Rust code (src/gate.rs of pcoll-mpi)
+ * from its resolver and its one list of defects (pcoll::decide::defects); this file has no
+ * decision rule of its own. pcoll_gate_abi() lets a Rust test check the shared constants. */
 #include <mpi.h>
 #include <stddef.h>
 
@@ -20,47 +22,113 @@
 #define PCOLL_GATE_DECLINED (-0x7ffe1234)
 
 /* Collective indices: pcoll::Collective::index(). */
-enum { G_REDUCE = 0, G_ALLREDUCE = 1, G_REDUCE_SCATTER = 2, G_ALLGATHERV = 3 };
+enum { G_REDUCE = 0, G_ALLREDUCE = 1, G_REDUCE_SCATTER = 2, G_ALLGATHERV = 3, G_NCOLL = 4 };
+
+/* Guards (gate.rs guard_bit): decline a call that may match a native defect. */
+enum {
+    PCOLL_GUARD_ROOT_NONZERO_ABOVE = 1, /* reduce, root != 0, bytes above guard_root_above */
+    PCOLL_GUARD_ONE_RANK = 2,
+    PCOLL_GUARD_TRUE_LB = 4, /* datatype with true lower bound > 0 */
+    PCOLL_GUARD_USER_OP = 8,
+    PCOLL_GUARD_IN_PLACE = 16,
+};
+static unsigned guard_flags[G_NCOLL];
+static unsigned long long guard_root_above[G_NCOLL];
+
+void pcoll_gate_guard(int coll, unsigned flags, unsigned long long root_above)
+{
+    if (coll < 0 || coll >= G_NCOLL)
+        return;
+    guard_flags[coll] = flags;
+    guard_root_above[coll] = root_above;
+}
+
+/* The constants Rust must agree with (cdylib/src/gate.rs tests). */
+long long pcoll_gate_abi(int what)
+{
+    switch (what) {
+    case 0: return PCOLL_GATE_P;
+    case 1: return PCOLL_GATE_R;
+    case 2: return PCOLL_GATE_DECLINED;
+    case 3: return G_NCOLL;
+    case 10: return G_REDUCE;
+    case 11: return G_ALLREDUCE;
+    case 12: return G_REDUCE_SCATTER;
+    case 13: return G_ALLGATHERV;
+    case 20: return PCOLL_GUARD_ROOT_NONZERO_ABOVE;
+    case 21: return PCOLL_GUARD_ONE_RANK;
+    case 22: return PCOLL_GUARD_TRUE_LB;
+    case 23: return PCOLL_GUARD_USER_OP;
+    case 24: return PCOLL_GUARD_IN_PLACE;
+    default: return -1;
+    }
+}
+
+extern int pcoll_c_logical_op_on_float(MPI_Op op, MPI_Datatype dt);
+extern int pcoll_c_op_is_predefined(MPI_Op op);
+
+/* 1 if a guard of `coll` holds for the call (decline it). */
+static int guarded(int coll, int p, int root, unsigned long long bytes, int tlb_pos, MPI_Op op, const void *sendbuf)
+{
+    unsigned f = guard_flags[coll];
+    if (!f)
+        return 0;
+    if ((f & PCOLL_GUARD_ROOT_NONZERO_ABOVE) && root > 0 && bytes > guard_root_above[coll])
+        return 1;
+    if ((f & PCOLL_GUARD_ONE_RANK) && p == 1)
+        return 1;
+    if ((f & PCOLL_GUARD_TRUE_LB) && tlb_pos)
+        return 1;
+    if ((f & PCOLL_GUARD_USER_OP) && !pcoll_c_op_is_predefined(op))
+        return 1;
+    if ((f & PCOLL_GUARD_IN_PLACE) && sendbuf == MPI_IN_PLACE)
+        return 1;
+    return 0;
+}
 
 struct gate_cell {
     int n; /* ranges in use; 0: never native */
     unsigned long long lo[PCOLL_GATE_R], hi[PCOLL_GATE_R]; /* native iff lo <= bytes < hi */
 };
 
-static struct gate_cell gate[4][PCOLL_GATE_P + 1];
+static struct gate_cell gate[G_NCOLL][PCOLL_GATE_P + 1];
 static int gate_open;
 
 /* Calls and bytes the gate forwarded, per collective (read and reset by the Rust stats), and
  * whether the last call of each collective went through the gate (pcoll_last_algorithm).
  * Bumped with a relaxed load and store, not a locked add: exact for one thread, may miss
  * counts when several threads run collectives at the same moment. */
-unsigned long long pcoll_gate_calls[4], pcoll_gate_bytes[4];
-unsigned char pcoll_gate_hit[4];
+unsigned long long pcoll_gate_calls[G_NCOLL], pcoll_gate_bytes[G_NCOLL];
+unsigned char pcoll_gate_hit[G_NCOLL];
 
 void pcoll_gate_close(void) { __atomic_store_n(&gate_open, 0, __ATOMIC_SEQ_CST); }
 
 void pcoll_gate_open(void) { __atomic_store_n(&gate_open, 1, __ATOMIC_RELEASE); }
 
 /* Ranges of bytes (half-open) for which `coll` at `p` ranks goes native; more than
- * PCOLL_GATE_R ranges, or p out of range: the gate declines that cell. */
+ * PCOLL_GATE_R ranges, or p out of range: the gate declines that cell. A cell may be written
+ * while other threads read it (a size published for the first time): the count goes to 0
+ * first and is set last, with release/acquire, so a reader sees no range or complete ones. */
 void pcoll_gate_set(int coll, int p, int n, const unsigned long long *lo, const unsigned long long *hi)
 {
-    if (coll < 0 || coll > 3 || p < 1 || p > PCOLL_GATE_P)
+    if (coll < 0 || coll >= G_NCOLL || p < 1 || p > PCOLL_GATE_P)
         return;
     struct gate_cell *c = &gate[coll][p];
     if (n < 0 || n > PCOLL_GATE_R)
         n = 0;
+    __atomic_store_n(&c->n, 0, __ATOMIC_RELEASE);
     for (int i = 0; i < n; i++) {
         c->lo[i] = lo[i];
         c->hi[i] = hi[i];
     }
-    c->n = n;
+    __atomic_store_n(&c->n, n, __ATOMIC_RELEASE);
 }
 
 static int native_at(int coll, int p, unsigned long long bytes)
 {
     const struct gate_cell *c = &gate[coll][p];
-    for (int i = 0; i < c->n; i++)
+    int n = __atomic_load_n(&c->n, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++)
         if (c->lo[i] <= bytes && bytes < c->hi[i])
             return 1;
     return 0;
@@ -194,8 +262,6 @@ static long long type_size(MPI_Datatype dt, int *tlb_pos)
     return (long long)s;
 }
 
-extern int pcoll_c_logical_op_on_float(MPI_Op op, MPI_Datatype dt);
-extern int pcoll_c_op_is_predefined(MPI_Op op);
 
 /* Reduce and allreduce (root < 0: allreduce): 1 if the call goes native here (counted). */
 static int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
@@ -221,17 +287,7 @@ static int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, 
         if (sendbuf == NULL || (recv_matters && recvbuf == NULL))
             return 0;
     }
-#if defined(OPEN_MPI) && OPEN_MPI
-    /* Open MPI 4.1.4's allreduce writes past its scratch buffer for a true lower bound > 0. */
-    if (coll == G_ALLREDUCE && tlb_pos)
-        return 0;
-#else
-    /* MPICH 4.0.2's reduce at a root != 0 above 2048 bytes (in place: crashes) is kept away
-     * from native by pcoll; the Rust path decides. */
-    if (coll == G_REDUCE && root != 0 && bytes > 2048)
-        return 0;
-#endif
-    if (!native_at(coll, p, bytes))
+    if (guarded(coll, p, root, bytes, tlb_pos, op, sendbuf) || !native_at(coll, p, bytes))
         return 0;
     counted(coll, bytes);
     return 1;
@@ -276,13 +332,12 @@ int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *rec
     if (elems > 0 && (sendbuf == NULL || recvbuf == NULL))
         return PCOLL_GATE_DECLINED;
 #if !(defined(OPEN_MPI) && OPEN_MPI)
-    /* MPICH 4.0.2 defects pcoll routes around: logical ops on floats, non-commutative ops on
-     * types with holes, big in-place calls with unequal counts. */
-    if (pcoll_c_logical_op_on_float(op, dt) || !pcoll_c_op_is_predefined(op) || sendbuf == MPI_IN_PLACE)
+    /* MPICH 4.0.2 aborts on logical ops on floating types (bad input: pcoll reports it). */
+    if (pcoll_c_logical_op_on_float(op, dt))
         return PCOLL_GATE_DECLINED;
 #endif
     unsigned long long bytes = (unsigned long long)elems * (unsigned long long)size;
-    if (!native_at(G_REDUCE_SCATTER, p, bytes))
+    if (guarded(G_REDUCE_SCATTER, p, 0, bytes, tlb_pos, op, sendbuf) || !native_at(G_REDUCE_SCATTER, p, bytes))
         return PCOLL_GATE_DECLINED;
     counted(G_REDUCE_SCATTER, bytes);
     return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm);
@@ -299,13 +354,8 @@ int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendt
         return PCOLL_GATE_DECLINED;
     if (elems > 0 && (sendbuf == NULL || recvbuf == NULL))
         return PCOLL_GATE_DECLINED;
-#if !(defined(OPEN_MPI) && OPEN_MPI)
-    /* MPICH 4.0.2 ignores displs[0] on one rank. */
-    if (p == 1)
-        return PCOLL_GATE_DECLINED;
-#endif
     unsigned long long bytes = (unsigned long long)elems * (unsigned long long)size;
-    if (!native_at(G_ALLGATHERV, p, bytes))
+    if (guarded(G_ALLGATHERV, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHERV, p, bytes))
         return PCOLL_GATE_DECLINED;
     counted(G_ALLGATHERV, bytes);
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);

@@ -12,6 +12,7 @@ use crate::standin::{self, StandIn};
 use crate::state;
 use mpi_sys::*;
 use pcoll::algo::{build, Algorithm, CallSpec, Collective};
+use pcoll::decide::{CallFacts, Decision, NativeFacts};
 use pcoll::{exec, Error};
 use std::os::raw::{c_int, c_void};
 
@@ -443,109 +444,71 @@ fn validate(a: &Args) -> Option<Valid> {
     })
 }
 
-/// The algorithm asked for before preconditions (run-time force > environment > table >
-/// binomial). Depends only on facts every rank shares (collective, p, bytes).
-fn requested(coll: Collective, p: usize, bytes: usize) -> Algorithm {
-    let g = state::global();
-    state::forced(coll)
-        .or(g.cfg.forced(coll))
-        .or_else(|| g.table.lookup(coll, p, bytes).map(|c| c.algorithm))
-        .unwrap_or(pcoll::config::DEFAULT_ALGORITHM)
-}
-
-/// Where a `native` request came from, for the debug log (what [`requested`] consulted).
-fn native_source(coll: Collective, p: usize, bytes: usize) -> String {
-    let g = state::global();
-    if state::forced(coll).is_some() {
-        return "pcoll_force".into();
-    }
-    if g.cfg.forced(coll).is_some() {
-        return coll.env_var().into();
-    }
-    match g.table.lookup(coll, p, bytes) {
-        Some(c) => g.table.describe(coll, &c),
-        None => "the built-in default".into(),
-    }
-}
-
-/// Native defects pcoll routes around (found by c-tests/ and verify/; see their READMEs). A
-/// call matching one never goes to native, even if the table says so. Decided from facts
-/// every rank shares (collective, root, size, datatype, op, in-place for reduce_scatter), so
-/// all ranks agree.
-/// * MPICH 4.0.2: `MPI_Reduce` with `MPI_IN_PLACE` at a root other than 0 above 2048 bytes
-///   crashes (any reduce of that shape is kept away from native).
-/// * MPICH 4.0.2: `MPI_Reduce_scatter` with a non-commutative op on a datatype with holes
-///   corrupts the heap; in place with unequal counts above ~512 KiB it fails an assertion.
-/// * MPICH 4.0.2: `MPI_Allgatherv` on a one-process communicator ignores `displs[0]`.
-/// * Open MPI 4.1.4: `MPI_Allreduce` of a datatype whose true lower bound is > 0 writes past
-///   its scratch buffer (ring algorithm).
-fn native_unsafe(a: &Args, bytes: usize) -> bool {
-    native_unsafe_call(
-        a.coll,
-        a.root,
-        bytes,
-        a.dt,
-        a.op,
-        a.sendbuf,
-        || {
-            let mut p: c_int = 0;
-            // SAFETY: out-pointer; an invalid communicator leaves p = 0 (no match).
-            unsafe { PMPI_Comm_size(a.comm, &mut p) };
-            p
-        },
-        || a.counts.windows(2).any(|w| w[0] != w[1]),
-    )
-}
-
-/// [`native_unsafe`] from the call's parts: `comm_size` and `unequal` (reduce_scatter
-/// counts not all equal) are asked only where a rule needs them, so the vector fast path
-/// passes what it already knows instead of an `Args`.
-#[allow(clippy::too_many_arguments)]
-fn native_unsafe_call(
-    coll: Collective,
-    root: i64,
-    bytes: usize,
+/// The defect facts of a call, asked of the MPI only when a defect rule needs them.
+struct ArgFacts<'a> {
     dt: MPI_Datatype,
-    op: MPI_Op,
-    sendbuf: *const c_void,
-    comm_size: impl FnOnce() -> c_int,
-    unequal: impl FnOnce() -> bool,
-) -> bool {
-    if cfg!(pcoll_mpich) {
-        match coll {
-            Collective::Reduce => root != 0 && bytes > 2048,
-            // MPICH 4.0.2 ignores displs[0] on a one-process communicator.
-            Collective::Allgatherv => comm_size() == 1,
-            Collective::ReduceScatter => {
-                // The op first: one PMPI call, and a commutative op (the usual case) needs no
-                // datatype facts (three PMPI calls).
-                // Predefined ops are all commutative: no PMPI call for them.
-                let noncomm = || {
-                    !mpi_types::op_is_predefined(op)
-                        && mpi_types::op_commutative(op).map_or(false, |c| !c)
-                };
-                let holes = || mpi_types::type_facts(dt).map_or(false, |f| !f.contiguous());
-                (noncomm() && holes())
-                    || (sendbuf == consts::in_place() && bytes > (512 << 10) && unequal())
-            }
-            _ => false,
-        }
-    } else {
-        coll == Collective::Allreduce && mpi_types::true_lb(dt).map_or(false, |lb| lb > 0)
+    unequal: &'a dyn Fn() -> bool,
+}
+
+impl NativeFacts for ArgFacts<'_> {
+    fn holes(&self) -> bool {
+        mpi_types::type_facts(self.dt).map_or(false, |f| !f.contiguous())
+    }
+    fn true_lb_positive(&self) -> bool {
+        mpi_types::true_lb(self.dt).map_or(false, |lb| lb > 0)
+    }
+    fn unequal_counts(&self) -> bool {
+        (self.unequal)()
     }
 }
 
-/// Which algorithm runs, and why (for the debug log): preconditions and fallback policy
-/// (`pcoll::config::choose_with`, run-time overrides from `pcoll_force`/`pcoll_segment`),
-/// then the native-defect rule; the segment: run-time > `PCOLL_SEGMENT` > rule > model.
-fn choose(a: &Args, spec: &mut CallSpec) -> Result<(Algorithm, String), c_int> {
+/// The resolver's decision for a call (publishing the gate's cells for `p` on first use).
+fn decide(call: &CallFacts, nf: &dyn NativeFacts) -> Result<Decision, Error> {
     let g = state::global();
-    let coll = spec.coll;
-    let over = pcoll::config::Overrides {
-        algorithm: state::forced(coll),
-        segment: state::segment(),
+    crate::gate::ensure(g, call.p);
+    state::resolver(g, call.coll, call.p).resolve(call, nf)
+}
+
+/// The facts of a call every rank shares, from its arguments (`None`: an op the MPI rejects;
+/// the full path reports it).
+fn call_facts(a: &Args, p: usize, bytes: usize) -> Option<CallFacts> {
+    let commutative = if a.coll.reduces() {
+        mpi_types::op_commutative(a.op).ok()?
+    } else {
+        true
     };
-    let d = match pcoll::config::choose_with(&g.cfg, &g.table, spec, over) {
+    Some(CallFacts {
+        coll: a.coll,
+        p,
+        bytes,
+        commutative,
+        in_place: a.sendbuf == consts::in_place(),
+        root: if a.coll == Collective::Reduce {
+            a.root.max(0) as usize
+        } else {
+            0
+        },
+    })
+}
+
+/// Which algorithm runs, and why (for the debug log and warnings): the resolver with this
+/// process's overrides; a forced algorithm that cannot serve the call warns once under
+/// `PCOLL_FALLBACK=warn` (a table rule's fallback is only logged at debug level).
+fn choose(a: &Args, spec: &mut CallSpec) -> Result<(Algorithm, String), c_int> {
+    let call = CallFacts {
+        coll: spec.coll,
+        p: spec.p,
+        bytes: spec.bytes(),
+        commutative: spec.commutative,
+        in_place: a.sendbuf == consts::in_place(),
+        root: spec.root,
+    };
+    let unequal = || a.counts.windows(2).any(|w| w[0] != w[1]);
+    let nf = ArgFacts {
+        dt: a.dt,
+        unequal: &unequal,
+    };
+    let d = match decide(&call, &nf) {
         Ok(d) => d,
         Err(e) => {
             log::error!("{e}");
@@ -556,25 +519,34 @@ fn choose(a: &Args, spec: &mut CallSpec) -> Result<(Algorithm, String), c_int> {
             });
         }
     };
-    let mut alg = d.algorithm;
     // The reason is only formatted when somebody reads it (a warning, the debug log).
-    let mut why = if d.warn || log::log_enabled!(log::Level::Debug) {
-        d.reason
-            .clone()
-            .unwrap_or_else(|| d.source.describe(coll, &g.table))
+    let why = if d.warn || log::log_enabled!(log::Level::Debug) {
+        d.reason(&call, &state::global().table)
     } else {
         String::new()
     };
     if d.warn {
-        warn_once(coll, d.rejected.map_or(alg, |r| r.0), &why);
-    }
-    if alg == Algorithm::Native && native_unsafe(a, spec.bytes()) {
-        alg = Algorithm::Binomial;
-        why =
-            "native MPICH reduce at root != 0 is unsafe (in-place defect); binomial instead".into();
+        warn_once(
+            spec.coll,
+            d.fallback.as_ref().map_or(d.algorithm, |f| f.asked),
+            &why,
+        );
     }
     spec.seg_elems = d.seg_elems(spec.elem_bytes);
-    Ok((alg, why))
+    Ok((d.algorithm, why))
+}
+
+/// Debug log of a call sent to native on a fast path.
+fn log_native(call: &CallFacts, d: &Decision) {
+    if log::log_enabled!(log::Level::Debug) {
+        log::debug!(
+            "{} p={} bytes={}: native ({}; arguments not examined)",
+            call.coll,
+            call.p,
+            call.bytes,
+            d.reason(call, &state::global().table)
+        );
+    }
 }
 
 /// Fast path: if the request is `native`, serve it without validating anything (the MPI
@@ -624,8 +596,17 @@ fn native_requested(a: &Args) -> Option<usize> {
         }
     }
     let bytes = elems as usize * size as usize;
-    let alg = requested(a.coll, p as usize, bytes);
-    (alg == Algorithm::Native && !native_unsafe(a, bytes)).then_some(bytes)
+    let call = call_facts(a, p as usize, bytes)?;
+    let unequal = || a.counts.windows(2).any(|w| w[0] != w[1]);
+    let nf = ArgFacts {
+        dt: a.dt,
+        unequal: &unequal,
+    };
+    let d = decide(&call, &nf).ok()?;
+    (d.algorithm == Algorithm::Native).then(|| {
+        log_native(&call, &d);
+        bytes
+    })
 }
 
 /// The native fast path of `MPI_Reduce_scatter` / `MPI_Allgatherv` (C, large-count and
@@ -695,28 +676,31 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
         return None; // possibly a NULL buffer error (or MPI_BOTTOM): the full path decides
     }
     let bytes = elems as usize * size as usize;
-    if requested(coll, p as usize, bytes) != Algorithm::Native
-        || native_unsafe_call(
-            coll,
-            0,
-            bytes,
-            dt,
-            op,
-            sendbuf,
-            || p,
-            || counts.windows(2).any(|w| w[0].into() != w[1].into()),
-        )
-    {
+    let commutative = if coll.reduces() {
+        mpi_types::op_commutative(op).ok()?
+    } else {
+        true
+    };
+    let call = CallFacts {
+        coll,
+        p: p as usize,
+        bytes,
+        commutative,
+        in_place: sendbuf == consts::in_place(),
+        root: 0,
+    };
+    let unequal = || counts.windows(2).any(|w| w[0].into() != w[1].into());
+    let nf = ArgFacts {
+        dt,
+        unequal: &unequal,
+    };
+    let d = decide(&call, &nf).ok()?;
+    if d.algorithm != Algorithm::Native {
         return None;
     }
     let rc = native();
     state::record(coll, Algorithm::Native, bytes, stat_time() - t0);
-    if log::log_enabled!(log::Level::Debug) {
-        log::debug!(
-            "{coll} p={p} bytes={bytes}: native ({}; arguments not examined)",
-            native_source(coll, p as usize, bytes)
-        );
-    }
+    log_native(&call, &d);
     Some(rc)
 }
 
@@ -754,14 +738,6 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
     if let Some(bytes) = native_requested(a) {
         let rc = native();
         state::record(a.coll, Algorithm::Native, bytes, stat_time() - t0);
-        if log::log_enabled!(log::Level::Debug) {
-            let p = comm::facts(a.comm).ok().flatten().map_or(0, |f| f.0);
-            log::debug!(
-                "{} p={p} bytes={bytes}: native ({}; arguments not examined)",
-                a.coll,
-                native_source(a.coll, p, bytes)
-            );
-        }
         return rc;
     }
     if let Some(e) = own_error(a) {

@@ -2,18 +2,21 @@
 //! first, and it forwards a call to the MPI's own collective without entering the Rust code
 //! when the decision is `native` for the call's (collective, p, bytes) and the arguments are
 //! plain. This module publishes the decision it needs — for each collective and p up to
-//! [`GATE_P`], the byte ranges that go native ([`pcoll::tuning::Table::native_ranges`]) —
-//! and adds the gate's counts to pcoll's stats. The gate stays closed (every call takes the
+//! [`GATE_P`], the byte ranges that go native ([`pcoll::decide::Resolver::native_ranges`],
+//! published the first time a communicator of that size takes the Rust path), and the
+//! native-defect guards ([`pcoll::decide::defects`]) — and adds the gate's counts to pcoll's
+//! stats. The gate stays closed (every call takes the
 //! Rust path) with `PCOLL_DISABLE=1` (the Rust path is a plain forward then), with
 //! `PCOLL_STATS=1` (timing is done there) and with debug logging (`PCOLL_LOG=debug` shows
 //! every decision, native ones included).
 
+use crate::state::Global;
 use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Op};
 use pcoll::config::Config;
-use pcoll::tuning::Table;
-use pcoll::{Algorithm, Collective};
-use std::os::raw::{c_int, c_uchar, c_ulonglong, c_void};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use pcoll::decide::defects::{self, Guard};
+use pcoll::Collective;
+use std::os::raw::{c_int, c_uchar, c_uint, c_ulonglong, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 /// Largest communicator the gate serves (`PCOLL_GATE_P` in the C file).
 pub const GATE_P: usize = 64;
@@ -25,6 +28,9 @@ pub const DECLINED: c_int = -0x7ffe1234;
 extern "C" {
     fn pcoll_gate_close();
     fn pcoll_gate_open();
+    fn pcoll_gate_guard(coll: c_int, flags: c_uint, root_above: c_ulonglong);
+    #[cfg(test)]
+    fn pcoll_gate_abi(what: c_int) -> i64;
     fn pcoll_gate_set(
         coll: c_int,
         p: c_int,
@@ -73,31 +79,77 @@ extern "C" {
     static mut pcoll_gate_hit: [c_uchar; 4];
 }
 
-/// (Re)publish the gate's table from the configuration, the table and the run-time forced
-/// algorithms (`forced(coll)`), and open it (unless disabled or timing stats are on).
-pub fn publish(cfg: &Config, table: &Table, forced: impl Fn(Collective) -> Option<Algorithm>) {
-    // SAFETY: plain C calls on the gate's own static table; closed while it is rewritten.
+/// Bits of the guards a collective's gate cell checks (`PCOLL_GUARD_*` in the C file): one per
+/// [`Guard`] kind.
+fn guard_bit(g: Guard) -> u32 {
+    match g {
+        Guard::RootNonzeroAbove(_) => 1,
+        Guard::OneRank => 2,
+        Guard::TrueLbPositive => 4,
+        Guard::UserOp => 8,
+        Guard::InPlace => 16,
+    }
+}
+
+/// Communicator sizes whose cells are published (the Rust path publishes a size the first
+/// time it sees it: [`ensure`]).
+static PUBLISHED: [AtomicBool; GATE_P + 1] = [const { AtomicBool::new(false) }; GATE_P + 1];
+/// One publisher at a time.
+static WRITER: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
+/// At start-up: publish the native-defect guards of every collective (from
+/// [`pcoll::decide::defects`], the only list of them) and open the gate, unless the Rust path
+/// must see every call. Cells of every p start empty (declined) until [`ensure`] fills them.
+pub fn open(cfg: &Config) {
+    // SAFETY: plain C calls on the gate's own static state.
     unsafe { pcoll_gate_close() };
     if !wanted(cfg) {
         return;
     }
     for coll in Collective::ALL {
-        set_cells(cfg, table, coll, forced(coll));
+        let mut flags = 0u32;
+        let mut root_above: c_ulonglong = 0;
+        for g in defects::guards(crate::state::MPI, coll) {
+            flags |= guard_bit(g);
+            if let Guard::RootNonzeroAbove(b) = g {
+                root_above = b as c_ulonglong;
+            }
+        }
+        // SAFETY: as above.
+        unsafe { pcoll_gate_guard(coll.index() as c_int, flags, root_above) };
     }
     // SAFETY: as above.
     unsafe { pcoll_gate_open() };
 }
 
-/// Republish one collective's cells after its run-time forced algorithm changed.
-pub fn republish(cfg: &Config, table: &Table, coll: Collective, forced: Option<Algorithm>) {
-    if !wanted(cfg) {
+/// Publish the cells of communicator size `p` (once; the first call of each size through the
+/// Rust path does it, later calls of that size can take the gate).
+#[inline]
+pub fn ensure(g: &'static Global, p: usize) {
+    if p == 0 || p > GATE_P || PUBLISHED[p].load(Ordering::Acquire) || !wanted(&g.cfg) {
         return;
     }
-    // SAFETY: as in `publish`.
-    unsafe { pcoll_gate_close() };
-    set_cells(cfg, table, coll, forced);
-    // SAFETY: as in `publish`.
-    unsafe { pcoll_gate_open() };
+    let _w = WRITER.lock();
+    if PUBLISHED[p].load(Ordering::Acquire) {
+        return;
+    }
+    for coll in Collective::ALL {
+        set_cell(g, coll, p);
+    }
+    PUBLISHED[p].store(true, Ordering::Release);
+}
+
+/// Republish one collective's published cells after its run-time forced algorithm changed.
+pub fn republish(g: &'static Global, coll: Collective) {
+    if !wanted(&g.cfg) {
+        return;
+    }
+    let _w = WRITER.lock();
+    for p in 1..=GATE_P {
+        if PUBLISHED[p].load(Ordering::Acquire) {
+            set_cell(g, coll, p);
+        }
+    }
 }
 
 /// The gate opens unless the Rust path must see every call.
@@ -105,27 +157,27 @@ fn wanted(cfg: &Config) -> bool {
     !(cfg.disable || cfg.stats || log::max_level() >= log::LevelFilter::Debug)
 }
 
-fn set_cells(cfg: &Config, table: &Table, coll: Collective, forced: Option<Algorithm>) {
-    let force = forced.or(cfg.forced(coll));
-    for p in 1..=GATE_P {
-        let r = table.native_ranges(coll, p, force);
-        let n = if r.len() > GATE_R { 0 } else { r.len() };
-        let mut lo = [0 as c_ulonglong; GATE_R];
-        let mut hi = [0 as c_ulonglong; GATE_R];
-        for (k, x) in r.iter().take(n).enumerate() {
-            (lo[k], hi[k]) = (x.0 as c_ulonglong, x.1 as c_ulonglong);
-        }
-        // SAFETY: `lo`/`hi` hold GATE_R >= n values; the C side copies them.
-        unsafe {
-            pcoll_gate_set(
-                coll.index() as c_int,
-                p as c_int,
-                n as c_int,
-                lo.as_ptr(),
-                hi.as_ptr(),
-            )
-        };
+/// Write the cell of (`coll`, `p`): the byte ranges the resolver sends to native
+/// ([`pcoll::decide::Resolver::native_ranges`]); more than [`GATE_R`] ranges: none (the gate
+/// declines the cell).
+fn set_cell(g: &'static Global, coll: Collective, p: usize) {
+    let r = crate::state::resolver(g, coll, p).native_ranges(coll, p);
+    let n = if r.len() > GATE_R { 0 } else { r.len() };
+    let mut lo = [0 as c_ulonglong; GATE_R];
+    let mut hi = [0 as c_ulonglong; GATE_R];
+    for (k, x) in r.iter().take(n).enumerate() {
+        (lo[k], hi[k]) = (x.0 as c_ulonglong, x.1 as c_ulonglong);
     }
+    // SAFETY: `lo`/`hi` hold GATE_R >= n values; the C side copies them.
+    unsafe {
+        pcoll_gate_set(
+            coll.index() as c_int,
+            p as c_int,
+            n as c_int,
+            lo.as_ptr(),
+            hi.as_ptr(),
+        )
+    };
 }
 
 /// The gate's counters as atomics (the C side updates them with `__atomic` builtins).
@@ -152,7 +204,7 @@ pub fn counts(coll: Collective) -> (u64, u64) {
 
 /// Zero the gate's counts.
 pub fn reset() {
-    for i in 0..4 {
+    for i in 0..Collective::ALL.len() {
         // SAFETY: as in `counts`.
         let (c, b) = unsafe {
             (
@@ -165,15 +217,49 @@ pub fn reset() {
     }
 }
 
-/// Whether the last call of `coll` went through the gate; `clear`: the Rust path is recording
-/// a call, which is now the last.
-pub fn last_hit(coll: Collective, clear: bool) -> bool {
+fn hit_flag(coll: Collective) -> &'static AtomicU8 {
     // SAFETY: address of a byte of the C array, accessed atomically on both sides.
-    let f = unsafe { &*(std::ptr::addr_of_mut!(pcoll_gate_hit[coll.index()]) as *const AtomicU8) };
-    if clear {
-        f.store(0, Ordering::Relaxed);
-        false
-    } else {
-        f.load(Ordering::Relaxed) != 0
+    unsafe { &*(std::ptr::addr_of_mut!(pcoll_gate_hit[coll.index()]) as *const AtomicU8) }
+}
+
+/// Whether the last call of `coll` went through the gate.
+pub fn last_hit(coll: Collective) -> bool {
+    hit_flag(coll).load(Ordering::Relaxed) != 0
+}
+
+/// The Rust path is recording a call of `coll`, which is now the last.
+pub fn clear_hit(coll: Collective) {
+    hit_flag(coll).store(0, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The constants the C file and this module both use agree (the C file answers
+    /// `pcoll_gate_abi`).
+    #[test]
+    fn c_and_rust_constants_agree() {
+        // SAFETY: a pure function of its argument.
+        let abi = |w| unsafe { pcoll_gate_abi(w) };
+        assert_eq!(abi(0), GATE_P as i64);
+        assert_eq!(abi(1), GATE_R as i64);
+        assert_eq!(abi(2), DECLINED as i64);
+        assert_eq!(abi(3), Collective::ALL.len() as i64);
+        for coll in Collective::ALL {
+            assert_eq!(abi(10 + coll.index() as i32), coll.index() as i64, "{coll}");
+        }
+        for (k, g) in [
+            Guard::RootNonzeroAbove(0),
+            Guard::OneRank,
+            Guard::TrueLbPositive,
+            Guard::UserOp,
+            Guard::InPlace,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert_eq!(abi(20 + k as i32), guard_bit(g) as i64, "{g:?}");
+        }
     }
 }

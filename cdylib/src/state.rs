@@ -5,8 +5,10 @@ use crate::consts;
 use mpi_sys::*;
 use once_cell::sync::{Lazy, OnceCell};
 use pcoll::config::Config;
+use pcoll::decide::{Memo, Overrides, Resolver};
+use pcoll::model::native::Mpi;
 use pcoll::tuning::Table;
-use pcoll::{Algorithm, Collective};
+use pcoll::{Algorithm, Collective, Pick};
 use std::io::Write;
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -19,13 +21,22 @@ pub struct Global {
 
 static GLOBAL: OnceCell<Global> = OnceCell::new();
 
-/// `PCOLL_DISABLE=1`, read without initialising anything else (pure passthrough).
+/// The MPI this library is built against (whose native collectives the model prices, whose
+/// defects are avoided and whose built-in table is embedded).
+pub const MPI: Mpi = if cfg!(pcoll_mpich) {
+    Mpi::Mpich
+} else {
+    Mpi::OpenMpi
+};
+
+/// `PCOLL_DISABLE=1`, read without initialising anything else (pure passthrough); the same
+/// parser as the configuration's.
 pub fn disabled() -> bool {
     static D: Lazy<bool> = Lazy::new(|| {
-        matches!(
-            std::env::var("PCOLL_DISABLE").as_deref(),
-            Ok("1") | Ok("true") | Ok("yes")
-        )
+        std::env::var("PCOLL_DISABLE")
+            .ok()
+            .and_then(|v| pcoll::config::parse_bool(&v))
+            .unwrap_or(false)
     });
     *D
 }
@@ -56,7 +67,7 @@ pub fn global() -> &'static Global {
         }
         log::debug!("configuration: {cfg:?}");
         install_finalize_hook();
-        crate::gate::publish(&cfg, &table, forced);
+        crate::gate::open(&cfg);
         Global {
             cfg,
             table,
@@ -65,17 +76,43 @@ pub fn global() -> &'static Global {
     })
 }
 
-/// The table embedded for the MPI this library is built against (`tuning.toml` for Open MPI,
-/// `tuning.mpich.toml` for MPICH: the two MPIs' native collectives win at different sizes).
+/// The table embedded for the MPI this library is built against.
 pub fn builtin_table() -> Table {
-    #[cfg(pcoll_mpich)]
-    const TEXT: &str = include_str!("../../tuning.mpich.toml");
-    #[cfg(not(pcoll_mpich))]
-    const TEXT: &str = pcoll::tuning::BUILTIN_TOML;
-    Table::parse(TEXT, "built-in table").unwrap_or_else(|e| {
-        eprintln!("pcoll: warning: built-in table invalid ({e}); using the core default");
-        Table::builtin()
-    })
+    Table::builtin_for(MPI)
+}
+
+/// The resolver of one call on a communicator of `p` ranks: this process's configuration,
+/// table, run-time overrides, and the model memo for `p`.
+pub fn resolver(g: &'static Global, coll: Collective, p: usize) -> Resolver<'static> {
+    Resolver::new(&g.cfg, &g.table, MPI)
+        .with_overrides(Overrides {
+            algorithm: forced(coll),
+            segment: segment(),
+        })
+        .with_memo(Some(memo(p)))
+}
+
+/// Model memos of small communicator sizes, by p (no lock on the hot path).
+static SMALL_MEMOS: [OnceCell<Memo>; 129] = [const { OnceCell::new() }; 129];
+/// Memos of larger communicator sizes (one per size seen, kept for the process).
+static BIG_MEMOS: parking_lot::RwLock<Vec<(usize, &'static Memo)>> =
+    parking_lot::RwLock::new(Vec::new());
+
+/// The model memo for communicators of `p` ranks.
+pub fn memo(p: usize) -> &'static Memo {
+    if let Some(cell) = SMALL_MEMOS.get(p) {
+        return cell.get_or_init(|| Memo::new(p));
+    }
+    if let Some(m) = BIG_MEMOS.read().iter().find(|e| e.0 == p) {
+        return m.1;
+    }
+    let mut w = BIG_MEMOS.write();
+    if let Some(m) = w.iter().find(|e| e.0 == p) {
+        return m.1;
+    }
+    let m: &'static Memo = Box::leak(Box::new(Memo::new(p)));
+    w.push((p, m));
+    m
 }
 
 fn init_logger(rank: usize, filter: Option<&str>) {
@@ -93,29 +130,32 @@ fn init_logger(rank: usize, filter: Option<&str>) {
 // ---------------------------------------------------------------- run-time overrides
 
 const NONE: u8 = u8::MAX;
-static FORCED: [AtomicU8; 4] = [
-    AtomicU8::new(NONE),
-    AtomicU8::new(NONE),
-    AtomicU8::new(NONE),
-    AtomicU8::new(NONE),
-];
+static FORCED: [AtomicU8; NCOLL] = [const { AtomicU8::new(NONE) }; NCOLL];
 
-/// Force `alg` for `coll` from now on (`None`: back to env/table). Every rank must do the same.
-pub fn force(coll: Collective, alg: Option<Algorithm>) {
-    let v = alg.map_or(NONE, |a| {
-        Algorithm::ALL.iter().position(|x| *x == a).unwrap() as u8
-    });
+/// `model` in [`FORCED`].
+const MODEL: u8 = u8::MAX - 1;
+
+/// Force `pick` for `coll` from now on (`None`: back to env/table). Every rank must do the same.
+pub fn force(coll: Collective, pick: Option<Pick>) {
+    let v = match pick {
+        None => NONE,
+        Some(Pick::Model) => MODEL,
+        Some(Pick::Alg(a)) => a.index() as u8,
+    };
     let old = FORCED[coll.index()].swap(v, Ordering::Relaxed);
     if old != v {
         if let Some(g) = GLOBAL.get() {
-            crate::gate::republish(&g.cfg, &g.table, coll, alg);
+            crate::gate::republish(g, coll);
         }
     }
 }
 
-pub fn forced(coll: Collective) -> Option<Algorithm> {
-    let v = FORCED[coll.index()].load(Ordering::Relaxed);
-    (v != NONE).then(|| Algorithm::ALL[v as usize])
+pub fn forced(coll: Collective) -> Option<Pick> {
+    match FORCED[coll.index()].load(Ordering::Relaxed) {
+        NONE => None,
+        MODEL => Some(Pick::Model),
+        v => Some(Pick::Alg(Algorithm::ALL[v as usize])),
+    }
 }
 
 /// Run-time segment size in bytes (0: none, back to `PCOLL_SEGMENT`, the table and the model).
@@ -155,8 +195,11 @@ const CELL: Cell = Cell {
     time_ns: AtomicU64::new(0),
 };
 #[allow(clippy::declare_interior_mutable_const)]
-const ROW: [Cell; 8] = [CELL, CELL, CELL, CELL, CELL, CELL, CELL, CELL];
-type Cells = [[Cell; 8]; 4];
+const ROW: [Cell; NALG] = [CELL; NALG];
+type Cells = [[Cell; NALG]; NCOLL];
+/// Algorithms and collectives (array sizes of the counters).
+const NALG: usize = Algorithm::ALL.len();
+const NCOLL: usize = Collective::ALL.len();
 
 /// Every thread that ever recorded a call owns one set of cells (taken from `FREE` when a
 /// thread that had one exits, else leaked once): only its owner writes a set, with a plain
@@ -175,7 +218,7 @@ impl Drop for Owner {
 
 thread_local! {
     static MINE: Owner = Owner(FREE.lock().pop().unwrap_or_else(|| {
-        let c: &'static Cells = Box::leak(Box::new([ROW, ROW, ROW, ROW]));
+        let c: &'static Cells = Box::leak(Box::new([ROW; NCOLL]));
         SETS.lock().push(c);
         c
     }));
@@ -189,15 +232,10 @@ fn bump(a: &AtomicU64, by: u64) {
 }
 
 /// The algorithm of the last call per collective (for tests and the C API).
-static LAST: [AtomicU8; 4] = [
-    AtomicU8::new(NONE),
-    AtomicU8::new(NONE),
-    AtomicU8::new(NONE),
-    AtomicU8::new(NONE),
-];
+static LAST: [AtomicU8; NCOLL] = [const { AtomicU8::new(NONE) }; NCOLL];
 
 fn alg_index(alg: Algorithm) -> usize {
-    alg as usize
+    alg.index()
 }
 
 /// Count one call (`secs` is 0 unless `PCOLL_STATS=1`).
@@ -214,7 +252,7 @@ pub fn record(coll: Collective, alg: Algorithm, bytes: usize, secs: f64) {
     if counted.is_err() {
         // A collective from a thread-local destructor after MINE is gone: count it in a set
         // of its own.
-        let c: &'static Cells = Box::leak(Box::new([ROW, ROW, ROW, ROW]));
+        let c: &'static Cells = Box::leak(Box::new([ROW; NCOLL]));
         let cell = &c[coll.index()][ai];
         bump(&cell.calls, 1);
         bump(&cell.bytes, bytes as u64);
@@ -222,7 +260,7 @@ pub fn record(coll: Collective, alg: Algorithm, bytes: usize, secs: f64) {
         SETS.lock().push(c);
     }
     LAST[coll.index()].store(ai as u8, Ordering::Relaxed);
-    crate::gate::last_hit(coll, true);
+    crate::gate::clear_hit(coll);
 }
 
 /// A snapshot of one counter, summed over all threads.
@@ -261,7 +299,7 @@ pub fn reset_stats() {
 }
 
 pub fn last(coll: Collective) -> Option<Algorithm> {
-    if crate::gate::last_hit(coll, false) {
+    if crate::gate::last_hit(coll) {
         return Some(Algorithm::Native);
     }
     let v = LAST[coll.index()].load(Ordering::Relaxed);

@@ -279,10 +279,18 @@ fn tune_writes_a_table() {
     for coll in ["allreduce", "allgatherv"] {
         assert!(text.contains(&format!("[[{coll}]]")), "{text}");
     }
-    assert!(!text.contains("[[reduce]]"), "{text}");
-    // Every rule carries its measurement.
+    // Measured rules are bounded to the measured p = 2; every collective ends with `model`.
+    assert!(!text.contains("\"inf\"]\nbytes"), "{text}");
+    assert!(text.contains("p = [2, 3]"), "{text}");
+    let table = pcoll::tuning::Table::parse(&text, "test").expect("the written table parses");
+    for coll in pcoll::Collective::ALL {
+        let last = table.rules(coll).last().expect("a closing rule");
+        assert_eq!(last.algorithm, pcoll::Pick::Model, "{coll}");
+        assert!(last.p.is_any() && last.bytes.is_any(), "{coll}");
+    }
+    // Every measured rule carries its measurement.
     let rules = text.matches("[[").count();
-    assert_eq!(text.matches("# measured: ").count(), rules, "{text}");
+    assert_eq!(text.matches("# measured: ").count(), rules - 4, "{text}");
     // Segment sizes were tried in the 64 KiB allreduce cell (greedy or circulant).
     assert!(
         text.contains("Segment sizes: in 1 cells of >= 64K B"),
@@ -298,6 +306,4 @@ fn tune_writes_a_table() {
             .unwrap();
         assert!(v > 0.0 && v.is_finite(), "{key} = {v}");
     }
-    // TODO(tuning): once the real pcoll::tuning lands, also assert
-    // pcoll::tuning::Table::parse(&text, "test").is_ok().
 }

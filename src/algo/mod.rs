@@ -148,13 +148,85 @@ impl Algorithm {
 
     /// Checks the algorithm's preconditions for a call; `Err` names the failed one.
     pub fn check(self, spec: &CallSpec) -> Result<(), String> {
-        if !Algorithm::available(spec.coll).contains(&self) {
-            return Err(format!("{} has no {} algorithm", spec.coll, self));
+        self.eligible(spec.coll, spec.commutative)
+    }
+
+    /// The preconditions from the facts every rank shares: the collective has this algorithm,
+    /// and a non-commutative op needs an order-preserving one.
+    pub fn eligible(self, coll: Collective, commutative: bool) -> Result<(), String> {
+        if !Algorithm::available(coll).contains(&self) {
+            return Err(format!("{coll} has no {self} algorithm"));
         }
-        if spec.coll.reduces() && !spec.commutative && !self.order_preserving(spec.coll) {
-            return Err(format!("{} {} needs a commutative op", spec.coll, self));
+        if coll.reduces() && !commutative && !self.order_preserving(coll) {
+            return Err(format!("{coll} {self} needs a commutative op"));
         }
         Ok(())
+    }
+
+    /// Position in [`Algorithm::ALL`] (array index of per-algorithm counters).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What a table rule, `PCOLL_<COLL>` or `pcoll_force` asks for: one algorithm, or `model`,
+/// the cost model's choice among the algorithms eligible for the call, native included
+/// ([`crate::decide`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pick {
+    Alg(Algorithm),
+    Model,
+}
+
+impl Pick {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pick::Alg(a) => a.name(),
+            Pick::Model => "model",
+        }
+    }
+    /// Can `coll` be asked for this (`model` always can)?
+    pub fn available(self, coll: Collective) -> bool {
+        match self {
+            Pick::Alg(a) => Algorithm::available(coll).contains(&a),
+            Pick::Model => true,
+        }
+    }
+    /// The accepted names for `coll`, for messages.
+    pub fn accepted(coll: Collective) -> String {
+        let mut s: Vec<&str> = Algorithm::available(coll)
+            .iter()
+            .map(|a| a.name())
+            .collect();
+        s.push("model");
+        s.join(", ")
+    }
+}
+
+impl From<Algorithm> for Pick {
+    fn from(a: Algorithm) -> Pick {
+        Pick::Alg(a)
+    }
+}
+
+impl fmt::Display for Pick {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Pick {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.trim().eq_ignore_ascii_case("model") {
+            return Ok(Pick::Model);
+        }
+        s.parse::<Algorithm>().map(Pick::Alg).map_err(|_| {
+            format!(
+                "unknown algorithm '{s}' (accepted: {}, model)",
+                Algorithm::accepted()
+            )
+        })
     }
 }
 

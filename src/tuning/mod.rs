@@ -15,6 +15,8 @@
 //! alpha = 2.0e-6    # s per message (latency), > 0
 //! beta  = 2.0e-10   # s per byte transferred, > 0
 //! gamma = 2.5e-10   # s per byte reduced, >= 0
+//! margin = 0.15     # `model` picks a pcoll algorithm only if predicted this much faster
+//!                   # than native, 0 <= margin < 1 (default 0.15)
 //!
 //! # One array of tables per collective: [[reduce]], [[allreduce]], [[reduce_scatter]],
 //! # [[allgatherv]]. For each call the FIRST rule whose ranges contain (p, bytes) wins.
@@ -37,10 +39,13 @@
 //!   segments 1 byte ..= 2 GiB.
 //! * `algorithm`: one of `native`, `binomial`, `pipeline`, `greedy`, `greedy_uni`,
 //!   `circulant`, `butterfly`, `ring`, and available for that collective
-//!   ([`Algorithm::available`]).
+//!   ([`crate::algo::Algorithm::available`]); or `model`: the cost model prices every algorithm eligible
+//!   for the call and native's own algorithm ([`crate::decide`]).
 //! * Rules may overlap partially (first match decides), but a rule that can never match
 //!   because earlier rules of the same collective cover all of its cells is an error.
-//! * A cell without a rule gets the caller's default (see [`crate::config::choose`]).
+//! * A cell without a rule is decided by the model, as if a last rule said `model`
+//!   ([`crate::decide::resolve`]). Measured rules should cover only the `p` that was
+//!   measured and leave the rest to the model: a table never extrapolates.
 //! * Comments are free; the auto-tuner writes the measurement behind each rule above it.
 //!
 //! Every error names the file, line and column, what was found and what is accepted.
@@ -52,7 +57,8 @@
 mod parse;
 pub mod size;
 
-use crate::algo::{Algorithm, Collective, CostParams};
+use crate::algo::{Collective, CostParams, Pick};
+use crate::model::native::Mpi;
 use std::fmt::Write as _;
 use std::ops::{Bound, RangeBounds};
 
@@ -65,8 +71,13 @@ pub const MAX_BYTES: usize = 1 << 48;
 /// Largest segment size in bytes (2 GiB).
 pub const MAX_SEGMENT: usize = 1 << 31;
 
-/// The file embedded as the built-in default table.
+/// The file embedded as the built-in default table for Open MPI.
 pub const BUILTIN_TOML: &str = include_str!("../../tuning.toml");
+/// The file embedded as the built-in default table for MPICH.
+pub const BUILTIN_MPICH_TOML: &str = include_str!("../../tuning.mpich.toml");
+/// `[model] margin` when the table does not set one: a pcoll algorithm is chosen by the model
+/// only when predicted at least this much faster than native.
+pub const DEFAULT_MARGIN: f64 = 0.15;
 
 /// A half-open range `[lo, hi)`; `hi == INF` means no upper bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -124,7 +135,8 @@ pub struct Rule {
     pub p: Bounds,
     /// Message bytes it applies to.
     pub bytes: Bounds,
-    pub algorithm: Algorithm,
+    /// An algorithm, or `model` (the cost model decides among the eligible ones).
+    pub algorithm: Pick,
     /// Segment size in bytes (None: the algorithm chooses from the model).
     pub segment: Option<usize>,
     /// Line of the rule's `[[coll]]` header in its file; 0 when built in code.
@@ -135,11 +147,11 @@ pub struct Rule {
 
 impl Rule {
     /// A rule for any `p` and any size.
-    pub fn new(algorithm: Algorithm) -> Rule {
+    pub fn new(algorithm: impl Into<Pick>) -> Rule {
         Rule {
             p: Bounds::ANY,
             bytes: Bounds::ANY,
-            algorithm,
+            algorithm: algorithm.into(),
             segment: None,
             line: 0,
             note: String::new(),
@@ -177,7 +189,7 @@ impl Rule {
 /// Result of a lookup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Choice {
-    pub algorithm: Algorithm,
+    pub algorithm: Pick,
     /// Segment bytes from the rule (None: the algorithm chooses).
     pub segment: Option<usize>,
     /// Index of the matching rule among the collective's rules (0-based), for logs.
@@ -191,6 +203,7 @@ pub struct Choice {
 pub struct Table {
     origin: String,
     model: Option<CostParams>,
+    margin: Option<f64>,
     rules: [Vec<Rule>; 4],
     header: Vec<String>,
 }
@@ -199,6 +212,7 @@ impl PartialEq for Table {
     /// Same model and same rules in the same order (origin, lines and comments ignored).
     fn eq(&self, o: &Table) -> bool {
         self.model == o.model
+            && self.margin == o.margin
             && self
                 .rules
                 .iter()
@@ -214,11 +228,20 @@ impl Table {
         parse::parse(text, origin)
     }
 
-    /// The embedded default (the repository's `tuning.toml`).
+    /// The embedded default for Open MPI (the repository's `tuning.toml`).
     pub fn builtin() -> Table {
-        // The embedded file is checked by a test; a broken one is a build defect.
-        Table::parse(BUILTIN_TOML, "builtin tuning.toml")
-            .unwrap_or_else(|e| panic!("the embedded tuning.toml is invalid:\n{e}"))
+        Table::builtin_for(Mpi::OpenMpi)
+    }
+
+    /// The embedded default for `mpi` (`tuning.toml`, `tuning.mpich.toml`: the two MPIs'
+    /// native collectives win at different sizes).
+    pub fn builtin_for(mpi: Mpi) -> Table {
+        let (text, name) = match mpi {
+            Mpi::OpenMpi => (BUILTIN_TOML, "built-in tuning.toml"),
+            Mpi::Mpich => (BUILTIN_MPICH_TOML, "built-in tuning.mpich.toml"),
+        };
+        // The embedded files are checked by a test; a broken one is a build defect.
+        Table::parse(text, name).unwrap_or_else(|e| panic!("the embedded {name} is invalid:\n{e}"))
     }
 
     /// Starts a table built in code (the auto-tuner's way to write one).
@@ -227,6 +250,7 @@ impl Table {
             table: Table {
                 origin: "table built in code".into(),
                 model: None,
+                margin: None,
                 rules: Default::default(),
                 header: Vec::new(),
             },
@@ -250,40 +274,14 @@ impl Table {
             })
     }
 
-    /// The message sizes (half-open byte ranges, merged, ascending) at which `coll` on `p`
-    /// ranks goes to `native` when `forced` (if any) or else this table decides, with
-    /// [`crate::config::DEFAULT_ALGORITHM`] where no rule matches: the decision exactly as
-    /// `lookup` makes it, size by size (rule bounds are the only places it can change).
-    pub fn native_ranges(
-        &self,
-        coll: Collective,
-        p: usize,
-        forced: Option<Algorithm>,
-    ) -> Vec<(usize, usize)> {
-        let decide = |bytes: usize| {
-            forced
-                .or_else(|| self.lookup(coll, p, bytes).map(|c| c.algorithm))
-                .unwrap_or(crate::config::DEFAULT_ALGORITHM)
-                == Algorithm::Native
-        };
-        let mut cuts: Vec<usize> = vec![0];
-        for r in self.rules[coll.index()].iter().filter(|r| r.p.contains(p)) {
-            cuts.extend([r.bytes.lo, r.bytes.hi].into_iter().filter(|&b| b < INF));
-        }
-        cuts.sort_unstable();
-        cuts.dedup();
-        let mut out: Vec<(usize, usize)> = Vec::new();
-        for (i, &lo) in cuts.iter().enumerate() {
-            let hi = cuts.get(i + 1).copied().unwrap_or(INF);
-            if !decide(lo) {
-                continue;
-            }
-            match out.last_mut() {
-                Some(last) if last.1 == lo => last.1 = hi,
-                _ => out.push((lo, hi)),
-            }
-        }
-        out
+    /// The byte bounds of the rules of `coll` that apply to `p` (finite ones, unsorted): the
+    /// only sizes at which the table's answer for `p` can change.
+    pub fn cuts(&self, coll: Collective, p: usize) -> impl Iterator<Item = usize> + '_ {
+        self.rules[coll.index()]
+            .iter()
+            .filter(move |r| r.p.contains(p))
+            .flat_map(|r| [r.bytes.lo, r.bytes.hi])
+            .filter(|&b| b < INF)
     }
 
     /// The cost-model parameters: the table's `[model]`, else the built-in constants.
@@ -293,6 +291,11 @@ impl Table {
     /// The `[model]` section as written (None if absent).
     pub fn model_section(&self) -> Option<CostParams> {
         self.model
+    }
+    /// `[model] margin`: how much faster than native the model must predict a pcoll algorithm
+    /// before it chooses it ([`DEFAULT_MARGIN`] when not set).
+    pub fn margin(&self) -> f64 {
+        self.margin.unwrap_or(DEFAULT_MARGIN)
     }
     /// Where the table came from (path, "builtin tuning.toml", ...).
     pub fn origin(&self) -> &str {
@@ -326,13 +329,20 @@ impl Table {
         if !self.header.is_empty() {
             s.push('\n');
         }
-        if let Some(m) = self.model {
+        if self.model.is_some() || self.margin.is_some() {
             // `{:?}` of an f64 is its shortest round-trip form (`2e-6`, `0.5`), valid TOML.
-            let _ = writeln!(
-                s,
-                "[model]\nalpha = {:?}\nbeta = {:?}\ngamma = {:?}\n",
-                m.alpha, m.beta, m.gamma
-            );
+            s.push_str("[model]\n");
+            if let Some(m) = self.model {
+                let _ = writeln!(
+                    s,
+                    "alpha = {:?}\nbeta = {:?}\ngamma = {:?}",
+                    m.alpha, m.beta, m.gamma
+                );
+            }
+            if let Some(g) = self.margin {
+                let _ = writeln!(s, "margin = {g:?}");
+            }
+            s.push('\n');
         }
         for coll in Collective::ALL {
             for r in &self.rules[coll.index()] {
@@ -382,6 +392,11 @@ impl TableBuilder {
         self.table.model = Some(m);
         self
     }
+    /// `[model] margin` (see [`Table::margin`]).
+    pub fn margin(mut self, g: f64) -> Self {
+        self.table.margin = Some(g);
+        self
+    }
     /// A comment line for the top of `to_toml`'s output.
     pub fn comment(mut self, text: impl Into<String>) -> Self {
         self.table.header.push(text.into());
@@ -399,6 +414,9 @@ impl TableBuilder {
             for (key, msg) in check_model(m) {
                 errs.push(format!("{}: [model] {key}: {msg}", t.origin));
             }
+        }
+        if let Some(msg) = t.margin.and_then(check_margin) {
+            errs.push(format!("{}: [model] margin: {msg}", t.origin));
         }
         for coll in Collective::ALL {
             let rules = &t.rules[coll.index()];
@@ -423,13 +441,13 @@ impl TableBuilder {
 /// Semantic checks of one rule: `(key, message)` per problem.
 pub(crate) fn check_rule(coll: Collective, r: &Rule) -> Vec<(&'static str, String)> {
     let mut errs = Vec::new();
-    if !Algorithm::available(coll).contains(&r.algorithm) {
+    if !r.algorithm.available(coll) {
         errs.push((
             "algorithm",
             format!(
                 "'{}' is not available for {coll} (accepted for {coll}: {})",
                 r.algorithm,
-                names(Algorithm::available(coll))
+                Pick::accepted(coll)
             ),
         ));
     }
@@ -476,6 +494,15 @@ pub(crate) fn check_segment(g: usize) -> Option<String> {
     } else {
         None
     }
+}
+
+/// `[model] margin`: a fraction, `0 <= margin < 1`.
+pub(crate) fn check_margin(g: f64) -> Option<String> {
+    (!(g.is_finite() && (0.0..1.0).contains(&g))).then(|| {
+        format!(
+            "{g} out of range (accepted: a fraction, 0 <= margin < 1; default {DEFAULT_MARGIN})"
+        )
+    })
 }
 
 pub(crate) fn check_model(m: &CostParams) -> Vec<(&'static str, String)> {
@@ -555,10 +582,6 @@ pub(crate) fn shadowed(rules: &[Rule], j: usize, origin: &str) -> Option<String>
     ))
 }
 
-pub(crate) fn names(algs: &[Algorithm]) -> String {
-    algs.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -574,7 +597,7 @@ mod tests {
 
     #[test]
     fn shadow_by_union_only() {
-        use Algorithm::*;
+        use crate::algo::Algorithm::*;
         let rules = vec![
             Rule::new(Binomial).p(0..5),
             Rule::new(Binomial).p(5..),

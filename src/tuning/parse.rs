@@ -6,10 +6,10 @@
 
 use super::size::{parse_size, SIZE_FORMS};
 use super::{
-    check_model, check_rule, names, shadowed, Bounds, Rule, Table, INF, MAX_BYTES, MAX_P,
+    check_margin, check_model, check_rule, shadowed, Bounds, Rule, Table, INF, MAX_BYTES, MAX_P,
     MAX_SEGMENT,
 };
-use crate::algo::{Algorithm, Collective, CostParams};
+use crate::algo::{Collective, CostParams, Pick};
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
@@ -33,6 +33,7 @@ struct RawModel {
     alpha: Option<Spanned<f64>>,
     beta: Option<Spanned<f64>>,
     gamma: Option<Spanned<f64>>,
+    margin: Option<Spanned<f64>>,
 }
 
 #[derive(Deserialize)]
@@ -100,8 +101,15 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
     let mut err =
         |off: usize, msg: String| errs.push(format!("{}: {msg}{}", src.at(off), src.snippet(off)));
 
+    let mut margin = None;
     let model = raw.model.map(|m| {
         let m = m.into_inner();
+        if let Some(g) = &m.margin {
+            match check_margin(*g.get_ref()) {
+                Some(msg) => err(g.span().start, format!("[model] margin: {msg}")),
+                None => margin = Some(*g.get_ref()),
+            }
+        }
         let d = CostParams::default();
         let get = |v: &Option<Spanned<f64>>, dflt: f64| v.as_ref().map_or(dflt, |s| *s.get_ref());
         let cp = CostParams {
@@ -154,12 +162,12 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
                         format!(
                             "{}: missing (accepted for {coll}: {})",
                             what("algorithm"),
-                            names(Algorithm::available(coll))
+                            Pick::accepted(coll)
                         ),
                     );
                     None
                 }
-                Some(s) => match s.get_ref().parse::<Algorithm>() {
+                Some(s) => match s.get_ref().parse::<Pick>() {
                     Ok(a) => Some(a),
                     Err(_) => {
                         err(
@@ -168,7 +176,7 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
                                 "{}: unknown algorithm '{}' (accepted for {coll}: {})",
                                 what("algorithm"),
                                 s.get_ref(),
-                                names(Algorithm::available(coll))
+                                Pick::accepted(coll)
                             ),
                         );
                         None
@@ -227,6 +235,7 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
         Ok(Table {
             origin: origin.to_string(),
             model,
+            margin,
             rules,
             header: Vec::new(),
         })

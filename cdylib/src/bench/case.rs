@@ -6,7 +6,7 @@ use super::kind::{DType, OpKind};
 use crate::ffi::c as pc;
 use crate::state;
 use mpi_sys::*;
-use pcoll::{Algorithm, CallSpec, Collective};
+use pcoll::{Algorithm, CallSpec, Collective, Pick};
 use std::os::raw::{c_int, c_void};
 
 /// What one timed call runs.
@@ -84,7 +84,7 @@ pub fn size_label(bytes: usize) -> String {
 /// Sets the process-wide run-time overrides (`pcoll_force`, `pcoll_segment`) for a call of
 /// `coll` with variant `v` (native and auto: none).
 pub fn select(coll: Collective, v: Variant) {
-    state::force(coll, v.forced());
+    state::force(coll, v.forced().map(Pick::Alg));
     state::set_segment(v.segment());
 }
 
@@ -257,13 +257,8 @@ impl Case {
             _ => vec![],
         };
         let g = state::global();
-        let bytes = self.bytes();
-        let rule = g.table.lookup(self.coll, self.p, bytes);
-        let seg = state::segment()
-            .or(g.cfg.segment)
-            .or(rule.and_then(|c| c.segment));
         let es = self.dt.size();
-        CallSpec {
+        let mut spec = CallSpec {
             coll: self.coll,
             p: self.p,
             rank: self.rank,
@@ -273,10 +268,15 @@ impl Case {
             // sum/max/min/prod are commutative.
             commutative: true,
             elem_bytes: es,
-            seg_elems: seg.map_or(0, |b| (b / es).max(1)),
+            seg_elems: 0,
             params: g.table.model(),
             in_place: false,
+        };
+        // The segment the library's decision brings (run time > PCOLL_SEGMENT > the rule's).
+        if let Ok(d) = decision(&spec) {
+            spec.seg_elems = d.seg_elems(es);
         }
+        spec
     }
 
     /// Runs the collective once; returns the MPI return code.
@@ -345,22 +345,28 @@ impl Case {
     }
 }
 
-/// The algorithm pcoll's dispatch picks without `pcoll_force` (environment force, then the
-/// tuning table, then binomial; failed preconditions fall back to the table's choice or
-/// binomial), mirroring `dispatch::choose`.
+/// The library's decision for this call with the current overrides (the same resolver the
+/// dispatch asks; the benchmark's data is plain: no defect fact holds).
+fn decision(spec: &CallSpec) -> Result<pcoll::decide::Decision, pcoll::Error> {
+    let call = pcoll::decide::CallFacts {
+        commutative: spec.commutative,
+        ..pcoll::decide::CallFacts::new(spec.coll, spec.p, spec.bytes())
+    };
+    state::resolver(state::global(), spec.coll, spec.p).resolve(&call, &pcoll::decide::PlainFacts)
+}
+
+/// The algorithm pcoll's dispatch picks without `pcoll_force` (the resolver, with the
+/// run-time force left out).
 pub fn auto_choice(spec: &CallSpec) -> Algorithm {
+    let call = pcoll::decide::CallFacts {
+        commutative: spec.commutative,
+        ..pcoll::decide::CallFacts::new(spec.coll, spec.p, spec.bytes())
+    };
     let g = state::global();
-    let rule = g.table.lookup(spec.coll, spec.p, spec.bytes());
-    let alg = g.cfg.force[spec.coll.index()]
-        .or(rule.map(|c| c.algorithm))
-        .unwrap_or(Algorithm::Binomial);
-    if alg.check(spec).is_ok() {
-        alg
-    } else {
-        rule.map(|c| c.algorithm)
-            .filter(|a| a.check(spec).is_ok())
-            .unwrap_or(Algorithm::Binomial)
-    }
+    let mut r = state::resolver(g, spec.coll, spec.p);
+    r.over.algorithm = None;
+    r.resolve(&call, &pcoll::decide::PlainFacts)
+        .map_or(Algorithm::Native, |d| d.algorithm)
 }
 
 #[cfg(test)]

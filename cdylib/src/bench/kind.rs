@@ -156,56 +156,7 @@ impl fmt::Display for OpKind {
     }
 }
 
-/// `"8"`, `"1k"`, `"64K"`, `"1m"`, `"16MiB"`, `"4b"` -> bytes (binary units).
-pub fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let digits = t.chars().take_while(|c| c.is_ascii_digit()).count();
-    if digits == 0 {
-        return Err(format!(
-            "bad size '{s}': expected a number with optional k/m/g unit"
-        ));
-    }
-    let n: usize = t[..digits]
-        .parse()
-        .map_err(|_| format!("bad size '{s}': too large"))?;
-    let shift = match t[digits..].trim() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        u => {
-            return Err(format!(
-                "bad size '{s}': unknown unit '{u}' (accepted: k, m, g)"
-            ))
-        }
-    };
-    n.checked_mul(1usize << shift)
-        .ok_or_else(|| format!("bad size '{s}': too large"))
-}
-
-/// `"8,1k,64k"` or a range `"8..4m"` (powers of two from 8 to 4 MiB, both included).
-pub fn parse_sizes(s: &str) -> Result<Vec<usize>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').filter(|x| !x.trim().is_empty()) {
-        if let Some((a, b)) = part.split_once("..") {
-            let (lo, hi) = (parse_size(a)?, parse_size(b)?);
-            if lo == 0 || lo > hi {
-                return Err(format!("bad size range '{part}': need 0 < lo <= hi"));
-            }
-            let mut x = lo;
-            while x <= hi {
-                out.push(x);
-                x *= 2;
-            }
-        } else {
-            out.push(parse_size(part)?);
-        }
-    }
-    if out.is_empty() {
-        return Err("no sizes given".into());
-    }
-    Ok(out)
-}
+pub use pcoll::tuning::size::{parse_size, parse_size_list as parse_sizes};
 
 /// `65536` -> `"64K"`, `1048576` -> `"1M"`, `100` -> `"100"` (table labels).
 pub fn short_size(n: usize) -> String {

@@ -369,9 +369,9 @@ pub fn smooth(cells: &mut [Cell], tol: f64) {
 /// Merges cells into rules. Per (collective, p): sizes in order, runs with the same winner
 /// become one bytes range; the first starts at 0, the last is open, a boundary is the first
 /// measured size of the next run. Then neighbouring measured p with identical rule lists are
-/// merged. A measured p covers up to the next measured p; the largest covers everything
-/// above when `extrapolate`, else only itself.
-pub fn spans(cells: &[Cell], extrapolate: bool) -> Vec<Span> {
+/// merged. A measured p covers up to the next measured p; the largest only itself: the
+/// table never extrapolates (pcoll-tune closes each collective with a `model` rule).
+pub fn spans(cells: &[Cell]) -> Vec<Span> {
     let mut out = Vec::new();
     for coll in Collective::ALL {
         let mut ps: Vec<usize> = cells
@@ -389,11 +389,7 @@ pub fn spans(cells: &[Cell], extrapolate: bool) -> Vec<Span> {
                 .filter(|c| c.coll == coll && c.p == p)
                 .collect();
             cs.sort_by_key(|c| c.bytes);
-            let p_hi = match ps.get(k + 1) {
-                Some(&next) => next,
-                None if extrapolate => INF,
-                None => p + 1,
-            };
+            let p_hi = ps.get(k + 1).copied().unwrap_or(p + 1);
             let mut runs: Vec<Span> = Vec::new();
             for c in cs {
                 match runs.last_mut() {
@@ -473,15 +469,15 @@ mod tests {
         }
         cells.push(cell(4, 8, Native));
         cells.push(cell(4, 64, Binomial));
-        let s = spans(&cells, true);
+        let s = spans(&cells);
         let got: Vec<_> = s.iter().map(|x| (x.p, x.bytes, x.alg)).collect();
         assert_eq!(
             got,
             vec![
                 ((2, 4), (0, 1024), Binomial),
                 ((2, 4), (1024, INF), Ring),
-                ((4, INF), (0, 64), Native),
-                ((4, INF), (64, INF), Binomial),
+                ((4, 5), (0, 64), Native),
+                ((4, 5), (64, INF), Binomial),
             ]
         );
         // Every measured cell is covered by exactly one span with its own winner.
@@ -504,7 +500,7 @@ mod tests {
 
     #[test]
     fn no_extrapolation_limits_last_p() {
-        let s = spans(&[cell(2, 8, Ring)], false);
+        let s = spans(&[cell(2, 8, Ring)]);
         assert_eq!(s[0].p, (2, 3));
         assert_eq!(s[0].bytes, (0, INF));
         let t = super::super::tuning_api::builder()
@@ -537,7 +533,7 @@ mod tests {
         assert!(cells[1].smoothed && !cells[3].smoothed);
         assert_eq!(cells[1].time_us, 1.03);
         assert_eq!(cells[1].rival.map(|r| r.0), Some(Pick::of(Binomial)));
-        let s = spans(&cells, true);
+        let s = spans(&cells);
         assert_eq!(s.len(), 4, "{s:?}");
         assert!(
             s[0].note().contains("1 isolated cell(s) smoothed"),
@@ -568,7 +564,7 @@ mod tests {
             ];
             cells.push(c);
         }
-        let s = spans(&cells, true);
+        let s = spans(&cells);
         let got: Vec<_> = s.iter().map(|x| (x.bytes, x.alg, x.segment)).collect();
         assert_eq!(
             got,
@@ -591,9 +587,12 @@ mod tests {
         // The written table gives the segment back for the cells it came from.
         let table = super::super::tuning_api::parse(&t, "test").unwrap();
         let c = table.lookup(Collective::Allreduce, 2, 1 << 20).unwrap();
-        assert_eq!((c.algorithm, c.segment), (Greedy, Some(32768)));
+        assert_eq!(
+            (c.algorithm, c.segment),
+            (pcoll::Pick::Alg(Greedy), Some(32768))
+        );
         let c = table.lookup(Collective::Allreduce, 2, 65536).unwrap();
-        assert_eq!((c.algorithm, c.segment), (Greedy, None));
+        assert_eq!((c.algorithm, c.segment), (pcoll::Pick::Alg(Greedy), None));
     }
 
     #[test]

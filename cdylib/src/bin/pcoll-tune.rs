@@ -82,9 +82,6 @@ struct Args {
     datatype: String,
     #[arg(long, default_value = "sum")]
     op: String,
-    /// The largest measured p applies only to itself (default: to every larger p too).
-    #[arg(long)]
-    no_extrapolate: bool,
     /// Skip the alpha/beta/gamma fit (the [model] section keeps the current values).
     #[arg(long)]
     no_model: bool,
@@ -299,7 +296,7 @@ fn body() -> i32 {
     // 3. Rules and the file.
     tune::smooth(&mut cells, args.smooth);
     let smoothed = cells.iter().filter(|c| c.smoothed).count();
-    let spans = tune::spans(&cells, !args.no_extrapolate);
+    let spans = tune::spans(&cells);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -366,6 +363,15 @@ the model's segment x {} (powers of two, set with pcoll_segment); `segment` = a 
     }
     for s in &spans {
         b = b.rule(s.coll, s.rule());
+    }
+    // Every cell not measured: the cost model (the measured rules cover only measured p).
+    for coll in Collective::ALL {
+        b = b.rule(
+            coll,
+            tuning_api::Rule::new(pcoll::Pick::Model).note(format!(
+                "every {coll} cell not measured above (other p): the cost model with [model], native's own choice priced too"
+            )),
+        );
     }
     let text = match b.build() {
         Ok(t) => t.to_toml(),

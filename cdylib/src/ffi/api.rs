@@ -2,7 +2,7 @@
 
 use super::guard;
 use crate::state;
-use pcoll::{Algorithm, Collective};
+use pcoll::{Algorithm, Collective, Pick};
 use std::ffi::{c_char, c_double, c_int, c_longlong, c_ulonglong, CStr};
 
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
@@ -41,9 +41,9 @@ pub unsafe extern "C" fn pcoll_force(collective: *const c_char, algorithm: *cons
                 state::force(coll, None);
                 0
             }
-            Some(name) => match name.parse::<Algorithm>() {
-                Ok(alg) if Algorithm::available(coll).contains(&alg) => {
-                    state::force(coll, Some(alg));
+            Some(name) => match name.parse::<Pick>() {
+                Ok(pick) if pick.available(coll) => {
+                    state::force(coll, Some(pick));
                     0
                 }
                 _ => -2,

@@ -6,10 +6,18 @@
 //! pcoll-sim paper
 //! pcoll-sim draw --algorithm greedy --p 15 --segments 5 [--tcomm 2 --tcomp 1] -o f.svg
 //! pcoll-sim schedule --p 17 --blocks 4 --format json|table
+//! pcoll-sim choose --table FILE|builtin --mpi openmpi|mpich --collective LIST --p LIST \
+//!     --bytes LIST [--op commutative|noncommutative] [--format json|table]
+//! pcoll-sim scale --table FILE|builtin --mpi openmpi|mpich [--p 2..65536] -o f.svg
 //! ```
+
+mod choose;
+mod scale;
 
 use clap::{Parser, Subcommand};
 use pcoll::algo::{Collective, CostParams};
+use pcoll::config::Config;
+use pcoll::model::native::Mpi;
 use pcoll::model::paper::{rt_table1_cells, LL_FIG45, LL_FIG6, RT_PROTOCOLS};
 use pcoll::model::{lower_bound, predict_scheme, simulate_tree_events, Duplex, Prediction, Scheme};
 use pcoll::sched::blocks::ceil_log2;
@@ -81,6 +89,108 @@ enum Cmd {
         #[arg(long, default_value = "json")]
         format: String,
     },
+    /// The decision the library makes for each cell (same code), and every option's
+    /// predicted time. PCOLL_<COLL> and PCOLL_SEGMENT in the environment apply, as in the
+    /// library.
+    Choose {
+        /// A tuning.toml, or `builtin` (the table embedded in the library built for --mpi).
+        #[arg(long, default_value = "builtin")]
+        table: String,
+        /// Whose native collectives are modelled (and whose built-in table).
+        #[arg(long, default_value = "openmpi")]
+        mpi: Mpi,
+        /// Collectives, comma-separated (or `all`).
+        #[arg(long, default_value = "all")]
+        collective: String,
+        /// Communicator sizes: comma-separated, or lo..hi for the powers of two in between.
+        #[arg(long)]
+        p: String,
+        /// Message bytes: comma-separated, or lo..hi (k/m/g suffixes: 8..256m).
+        #[arg(long)]
+        bytes: String,
+        /// commutative or noncommutative (reductions).
+        #[arg(long, default_value = "commutative")]
+        op: String,
+        /// json (one object per line) or table.
+        #[arg(long, default_value = "table")]
+        format: String,
+    },
+    /// Predicted time against p for each collective at 8 B, 64 KiB and 16 MiB: every pcoll
+    /// algorithm, native's own algorithm and the decision, as an SVG (one panel per cell).
+    Scale {
+        #[arg(long, default_value = "builtin")]
+        table: String,
+        #[arg(long, default_value = "openmpi")]
+        mpi: Mpi,
+        /// Communicator sizes (powers of two with lo..hi).
+        #[arg(long, default_value = "2..65536")]
+        p: String,
+        /// Message sizes, one column of panels each.
+        #[arg(long, default_value = "8,64k,16m")]
+        bytes: String,
+        #[arg(short = 'o', long, default_value = "scale.svg")]
+        output: String,
+    },
+}
+
+fn fail(msg: impl std::fmt::Display) -> ! {
+    eprintln!("pcoll-sim: {msg}");
+    std::process::exit(2);
+}
+
+fn collectives(s: &str) -> Vec<Collective> {
+    if s == "all" {
+        return Collective::ALL.to_vec();
+    }
+    s.split(',')
+        .filter(|x| !x.trim().is_empty())
+        .map(|x| x.trim().parse::<Collective>().unwrap_or_else(|e| fail(e)))
+        .collect()
+}
+
+fn env_config() -> Config {
+    let (cfg, warns) = Config::from_env();
+    for w in warns {
+        eprintln!("pcoll-sim: warning: {w}");
+    }
+    cfg
+}
+
+#[allow(clippy::too_many_arguments)]
+fn choose_cmd(table: &str, mpi: Mpi, colls: &str, p: &str, bytes: &str, op: &str, format: &str) {
+    let table = choose::load_table(table, mpi).unwrap_or_else(|e| fail(e));
+    let cfg = env_config();
+    let ps = choose::parse_p_list(p).unwrap_or_else(|e| fail(e));
+    let sizes = pcoll::tuning::size::parse_size_list(bytes)
+        .unwrap_or_else(|e| fail(format!("--bytes: {e}")));
+    let commutative = match op {
+        "commutative" => true,
+        "noncommutative" => false,
+        o => fail(format!(
+            "unknown --op '{o}' (accepted: commutative, noncommutative)"
+        )),
+    };
+    if !matches!(format, "json" | "table") {
+        fail(format!(
+            "unknown --format '{format}' (accepted: json, table)"
+        ));
+    }
+    if format == "table" {
+        println!("{}", choose::table_header());
+    }
+    for coll in collectives(colls) {
+        for &p in &ps {
+            for &b in &sizes {
+                let c = choose::cell(&cfg, &table, mpi, coll, p, b, commutative)
+                    .unwrap_or_else(|e| fail(e));
+                if format == "json" {
+                    println!("{}", choose::to_json(&c, &table, mpi));
+                } else {
+                    println!("{}", choose::table_row(&c, &table));
+                }
+            }
+        }
+    }
 }
 
 fn main() {
@@ -125,6 +235,32 @@ fn main() {
                 std::process::exit(2);
             }
         },
+        Cmd::Choose {
+            table,
+            mpi,
+            collective,
+            p,
+            bytes,
+            op,
+            format,
+        } => choose_cmd(&table, mpi, &collective, &p, &bytes, &op, &format),
+        Cmd::Scale {
+            table,
+            mpi,
+            p,
+            bytes,
+            output,
+        } => {
+            let t = choose::load_table(&table, mpi).unwrap_or_else(|e| fail(e));
+            let ps = choose::parse_p_list(&p).unwrap_or_else(|e| fail(e));
+            let sizes = pcoll::tuning::size::parse_size_list(&bytes)
+                .unwrap_or_else(|e| fail(format!("--bytes: {e}")));
+            let svg = scale::svg(&env_config(), &t, mpi, &ps, &sizes);
+            if let Err(e) = std::fs::write(&output, svg) {
+                fail(format!("cannot write {output}: {e}"));
+            }
+            println!("wrote {output}");
+        }
         Cmd::Schedule { p, blocks, format } => {
             if p == 0 {
                 eprintln!("pcoll-sim schedule: --p must be at least 1");

@@ -1,0 +1,195 @@
+//! `pcoll-sim choose`: the decision for any cell, from the resolver the library runs
+//! ([`pcoll::decide::Resolver`]), with every priced option beside it.
+
+use pcoll::algo::{CallSpec, Collective, CostParams};
+use pcoll::config::Config;
+use pcoll::decide::{model, CallFacts, Decision, PlainFacts, Resolver};
+use pcoll::model::native::Mpi;
+use pcoll::tuning::size::parse_size_list;
+use pcoll::tuning::Table;
+use serde_json::{json, Map, Value};
+
+/// One evaluated cell.
+pub struct Cell {
+    pub coll: Collective,
+    pub p: usize,
+    pub bytes: usize,
+    pub commutative: bool,
+    pub decision: Decision,
+    /// Segment bytes the algorithm uses (None: no segments).
+    pub segment: Option<usize>,
+    /// Every priced pcoll algorithm, seconds, at exactly `bytes`.
+    pub prices: Vec<(&'static str, f64)>,
+    /// Native's own algorithm and predicted seconds.
+    pub native: (&'static str, f64),
+}
+
+impl Cell {
+    /// Predicted seconds of the decision.
+    pub fn chosen_time(&self) -> f64 {
+        let name = self.decision.algorithm.name();
+        if name == "native" {
+            return self.native.1;
+        }
+        self.prices
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(f64::NAN, |x| x.1)
+    }
+    /// The cheapest priced option (native included).
+    pub fn best(&self) -> (&'static str, f64) {
+        self.prices
+            .iter()
+            .copied()
+            .chain([("native", self.native.1)])
+            .fold(
+                ("none", f64::INFINITY),
+                |b, x| if x.1 < b.1 { x } else { b },
+            )
+    }
+}
+
+/// The table named on the command line: a file, or `builtin` (the one embedded for `mpi`).
+pub fn load_table(spec: &str, mpi: Mpi) -> Result<Table, String> {
+    if spec == "builtin" {
+        return Ok(Table::builtin_for(mpi));
+    }
+    let text = std::fs::read_to_string(spec).map_err(|e| format!("cannot read {spec}: {e}"))?;
+    Table::parse(&text, spec)
+}
+
+/// Communicator sizes: comma-separated values and `lo..hi` (powers of two in between).
+pub fn parse_p_list(s: &str) -> Result<Vec<usize>, String> {
+    let v = parse_size_list(s).map_err(|e| format!("--p: {e}"))?;
+    if v.contains(&0) {
+        return Err("--p: communicator sizes start at 1".into());
+    }
+    Ok(v)
+}
+
+/// Evaluates one cell with the library's resolver (environment overrides included).
+pub fn cell(
+    cfg: &Config,
+    table: &Table,
+    mpi: Mpi,
+    coll: Collective,
+    p: usize,
+    bytes: usize,
+    commutative: bool,
+) -> Result<Cell, String> {
+    let call = CallFacts {
+        commutative,
+        ..CallFacts::new(coll, p, bytes)
+    };
+    let decision = Resolver::new(cfg, table, mpi)
+        .resolve(&call, &PlainFacts)
+        .map_err(|e| e.to_string())?;
+    let params = table.model();
+    let (prices, native) = model::prices(mpi, &params, coll, p, bytes, commutative);
+    let alg = decision.algorithm;
+    let segment = pcoll::segment::uses_segment(alg, coll).then(|| {
+        if decision.segment > 0 {
+            decision.segment
+        } else {
+            model_segment(coll, alg, p, bytes, &params).unwrap_or(0)
+        }
+    });
+    Ok(Cell {
+        coll,
+        p,
+        bytes,
+        commutative,
+        decision,
+        segment,
+        prices: prices.into_iter().map(|(a, t)| (a.name(), t)).collect(),
+        native: (native.algorithm, native.time),
+    })
+}
+
+/// The segment bytes the builders take from the cost model for this call (one-byte elements,
+/// equal counts).
+fn model_segment(
+    coll: Collective,
+    alg: pcoll::Algorithm,
+    p: usize,
+    bytes: usize,
+    params: &CostParams,
+) -> Option<usize> {
+    let counts = match coll {
+        Collective::Reduce | Collective::Allreduce => vec![bytes],
+        _ => (0..p)
+            .map(|j| bytes / p + usize::from(j < bytes % p))
+            .collect(),
+    };
+    let spec = CallSpec {
+        coll,
+        p,
+        rank: 0,
+        root: 0,
+        counts,
+        displs: vec![],
+        commutative: true,
+        elem_bytes: 1,
+        seg_elems: 0,
+        params: *params,
+        in_place: false,
+    };
+    pcoll::segment::model_segment_bytes(alg, &spec)
+}
+
+/// One JSON object (a line of `--format json`).
+pub fn to_json(c: &Cell, table: &Table, mpi: Mpi) -> Value {
+    let mut pred = Map::new();
+    for (n, t) in &c.prices {
+        pred.insert((*n).into(), json!(t));
+    }
+    pred.insert("native".into(), json!(c.native.1));
+    json!({
+        "mpi": mpi.name(),
+        "collective": c.coll.name(),
+        "p": c.p,
+        "bytes": c.bytes,
+        "op": if c.commutative { "commutative" } else { "noncommutative" },
+        "algorithm": c.decision.algorithm.name(),
+        "source": c.decision.source_label(table),
+        "segment": c.segment,
+        "defect": c.decision.defect.map(|d| d.name),
+        "native_algorithm": c.native.0,
+        "predicted_s": Value::Object(pred),
+    })
+}
+
+/// The header and one row of `--format table`.
+pub fn table_header() -> String {
+    format!(
+        "{:<15} {:>7} {:>11} {:<11} {:<28} {:>9} {:>11} {:<26} {:>11} {:>7}",
+        "collective",
+        "p",
+        "bytes",
+        "algorithm",
+        "source",
+        "segment",
+        "predicted",
+        "native (its algorithm)",
+        "native",
+        "/best"
+    )
+}
+
+pub fn table_row(c: &Cell, table: &Table) -> String {
+    let t = c.chosen_time();
+    let best = c.best().1;
+    format!(
+        "{:<15} {:>7} {:>11} {:<11} {:<28} {:>9} {:>11.3e} {:<26} {:>11.3e} {:>7.3}",
+        c.coll.name(),
+        c.p,
+        c.bytes,
+        c.decision.algorithm.name(),
+        c.decision.source_label(table),
+        c.segment.map_or("-".to_string(), |s| s.to_string()),
+        t,
+        c.native.0,
+        c.native.1,
+        if best > 0.0 { t / best } else { 1.0 }
+    )
+}

@@ -1,0 +1,111 @@
+//! Native defects pcoll routes around: call shapes whose native collective crashes, corrupts
+//! memory or computes a wrong result in the MPI versions of this project (found by
+//! `c-tests/` and `verify/`; see their READMEs). A call matching one never goes to native,
+//! whatever the table says (only `PCOLL_DISABLE` does that): the model's best pcoll algorithm
+//! serves it. This list is the only statement of these rules; the native gate in C checks
+//! each defect's [`Guard`] (a cheap, coarser condition) from what Rust publishes.
+
+use super::{CallFacts, NativeFacts};
+use crate::algo::Collective;
+use crate::model::native::Mpi;
+
+/// The cheap condition under which the native gate declines a call (and lets the Rust path
+/// apply the full rule): a superset of the defect's shape, from the call's arguments alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Guard {
+    /// A reduce whose root is not 0 above this many bytes.
+    RootNonzeroAbove(usize),
+    /// A communicator of one process.
+    OneRank,
+    /// A datatype whose true lower bound is > 0.
+    TrueLbPositive,
+    /// A user-defined op (predefined ops are commutative).
+    UserOp,
+    /// `MPI_IN_PLACE`.
+    InPlace,
+}
+
+/// One defect: which MPI and collective, why, and the exact rule.
+pub struct Defect {
+    /// Short identifier for logs and tests.
+    pub name: &'static str,
+    pub mpi: Mpi,
+    pub coll: Collective,
+    /// What goes wrong natively.
+    pub reason: &'static str,
+    /// What the native gate checks.
+    pub guard: Guard,
+    /// The exact rule (all ranks see the same facts).
+    pub fires: fn(&CallFacts, &dyn NativeFacts) -> bool,
+}
+
+impl std::fmt::Debug for Defect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl PartialEq for Defect {
+    fn eq(&self, o: &Defect) -> bool {
+        self.name == o.name
+    }
+}
+
+/// The known native defects.
+pub static DEFECTS: [Defect; 5] = [
+    Defect {
+        name: "mpich-reduce-inplace-root",
+        mpi: Mpi::Mpich,
+        coll: Collective::Reduce,
+        reason: "MPICH 4.0.2 MPI_Reduce with MPI_IN_PLACE at a root other than 0 crashes above 2048 bytes; only the root knows it is in place, so every reduce of that shape avoids native",
+        guard: Guard::RootNonzeroAbove(2048),
+        fires: |c, _| c.root != 0 && c.bytes > 2048,
+    },
+    Defect {
+        name: "mpich-reduce-scatter-noncommutative-holes",
+        mpi: Mpi::Mpich,
+        coll: Collective::ReduceScatter,
+        reason: "MPICH 4.0.2 MPI_Reduce_scatter with a non-commutative op on a datatype with holes corrupts the heap",
+        guard: Guard::UserOp,
+        fires: |c, f| !c.commutative && f.holes(),
+    },
+    Defect {
+        name: "mpich-reduce-scatter-inplace-unequal",
+        mpi: Mpi::Mpich,
+        coll: Collective::ReduceScatter,
+        reason: "MPICH 4.0.2 MPI_Reduce_scatter in place with unequal counts above 512 KiB fails an assertion",
+        guard: Guard::InPlace,
+        fires: |c, f| c.in_place && c.bytes > (512 << 10) && f.unequal_counts(),
+    },
+    Defect {
+        name: "mpich-allgatherv-one-rank",
+        mpi: Mpi::Mpich,
+        coll: Collective::Allgatherv,
+        reason: "MPICH 4.0.2 MPI_Allgatherv on a one-process communicator ignores displs[0]",
+        guard: Guard::OneRank,
+        fires: |c, _| c.p == 1,
+    },
+    Defect {
+        name: "openmpi-allreduce-true-lb",
+        mpi: Mpi::OpenMpi,
+        coll: Collective::Allreduce,
+        reason: "Open MPI 4.1.4 MPI_Allreduce of a datatype whose true lower bound is > 0 writes past its scratch buffer (ring algorithm)",
+        guard: Guard::TrueLbPositive,
+        fires: |_, f| f.true_lb_positive(),
+    },
+];
+
+/// The first defect of `mpi` the call matches.
+pub fn fired(mpi: Mpi, call: &CallFacts, nf: &dyn NativeFacts) -> Option<&'static Defect> {
+    DEFECTS
+        .iter()
+        .find(|d| d.mpi == mpi && d.coll == call.coll && (d.fires)(call, nf))
+}
+
+/// The guards the native gate checks for `coll` under `mpi`.
+pub fn guards(mpi: Mpi, coll: Collective) -> impl Iterator<Item = Guard> {
+    DEFECTS
+        .iter()
+        .filter(move |d| d.mpi == mpi && d.coll == coll)
+        .map(|d| d.guard)
+}

@@ -1,0 +1,430 @@
+//! The decision of one call, in one place: which algorithm serves it, where that came from,
+//! and with which segment size. The library (its Rust path and the native gate's published
+//! ranges), `pcoll-sim choose`, `pcoll-bench` and `pcoll-tune` all ask [`Resolver::resolve`];
+//! nothing else restates its precedence.
+//!
+//! Precedence of the request:
+//!
+//! 1. `PCOLL_DISABLE=1`: native, nothing else is consulted.
+//! 2. `pcoll_force` (run time), else `PCOLL_<COLL>`, else the table's first matching rule,
+//!    else `model` (a cell without a rule: the table never extrapolates).
+//! 3. A request for an algorithm that cannot serve the call (a non-commutative op and an
+//!    algorithm that needs a commutative one) falls back to `model` among the eligible ones:
+//!    silently (debug log) when a table rule asked, under `PCOLL_FALLBACK` (warn, silent,
+//!    error) when the user forced it.
+//! 4. `model` ([`model`]): every eligible algorithm priced under the table's `[model]`,
+//!    native priced as the algorithm that MPI itself runs ([`crate::model::native`]); a pcoll
+//!    algorithm only when predicted faster than native by `[model] margin`.
+//! 5. A `native` decision whose call matches a known native defect ([`defects::DEFECTS`]) runs
+//!    the model's best pcoll algorithm instead; the decision names the defect.
+//!
+//! Segment bytes: run time (`pcoll_segment`) > `PCOLL_SEGMENT` > the rule's `segment` (only
+//! when the rule's own algorithm runs) > 0 (the algorithm takes the cost model's).
+//!
+//! Every input is a fact all ranks share (collective, p, bytes, commutativity, and for the
+//! defects the datatype, reduce_scatter's in-place flag and counts, the reduce root), so all
+//! ranks decide alike.
+
+pub mod defects;
+pub mod model;
+
+use crate::algo::{Algorithm, Collective, Pick};
+use crate::config::{Config, FallbackPolicy};
+use crate::error::Error;
+use crate::model::native::Mpi;
+use crate::tuning::Table;
+use defects::Defect;
+pub use model::{Memo, ModelPick};
+
+/// The facts of one call that every rank shares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallFacts {
+    pub coll: Collective,
+    /// Communicator size.
+    pub p: usize,
+    /// Message bytes as the table keys them ([`crate::CallSpec::bytes`]).
+    pub bytes: usize,
+    /// The op is commutative (always true for allgatherv).
+    pub commutative: bool,
+    /// `MPI_IN_PLACE` (reduce_scatter and allreduce: every rank passes it or none does; for a
+    /// reduce only the root knows, so no rule reads it there).
+    pub in_place: bool,
+    /// Root of a reduce (0 otherwise).
+    pub root: usize,
+}
+
+impl CallFacts {
+    /// A call with a commutative op, not in place, root 0.
+    pub fn new(coll: Collective, p: usize, bytes: usize) -> CallFacts {
+        CallFacts {
+            coll,
+            p,
+            bytes,
+            commutative: true,
+            in_place: false,
+            root: 0,
+        }
+    }
+}
+
+/// Facts about a call that cost MPI queries, asked only when a native-defect rule needs them
+/// (the decision is `native` and the defect's cheap conditions hold).
+pub trait NativeFacts {
+    /// The datatype has holes (size != true extent).
+    fn holes(&self) -> bool;
+    /// The datatype's true lower bound is > 0.
+    fn true_lb_positive(&self) -> bool;
+    /// Reduce_scatter's counts are not all equal.
+    fn unequal_counts(&self) -> bool;
+}
+
+/// A plain call: contiguous type, true lower bound 0, equal counts.
+pub struct PlainFacts;
+
+impl NativeFacts for PlainFacts {
+    fn holes(&self) -> bool {
+        false
+    }
+    fn true_lb_positive(&self) -> bool {
+        false
+    }
+    fn unequal_counts(&self) -> bool {
+        false
+    }
+}
+
+/// Run-time overrides of one process (the C API's `pcoll_force` and `pcoll_segment`); each
+/// ranks above its environment variable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// Algorithm (or `model`) for the call's collective (above `PCOLL_<COLL>`).
+    pub algorithm: Option<Pick>,
+    /// Segment bytes (> 0; above `PCOLL_SEGMENT`).
+    pub segment: Option<usize>,
+}
+
+/// Where the request came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `PCOLL_DISABLE=1`: native, no checks.
+    Disabled,
+    /// `pcoll_force`.
+    Runtime,
+    /// `PCOLL_<COLL>`.
+    Env,
+    /// A table rule: index among the collective's rules and line in its file (0 if none).
+    Table { rule: usize, line: usize },
+    /// No rule matched: `model`.
+    NoRule,
+}
+
+impl Source {
+    /// The user forced the request (fallbacks follow `PCOLL_FALLBACK`).
+    pub fn forced(self) -> bool {
+        matches!(self, Source::Runtime | Source::Env)
+    }
+    /// Human description for messages (`pcoll_force`, `PCOLL_REDUCE`, `file:line (...)`).
+    pub fn describe(&self, coll: Collective, table: &Table) -> String {
+        match *self {
+            Source::Disabled => "PCOLL_DISABLE".into(),
+            Source::Runtime => "pcoll_force".into(),
+            Source::Env => coll.env_var().into(),
+            Source::Table { rule, line } => table.describe(
+                coll,
+                &crate::tuning::Choice {
+                    algorithm: Pick::Model,
+                    segment: None,
+                    rule,
+                    origin_line: line,
+                },
+            ),
+            Source::NoRule => "no rule matched".into(),
+        }
+    }
+    /// Short name for JSON and tables: `env`, `runtime`, `file:line`, `default`, `disabled`.
+    pub fn short(&self, table: &Table) -> String {
+        match *self {
+            Source::Disabled => "disabled".into(),
+            Source::Runtime => "runtime".into(),
+            Source::Env => "env".into(),
+            Source::Table { line, rule } if line > 0 => {
+                let _ = rule;
+                format!("{}:{line}", table.origin())
+            }
+            Source::Table { rule, .. } => format!("{} rule {}", table.origin(), rule + 1),
+            Source::NoRule => "default".into(),
+        }
+    }
+}
+
+/// A request that could not be honoured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fallback {
+    /// What was asked for.
+    pub asked: Algorithm,
+    /// Why it cannot serve the call.
+    pub why: String,
+}
+
+/// The outcome of [`Resolver::resolve`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    /// The algorithm that runs (its preconditions hold for the call).
+    pub algorithm: Algorithm,
+    /// Where the request came from.
+    pub source: Source,
+    /// The cost model chose the algorithm (`model` asked, or a fallback, or a defect).
+    pub by_model: bool,
+    /// Segment bytes (0: the algorithm takes the cost model's).
+    pub segment: usize,
+    /// The request that could not serve the call, if any.
+    pub fallback: Option<Fallback>,
+    /// The caller should warn (a user-forced algorithm fell back under `PCOLL_FALLBACK=warn`).
+    pub warn: bool,
+    /// The native defect that kept the call away from native.
+    pub defect: Option<&'static Defect>,
+}
+
+impl Decision {
+    /// `segment` in elements of `elem_bytes` bytes for [`crate::CallSpec::seg_elems`] (0 stays
+    /// 0; otherwise at least 1 element).
+    pub fn seg_elems(&self, elem_bytes: usize) -> usize {
+        if self.segment == 0 {
+            0
+        } else {
+            (self.segment / elem_bytes.max(1)).max(1)
+        }
+    }
+
+    /// Where the decision came from, for `pcoll-sim choose` and logs: `env`, `runtime`,
+    /// `file:line`, `model`, `model (file:line)`, `default`... (`model` alone: no rule matched).
+    pub fn source_label(&self, table: &Table) -> String {
+        let src = self.source.short(table);
+        match (self.by_model, self.source) {
+            (true, Source::NoRule) => "model".into(),
+            (true, _) => format!("model ({src})"),
+            (false, _) => src,
+        }
+    }
+
+    /// One line for logs: the source, any fallback and defect, with their reasons.
+    pub fn reason(&self, call: &CallFacts, table: &Table) -> String {
+        let coll = call.coll;
+        let src = self.source.describe(coll, table);
+        let mut s = if self.by_model {
+            format!("model ({src})")
+        } else {
+            src
+        };
+        if let Some(f) = &self.fallback {
+            s = format!(
+                "{} (from {}) cannot serve this call: {}; the model chose among the eligible algorithms",
+                f.asked,
+                self.source.describe(coll, table),
+                f.why
+            );
+        }
+        if let Some(d) = self.defect {
+            s.push_str(&format!("; native avoided: {} ({})", d.name, d.reason));
+        }
+        s
+    }
+}
+
+/// Everything a decision reads besides the call: configuration, table, run-time overrides,
+/// the MPI whose native collectives are modelled, and an optional memo of model decisions
+/// (for one communicator size).
+#[derive(Clone, Copy)]
+pub struct Resolver<'a> {
+    pub cfg: &'a Config,
+    pub table: &'a Table,
+    pub mpi: Mpi,
+    pub over: Overrides,
+    pub memo: Option<&'a Memo>,
+}
+
+impl<'a> Resolver<'a> {
+    pub fn new(cfg: &'a Config, table: &'a Table, mpi: Mpi) -> Resolver<'a> {
+        Resolver {
+            cfg,
+            table,
+            mpi,
+            over: Overrides::default(),
+            memo: None,
+        }
+    }
+    pub fn with_overrides(self, over: Overrides) -> Self {
+        Resolver { over, ..self }
+    }
+    pub fn with_memo(self, memo: Option<&'a Memo>) -> Self {
+        Resolver { memo, ..self }
+    }
+
+    /// What is asked for the call, and where it came from, before preconditions: run time >
+    /// environment > table > `model`; the rule's segment rides along.
+    pub fn request(
+        &self,
+        coll: Collective,
+        p: usize,
+        bytes: usize,
+    ) -> (Pick, Source, Option<usize>) {
+        if self.cfg.disable {
+            return (Pick::Alg(Algorithm::Native), Source::Disabled, None);
+        }
+        if let Some(a) = self.over.algorithm {
+            return (a, Source::Runtime, None);
+        }
+        if let Some(a) = self.cfg.forced(coll) {
+            return (a, Source::Env, None);
+        }
+        match self.table.lookup(coll, p, bytes) {
+            Some(c) => (
+                c.algorithm,
+                Source::Table {
+                    rule: c.rule,
+                    line: c.origin_line,
+                },
+                c.segment,
+            ),
+            None => (Pick::Model, Source::NoRule, None),
+        }
+    }
+
+    /// The model's answer for the call: constant over the call's size class, or over the
+    /// part of it where native runs one algorithm ([`model::span`]); memoized per class
+    /// when a memo is set and the class is not split.
+    pub fn model_pick(&self, call: &CallFacts) -> ModelPick {
+        let params = self.table.model();
+        let margin = self.table.margin();
+        let at = |bytes| {
+            model::pick(
+                self.mpi,
+                &params,
+                margin,
+                call.coll,
+                call.p,
+                bytes,
+                call.commutative,
+            )
+        };
+        let k = model::class_of(call.bytes);
+        if let Some(m) = self.memo.filter(|m| m.p() == call.p) {
+            if let Some(hit) = m.get(call.coll, call.commutative, k) {
+                return hit;
+            }
+        }
+        let span = model::span(
+            self.mpi,
+            &params,
+            call.coll,
+            call.p,
+            call.commutative,
+            call.bytes,
+        );
+        let whole = span
+            == (
+                model::class_lo(k),
+                model::class_lo(k + 1).max(model::class_lo(k) + 1),
+            );
+        let answer = at(model::span_representative(span));
+        if let Some(m) = self.memo.filter(|m| m.p() == call.p && whole) {
+            m.put(call.coll, call.commutative, k, answer);
+        }
+        answer
+    }
+
+    /// The decision for one call. `Err` only under `PCOLL_FALLBACK=error` for a forced
+    /// algorithm that cannot serve the call. Allocation-free unless a fallback happens.
+    pub fn resolve(&self, call: &CallFacts, nf: &dyn NativeFacts) -> Result<Decision, Error> {
+        let coll = call.coll;
+        let seg_over = self.over.segment.filter(|&b| b > 0).or(self.cfg.segment);
+        let (pick, source, rule_seg) = self.request(coll, call.p, call.bytes);
+        let mut d = Decision {
+            algorithm: Algorithm::Native,
+            source,
+            by_model: false,
+            segment: seg_over.unwrap_or(0),
+            fallback: None,
+            warn: false,
+            defect: None,
+        };
+        if source == Source::Disabled {
+            return Ok(d);
+        }
+        match pick {
+            Pick::Alg(a) => match a.eligible(coll, call.commutative) {
+                Ok(()) => {
+                    d.algorithm = a;
+                    d.segment = seg_over.or(rule_seg).unwrap_or(0);
+                }
+                Err(why) => {
+                    if source.forced() && self.cfg.fallback == FallbackPolicy::Error {
+                        return Err(Error::Unsupported(format!(
+                            "{coll} p={} bytes={}: {a} (from {}) cannot serve this call: {why} (PCOLL_FALLBACK=error)",
+                            call.p,
+                            call.bytes,
+                            source.describe(coll, self.table)
+                        )));
+                    }
+                    d.warn = source.forced() && self.cfg.fallback == FallbackPolicy::Warn;
+                    d.fallback = Some(Fallback { asked: a, why });
+                    d.algorithm = self.model_pick(call).best;
+                    d.by_model = true;
+                }
+            },
+            Pick::Model => {
+                d.algorithm = self.model_pick(call).best;
+                d.by_model = true;
+            }
+        }
+        if d.algorithm == Algorithm::Native {
+            if let Some(defect) = defects::fired(self.mpi, call, nf) {
+                d.defect = Some(defect);
+                d.algorithm = self.model_pick(call).best_pcoll;
+                d.by_model = true;
+            }
+        }
+        Ok(d)
+    }
+
+    /// The message sizes (half-open byte ranges, merged, ascending, below
+    /// [`crate::tuning::MAX_BYTES`]) at which `coll` on `p` ranks goes to native for every op
+    /// (commutative or not), before the native-defect rules (the gate checks their
+    /// conditions itself): exactly [`Resolver::resolve`]'s answer, size by size. The answer
+    /// can only change at a rule bound or a size-class bound of the model, which are the cut
+    /// points tried.
+    pub fn native_ranges(&self, coll: Collective, p: usize) -> Vec<(usize, usize)> {
+        let mut cuts: Vec<usize> = vec![0];
+        cuts.extend(self.table.cuts(coll, p));
+        cuts.extend(model::cut_points(
+            self.mpi,
+            &self.table.model(),
+            coll,
+            p,
+            crate::tuning::MAX_BYTES,
+        ));
+        cuts.sort_unstable();
+        cuts.dedup();
+        let native = |bytes: usize| {
+            [true, false].iter().all(|&commutative| {
+                let call = CallFacts {
+                    commutative,
+                    ..CallFacts::new(coll, p, bytes)
+                };
+                matches!(self.resolve(&call, &PlainFacts), Ok(d) if d.algorithm == Algorithm::Native && d.defect.is_none())
+            })
+        };
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for (i, &lo) in cuts.iter().enumerate() {
+            let hi = cuts.get(i + 1).copied().unwrap_or(usize::MAX);
+            if !native(lo) {
+                continue;
+            }
+            match out.last_mut() {
+                Some(last) if last.1 == lo => last.1 = hi,
+                _ => out.push((lo, hi)),
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,327 @@
+//! `model`: the cost model's choice for a call, and its memo.
+//!
+//! Every algorithm eligible for the call is priced with its best segment count
+//! ([`crate::model::predict`], full duplex, the table's `[model]` α, β, γ); native is priced
+//! as the algorithm the MPI itself runs for that (p, bytes) ([`crate::model::native`]). A pcoll
+//! algorithm is chosen only when predicted faster than native by the margin:
+//! `t_pcoll < (1 − margin) · t_native`; otherwise native.
+//!
+//! The decision is made per **size class** (8 classes per octave of bytes, priced at the
+//! class's geometric middle), so it is a step function of the size with known steps: the
+//! native gate's ranges are exact ([`super::Resolver::native_ranges`]) and a memo of one
+//! entry per (collective, commutativity, class) makes the hot path a table read. Within a
+//! class the sizes differ by at most 2^(1/8) ≈ 1.09x, so a decision is never more than
+//! 1.09 / (1 − margin) ≈ 1.28x (margin 0.15) off the cheapest option at any size in it
+//! (every modelled time grows with the size, at most linearly).
+//!
+//! Uni-directional greedy is not priced: its time comes from simulating its schedule (O(p·n)
+//! per segment count tried, milliseconds per call), and in the full-duplex model the
+//! bi-directional greedy, eligible for exactly the same calls, is never slower.
+
+use crate::algo::{Algorithm, Collective, CostParams};
+use crate::model::native::{self, Mpi};
+use crate::model::predict;
+use std::sync::atomic::{AtomicU16, Ordering};
+
+/// Size classes per octave of bytes.
+pub const PER_OCTAVE: usize = 8;
+/// Number of size classes (class 0 is 0 bytes; then 8 per octave up to 2^64).
+pub const NCLASS: usize = 1 + PER_OCTAVE * 64;
+
+/// The size class of `bytes`: 0 for 0; else `1 + 8·⌊log2 b⌋ + f`, with `f` the three bits
+/// after the leading one.
+#[inline]
+pub fn class_of(bytes: usize) -> usize {
+    if bytes == 0 {
+        return 0;
+    }
+    let e = (usize::BITS - 1 - bytes.leading_zeros()) as usize;
+    let f = if e >= 3 {
+        (bytes >> (e - 3)) & 7
+    } else {
+        (bytes << (3 - e)) & 7
+    };
+    1 + PER_OCTAVE * e + f
+}
+
+/// Smallest byte count of class `k` (k ≥ 1; classes below 8 bytes may be empty, and then
+/// this is the next class's first size).
+pub fn class_lo(k: usize) -> usize {
+    if k == 0 {
+        return 0;
+    }
+    let (e, f) = ((k - 1) / PER_OCTAVE, (k - 1) % PER_OCTAVE);
+    // In u128: the last classes start beyond usize (saturated).
+    let lo = ((8 + f as u128) << e).div_ceil(8);
+    usize::try_from(lo).unwrap_or(usize::MAX)
+}
+
+/// Every class's first size, ascending (the cut points of a model decision).
+pub fn class_bounds() -> impl Iterator<Item = usize> {
+    (1..NCLASS)
+        .map(class_lo)
+        .take_while(|&b| b < usize::MAX / 2)
+}
+
+/// The sub-range of `bytes`'s size class over which native runs one algorithm: the class,
+/// or the part of it on one side of a threshold of the MPI's own selection (found by
+/// bisection; thresholds at powers of two and at most other round sizes fall on class bounds
+/// and need none). The model's answer is constant on it and priced at its geometric middle.
+pub fn span(
+    mpi: Mpi,
+    params: &CostParams,
+    coll: Collective,
+    p: usize,
+    commutative: bool,
+    bytes: usize,
+) -> (usize, usize) {
+    let k = class_of(bytes);
+    let lo = class_lo(k);
+    let hi = class_lo(k + 1).max(lo + 1);
+    let name = |b: usize| native::native(mpi, coll, p, b, commutative, params).algorithm;
+    let mut start = lo;
+    // At most a few thresholds per class; each step finds the next one after `start`.
+    for _ in 0..4 {
+        let a = name(start);
+        if name(hi - 1) == a && name(bytes) == a {
+            break;
+        }
+        // First size after `start` where native's algorithm is not `a`.
+        let (mut l, mut h) = (start, hi - 1);
+        while h - l > 1 {
+            let m = l + (h - l) / 2;
+            if name(m) == a {
+                l = m;
+            } else {
+                h = m;
+            }
+        }
+        if bytes < h {
+            return (start, h);
+        }
+        start = h;
+    }
+    (start, hi)
+}
+
+/// The size the answer for a span is computed at.
+pub fn span_representative((lo, hi): (usize, usize)) -> usize {
+    if hi - lo <= 1 || lo < 8 {
+        return lo;
+    }
+    ((lo as f64) * (hi as f64)).sqrt().round() as usize
+}
+
+/// The size-class bounds plus, for `p` and both kinds of ops, the thresholds of native's own
+/// selection inside classes: every size at which a model decision can change.
+pub fn cut_points(
+    mpi: Mpi,
+    params: &CostParams,
+    coll: Collective,
+    p: usize,
+    below: usize,
+) -> Vec<usize> {
+    let mut cuts: Vec<usize> = class_bounds().take_while(|&b| b < below).collect();
+    let n = cuts.len();
+    for i in 0..n {
+        let (lo, hi) = (cuts[i], cuts.get(i + 1).copied().unwrap_or(below));
+        for commutative in [true, false] {
+            let mut b = lo;
+            while b < hi {
+                let (_, end) = span(mpi, params, coll, p, commutative, b);
+                if end >= hi {
+                    break;
+                }
+                cuts.push(end);
+                b = end;
+            }
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts
+}
+
+/// The model's answer for one call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelPick {
+    /// The decision: a pcoll algorithm predicted faster than native by the margin, or native.
+    pub best: Algorithm,
+    /// The cheapest eligible pcoll algorithm (what runs when native must be avoided).
+    pub best_pcoll: Algorithm,
+}
+
+/// Is `alg` priced for this call (eligible, and not too costly to price)?
+fn priced(alg: Algorithm, coll: Collective, commutative: bool) -> bool {
+    alg != Algorithm::Native
+        && alg.eligible(coll, commutative).is_ok()
+        && alg != Algorithm::GreedyUni
+}
+
+/// Predicted seconds of every priced pcoll algorithm for the call, in
+/// [`Algorithm::available`] order, and native's own choice.
+pub fn prices(
+    mpi: Mpi,
+    params: &CostParams,
+    coll: Collective,
+    p: usize,
+    bytes: usize,
+    commutative: bool,
+) -> (Vec<(Algorithm, f64)>, native::NativeChoice) {
+    let algs = Algorithm::available(coll)
+        .iter()
+        .copied()
+        .filter(|&a| priced(a, coll, commutative))
+        .map(|a| (a, predict(coll, a, p, bytes, params).time))
+        .collect();
+    (
+        algs,
+        native::native(mpi, coll, p, bytes, commutative, params),
+    )
+}
+
+/// The model's answer at exactly `bytes` (the library asks it at the middle of a
+/// [`span`]: [`super::Resolver::model_pick`]). No allocation.
+pub fn pick(
+    mpi: Mpi,
+    params: &CostParams,
+    margin: f64,
+    coll: Collective,
+    p: usize,
+    bytes: usize,
+    commutative: bool,
+) -> ModelPick {
+    let mut best_pcoll = (Algorithm::Binomial, f64::INFINITY);
+    for &a in Algorithm::available(coll) {
+        if !priced(a, coll, commutative) {
+            continue;
+        }
+        let t = predict(coll, a, p, bytes, params).time;
+        if t < best_pcoll.1 {
+            best_pcoll = (a, t);
+        }
+    }
+    let best = if p <= 1 || bytes == 0 {
+        Algorithm::Native
+    } else {
+        let t_native = native::native(mpi, coll, p, bytes, commutative, params).time;
+        if best_pcoll.1 < (1.0 - margin) * t_native {
+            best_pcoll.0
+        } else {
+            Algorithm::Native
+        }
+    };
+    ModelPick {
+        best,
+        best_pcoll: best_pcoll.0,
+    }
+}
+
+/// Memo of model answers for one communicator size: one cell per (collective,
+/// commutativity, size class), filled on first use. Cells are atomics: threads may race to
+/// fill one, with the same value. Valid for one table and one MPI (the process's).
+pub struct Memo {
+    p: usize,
+    cells: Box<[AtomicU16]>,
+}
+
+impl Memo {
+    pub fn new(p: usize) -> Memo {
+        Memo {
+            p,
+            cells: (0..Collective::ALL.len() * 2 * NCLASS)
+                .map(|_| AtomicU16::new(0))
+                .collect(),
+        }
+    }
+    /// The communicator size it holds answers for.
+    pub fn p(&self) -> usize {
+        self.p
+    }
+    fn cell(&self, coll: Collective, commutative: bool, class: usize) -> &AtomicU16 {
+        &self.cells[(coll.index() * 2 + commutative as usize) * NCLASS + class]
+    }
+    /// The answer stored for a size class, if any.
+    #[inline]
+    pub fn get(&self, coll: Collective, commutative: bool, class: usize) -> Option<ModelPick> {
+        let v = self.cell(coll, commutative, class).load(Ordering::Relaxed);
+        (v != 0).then(|| ModelPick {
+            best: Algorithm::ALL[((v >> 8) - 1) as usize],
+            best_pcoll: Algorithm::ALL[(v & 0xff) as usize],
+        })
+    }
+    /// Store the answer for a size class.
+    pub fn put(&self, coll: Collective, commutative: bool, class: usize, m: ModelPick) {
+        let v = ((m.best.index() as u16 + 1) << 8) | m.best_pcoll.index() as u16;
+        self.cell(coll, commutative, class)
+            .store(v, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_are_monotone_and_bounds_exact() {
+        let mut last = 0;
+        for b in 0..100_000usize {
+            let k = class_of(b);
+            assert!(k >= last, "b={b}");
+            last = k;
+            if b > 0 {
+                assert!(class_lo(k) <= b, "b={b} k={k} lo={}", class_lo(k));
+                assert!(
+                    class_lo(k + 1) > b || class_lo(k + 1) == class_lo(k),
+                    "b={b}"
+                );
+            }
+        }
+        for k in 1..NCLASS - 1 {
+            let lo = class_lo(k);
+            if (k - 1) / PER_OCTAVE >= 3 {
+                assert_eq!(class_of(lo), k, "k={k}");
+                assert!(class_of(lo - 1) < k, "k={k}");
+            }
+        }
+        for b in [1usize << 30, (1 << 30) + 12345, usize::MAX / 4] {
+            let k = class_of(b);
+            let r = span_representative((class_lo(k), class_lo(k + 1))) as f64;
+            assert!(r / (b as f64) < 1.1 && (b as f64) / r < 1.1, "b={b}");
+        }
+    }
+
+    #[test]
+    fn memo_returns_what_was_stored() {
+        let m = Memo::new(5);
+        let a = ModelPick {
+            best: Algorithm::Native,
+            best_pcoll: Algorithm::Ring,
+        };
+        let k = class_of(100);
+        assert_eq!(m.get(Collective::Allreduce, true, k), None);
+        m.put(Collective::Allreduce, true, k, a);
+        assert_eq!(m.get(Collective::Allreduce, true, k), Some(a));
+        assert_eq!(m.get(Collective::Allreduce, false, k), None);
+        assert_eq!(m.get(Collective::Reduce, true, k), None);
+    }
+
+    #[test]
+    fn spans_split_classes_at_native_thresholds() {
+        let c = CostParams::default();
+        for mpi in Mpi::ALL {
+            for coll in Collective::ALL {
+                for p in [3, 674, 1000] {
+                    for b in (10..30).map(|e| (1usize << e) * 5 / 4 + 17) {
+                        let (lo, hi) = span(mpi, &c, coll, p, true, b);
+                        assert!(lo <= b && b < hi, "{lo} {b} {hi}");
+                        let name = |x| native::native(mpi, coll, p, x, true, &c).algorithm;
+                        for x in [lo, b, hi - 1, (lo + hi) / 2] {
+                            assert_eq!(name(x), name(b), "{mpi:?} {coll} p={p} [{lo},{hi}) at {x}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
