@@ -61,6 +61,7 @@ ctest-%:
 verify-%:
 	bash verify/run-difftest.sh $* build/$*/libpcoll.so --quick
 	bash verify/gate.sh $* build/$*/libpcoll.so
+	bash verify/choose.sh $* build/$*/libpcoll.so
 	bash verify/mpi4py.sh $* build/$*/libpcoll.so --quick
 
 demo: build

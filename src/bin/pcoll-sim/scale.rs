@@ -23,7 +23,7 @@ const COLORS: [(&str, &str); 7] = [
 /// One SVG with a grid of panels: rows = collectives, columns = sizes.
 pub fn svg(cfg: &Config, table: &Table, mpi: Mpi, ps: &[usize], sizes: &[usize]) -> String {
     let (pw, ph) = (330.0, 230.0);
-    let (ml, mt) = (60.0, 70.0);
+    let (ml, mt) = (60.0, 90.0);
     let cols = sizes.len();
     let rows = Collective::ALL.len();
     let w = ml + cols as f64 * (pw + 20.0) + 140.0;

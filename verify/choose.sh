@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# verify/choose.sh <openmpi|mpich> <libpcoll.so>: the library's decision under MPI
+# (pcoll_last_algorithm after each call, verify/choose.c) equals `pcoll-sim choose` for the
+# same table, at p = 1..5, every collective, commutative and non-commutative ops, sizes
+# 8 B..4 MiB: table rules, fallbacks to the model, model cells and native ones (through the
+# gate). Last line: `choose: PASS ...` or `choose: FAIL ...`.
+set -uo pipefail
+[ $# -eq 2 ] || { echo "usage: $0 <openmpi|mpich> <libpcoll.so>" >&2; exit 2; }
+MPI=$1
+LIB=$(readlink -f "$2")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=$ROOT/build/verify
+mkdir -p "$OUT"
+BIN=$OUT/choose-$MPI
+mpicc.$MPI -O2 -Wall -o "$BIN" "$ROOT/verify/choose.c" -ldl || { echo "choose: FAIL (build)"; exit 1; }
+(cd "$ROOT" && cargo build --release -q -p pcoll --bin pcoll-sim) || { echo "choose: FAIL (pcoll-sim build)"; exit 1; }
+SIM=${CARGO_TARGET_DIR:-$ROOT/target}/release/pcoll-sim
+TABLE=$OUT/choose.toml
+cat >"$TABLE" <<'T'
+# verify/choose.sh: measured-looking rules at small p, a fallback (greedy, non-commutative),
+# an explicit model rule, and cells with no rule (model).
+[[reduce]]
+p = [2, 4]
+bytes = [0, 4096]
+algorithm = "native"
+[[reduce]]
+p = 3
+bytes = [4096, "1MiB"]
+algorithm = "greedy"
+[[allreduce]]
+p = 2
+bytes = ["1KiB", "64KiB"]
+algorithm = "ring"
+[[allreduce]]
+algorithm = "model"
+[[reduce_scatter]]
+p = 4
+algorithm = "butterfly"
+[[allgatherv]]
+bytes = [0, "1KiB"]
+algorithm = "native"
+T
+SIZES="8 64 1024 4096 32768 262144 1048576 4194304"
+fails=0; checked=0
+for p in 1 2 3 4 5; do
+  if [ "$MPI" = openmpi ]; then
+    got=$(timeout -k 5 200 mpirun.openmpi --allow-run-as-root --oversubscribe -np $p -x LD_PRELOAD="$LIB" \
+      -x PCOLL_TUNING="$TABLE" "$BIN" $SIZES </dev/null 2>&1)
+  else
+    got=$(timeout -k 5 200 mpiexec.mpich -n $p -genv LD_PRELOAD "$LIB" -genv PCOLL_TUNING "$TABLE" \
+      "$BIN" $SIZES </dev/null 2>&1)
+  fi
+  rc=$?
+  if [ $rc != 0 ]; then
+    echo "$got" | tail -5; echo "choose: FAIL (p=$p exit $rc)"; exit 1
+  fi
+  want=$(for op in commutative noncommutative; do
+    "$SIM" choose --table "$TABLE" --mpi "$MPI" --p $p --bytes "$(echo $SIZES | tr ' ' ,)" --op $op --format json
+  done)
+  res=$(python3 - "$p" <<PY
+import json, sys
+want = {}
+for line in """$want""".splitlines():
+    o = json.loads(line)
+    want[(o["collective"], o["bytes"], o["op"])] = (o["algorithm"], o["source"])
+bad = n = 0
+for line in """$got""".splitlines():
+    f = line.split()
+    if len(f) != 5 or f[0] not in ("reduce", "allreduce", "reduce_scatter", "allgatherv"):
+        continue
+    coll, _, b, op, alg = f
+    n += 1
+    w = want.get((coll, int(b), op))
+    if w is None or w[0] != alg:
+        bad += 1
+        print(f"  p=$p {coll} {b} B {op}: library {alg}, pcoll-sim {w}", file=sys.stderr)
+print(n, bad)
+PY
+)
+  set -- $res
+  checked=$((checked + $1)); fails=$((fails + $2))
+  [ "$1" -ge 50 ] || { echo "choose: FAIL (p=$p: only $1 decisions read)"; echo "$got" | tail -3; exit 1; }
+done
+if [ $fails = 0 ]; then
+  echo "choose: PASS ($checked decisions at p = 1..5 equal pcoll-sim choose)"
+  exit 0
+fi
+echo "choose: FAIL ($fails of $checked decisions differ from pcoll-sim choose)"
+exit 1
