@@ -42,20 +42,28 @@ algorithm = "native"
 T
 SIZES="8 64 1024 4096 32768 262144 1048576 4194304"
 fails=0; checked=0
-for p in 1 2 3 4 5; do
+# p = 1..5 with the table alone; then p = 3 again with environment overrides, which
+# pcoll-sim reads too: a forced algorithm that cannot serve non-commutative calls (fallback
+# to the model, with a warning), `model` forced over a table rule, a forced native.
+for run in 1 2 3 4 5 env3; do
+  p=${run#env}
+  ENVV=()
+  [ "$run" = env3 ] && ENVV=(PCOLL_REDUCE=greedy PCOLL_ALLREDUCE=model PCOLL_ALLGATHERV=native PCOLL_FALLBACK=silent)
   if [ "$MPI" = openmpi ]; then
+    xs=(); for e in "${ENVV[@]}"; do xs+=(-x "$e"); done
     got=$(timeout -k 5 200 mpirun.openmpi --allow-run-as-root --oversubscribe -np $p -x LD_PRELOAD="$LIB" \
-      -x PCOLL_TUNING="$TABLE" "$BIN" $SIZES </dev/null 2>&1)
+      -x PCOLL_TUNING="$TABLE" "${xs[@]}" "$BIN" $SIZES </dev/null 2>&1)
   else
+    gs=(); for e in "${ENVV[@]}"; do gs+=(-genv "${e%%=*}" "${e#*=}"); done
     got=$(timeout -k 5 200 mpiexec.mpich -n $p -genv LD_PRELOAD "$LIB" -genv PCOLL_TUNING "$TABLE" \
-      "$BIN" $SIZES </dev/null 2>&1)
+      "${gs[@]}" "$BIN" $SIZES </dev/null 2>&1)
   fi
   rc=$?
   if [ $rc != 0 ]; then
-    echo "$got" | tail -5; echo "choose: FAIL (p=$p exit $rc)"; exit 1
+    echo "$got" | tail -5; echo "choose: FAIL ($run: exit $rc)"; exit 1
   fi
   want=$(for op in commutative noncommutative; do
-    "$SIM" choose --table "$TABLE" --mpi "$MPI" --p $p --bytes "$(echo $SIZES | tr ' ' ,)" --op $op --format json
+    env "${ENVV[@]}" "$SIM" choose --table "$TABLE" --mpi "$MPI" --p $p --bytes "$(echo $SIZES | tr ' ' ,)" --op $op --format json
   done)
   res=$(python3 - "$p" <<PY
 import json, sys
@@ -76,13 +84,14 @@ for line in """$got""".splitlines():
         print(f"  p=$p {coll} {b} B {op}: library {alg}, pcoll-sim {w}", file=sys.stderr)
 print(n, bad)
 PY
+
 )
   set -- $res
   checked=$((checked + $1)); fails=$((fails + $2))
   [ "$1" -ge 50 ] || { echo "choose: FAIL (p=$p: only $1 decisions read)"; echo "$got" | tail -3; exit 1; }
 done
 if [ $fails = 0 ]; then
-  echo "choose: PASS ($checked decisions at p = 1..5 equal pcoll-sim choose)"
+  echo "choose: PASS ($checked decisions at p = 1..5 and with environment overrides equal pcoll-sim choose)"
   exit 0
 fi
 echo "choose: FAIL ($fails of $checked decisions differ from pcoll-sim choose)"
