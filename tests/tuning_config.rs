@@ -112,7 +112,7 @@ fn bad_values_warn_and_keep_defaults() {
         ("PCOLL_SEGMENT", "0", vec!["1..=".into(), "KiB".into()]),
         ("PCOLL_SEGMENT", "-4", vec!["1..=".into()]),
         ("PCOLL_SEGMENT", "lots", vec!["1..=".into()]),
-        ("PCOLL_SEGMENT", "16KB", vec!["1..=".into(), "KiB".into()]),
+        ("PCOLL_SEGMENT", "16XB", vec!["1..=".into(), "KiB".into()]),
         ("PCOLL_SEGMENT", "8GiB", vec!["1..=".into()]),
         ("PCOLL_CHUNK", "-1", vec!["0..=".into(), "0: off".into()]),
         ("PCOLL_CHUNK", "big", vec!["0..=".into(), "KiB".into()]),

@@ -3,7 +3,7 @@
 
 /// Accepted spellings, for error messages.
 pub const SIZE_FORMS: &str =
-    "a non-negative integer of bytes, or a string like \"16384\", \"64KiB\", \"4MiB\", \"1GiB\"";
+    "a non-negative integer of bytes, or a string like \"16384\", \"64KiB\" (or \"64k\"), \"4MiB\", \"1GiB\" (binary units)";
 
 /// Parses `"65536"`, `"64KiB"`, `"4 MiB"`, `"1GiB"`, `"1TiB"`, and the short forms `"64k"`,
 /// `"4m"`, `"1g"` (`kb`, `mb`, `gb` too): binary units, always (1k = 1024). Whitespace
