@@ -324,22 +324,41 @@ cmd_run() {
   export PCOLL_NET_PPN=$PPN PCOLL_NET_PRELOAD=$preload PCOLL_NET_NAME=$NAME
   local kv
   for kv in "${envs[@]}"; do export "${kv?}"; done
-  # Ranks left over by an interrupted run are killed by pid (they live in our namespaces).
-  trap 'kill_ns_pids; exit 130' INT TERM HUP
+  # The launcher runs in the background so that a signal to this script (Ctrl-C, a test's
+  # timeout) is handled at once: the launcher is stopped, ranks left in our namespaces are
+  # killed by pid.
+  LAUNCHER=""
+  trap 'on_signal' INT TERM HUP
   case $mpi in
     mpich)
       command -v mpiexec.mpich >/dev/null || cannot "mpiexec.mpich not found"
-      timeout -k 10 "$tmo" mpiexec.mpich -n $np "$SELF" --name "$NAME" _rank -- "$@" </dev/null
-      rc=$? ;;
+      timeout -k 10 "$tmo" mpiexec.mpich -n $np "$SELF" --name "$NAME" _rank -- "$@" </dev/null &
+      ;;
     openmpi)
       command -v mpirun.openmpi >/dev/null || cannot "mpirun.openmpi not found"
-      run_openmpi "$tmo" $np "$@"
-      rc=$? ;;
+      run_openmpi "$tmo" $np "$@" </dev/null &
+      ;;
     *) die "--mpi: mpich or openmpi" ;;
   esac
+  LAUNCHER=$!
+  wait $LAUNCHER
+  rc=$?
+  LAUNCHER=""
   kill_ns_pids
   trap - INT TERM HUP
+  [ $rc = 124 ] && echo "netcluster: run timed out after $tmo s" >&2
   return $rc
+}
+
+on_signal() {
+  echo "netcluster: interrupted; stopping the launcher and the ranks" >&2
+  if [ -n "${LAUNCHER:-}" ]; then
+    kill -TERM "$LAUNCHER" 2>/dev/null
+    local i
+    for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$LAUNCHER" 2>/dev/null || break; sleep 0.2; done
+  fi
+  kill_ns_pids
+  exit 130
 }
 
 run_openmpi() {
