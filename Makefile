@@ -18,7 +18,7 @@ mpicc_openmpi := mpicc.openmpi
 mpicc_mpich := mpicc.mpich
 
 .PHONY: all deps build core-test test demo bench tune soak install clean ctest-% verify-% fmt-check \
-	verify-net net-difftest
+	verify-net net-difftest bench-net
 
 all: build
 
@@ -76,6 +76,11 @@ verify-net:
 
 net-difftest:
 	bash verify/net-difftest.sh build/mpich/libpcoll.so
+
+# pcoll-bench over the emulated cluster: results/net/ (BENCH_NET_CONFIGS="4x1 8x1 2x2")
+bench-net:
+	$(MAKE) MPI=mpich build
+	bash scripts/bench-net.sh
 
 demo: build
 	bash scripts/demo.sh

@@ -82,7 +82,7 @@ need_root() {
   done
 }
 
-existing_ns() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${PFX}(sw|n[0-9]+)\$" || true; }
+existing_ns() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${PFX}(sw|n[0-9]+)\$" | sort -V || true; }
 
 # Kill what still runs inside our namespaces (ranks of an interrupted run), by pid.
 kill_ns_pids() {
@@ -234,7 +234,7 @@ cmd_measure() {
     wait 2>/dev/null
     read -r lat mbps <<<"$out"
     if [[ $mbps =~ ^[0-9.]+$ ]]; then
-      printf '  %-18s %10s %12s %9.0f%%\n' "node$k -> node$j" "$lat" "$mbps" \
+      printf '  %-18s %10s %12.0f %9.0f%%\n' "node$k -> node$j" "$lat" "$mbps" \
         "$(awk -v m="$mbps" -v b="$bps" 'BEGIN{print m*1e6/b*100}')"
     else
       printf '  %-18s FAILED: %s\n' "node$k -> node$j" "$(echo "$out" | tail -1)"
@@ -279,6 +279,15 @@ cmd_rank() {
   [ -n "$rank" ] || die "_rank: no PMI_RANK / OMPI_COMM_WORLD_RANK (run it through 'run')"
   local node=$(( rank / PCOLL_NET_PPN ))
   export UCX_TLS=${PCOLL_NET_UCX_TLS:-tcp,self} UCX_NET_DEVICES=$IFACE
+  if [ -n "${OMPI_COMM_WORLD_RANK:-}" ]; then
+    # Open MPI: its launcher serves PMIx on the root namespace's loopback; relay it into the
+    # node's namespace (scripts/netcluster/pmix_relay.py).
+    local uri=${PMIX_SERVER_URI41:-${PMIX_SERVER_URI4:-${PMIX_SERVER_URI3:-${PMIX_SERVER_URI2:-}}}}
+    local port=${uri##*:}
+    case $uri in *tcp4://127.0.0.1:*) ;; *) die "_rank: unexpected PMIX_SERVER_URI: $uri" ;; esac
+    python3 "$ROOT/scripts/netcluster/pmix_relay.py" "$(node_ns $node)" "$port" "${PCOLL_NET_TIMEOUT:-600}" ||
+      die "_rank: PMIx relay failed"
+  fi
   exec ip netns exec "$(node_ns $node)" unshare --uts sh -c \
     'hostname "$0" && { [ -z "$PCOLL_NET_PRELOAD" ] || export LD_PRELOAD="$PCOLL_NET_PRELOAD"; } && exec "$@"' \
     "$NAME-node$node" "$@"
@@ -361,8 +370,15 @@ on_signal() {
   exit 130
 }
 
+# Open MPI: ob1 over the TCP BTL restricted to the cluster's subnet (no shared memory BTL, no
+# UCX), ranks entered into their nodes by _rank with a PMIx relay.
 run_openmpi() {
-  die "--mpi openmpi: not supported (see README, Emulated cluster)"
+  local tmo=$1 np=$2; shift 2
+  export PCOLL_NET_TIMEOUT=$tmo
+  timeout -k 10 "$tmo" mpirun.openmpi --allow-run-as-root --oversubscribe -np "$np" \
+    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET.0/24" \
+    --mca osc pt2pt --mca coll ^hcoll \
+    "$SELF" --name "$NAME" _rank -- "$@"
 }
 
 # --- with --------------------------------------------------------------------------------
