@@ -3,7 +3,8 @@
 #   Configurations (BENCH_NET_CONFIGS, default "4x1 8x1 2x2" = nodes x ranks per node), all
 #   four collectives, 1 KiB .. 16 MiB, native, auto and every algorithm, interleaved (ABBA),
 #   every result checked (--check). Links: BENCH_NET_RATE (500mbit), tbf burst 32 KB.
-# Writes results/net/bench.mpich.<N>x<K>.{txt,csv,json,svg,ratio.svg}; each configuration
+# Writes results/net/bench.mpich.<N>x<K>.{txt,csv,json,svg,ratio.svg} and .links.txt (the
+# link check of `up`); each configuration
 # brings its own cluster up ("bn") and takes it down. Bandwidth-bound cells are slow (16 MiB
 # at 500 Mbit/s: 0.27 s per operation and link), so iterations are few: BENCH_NET_ARGS adds
 # or overrides pcoll-bench options (later ones win). About 10 min for 4x1 on 2 cores.
@@ -25,7 +26,10 @@ for cfg in $CONFIGS; do
   n=${cfg%x*} k=${cfg#*x}
   out=results/net/bench.mpich.${n}x$k
   "$NC" --name bn down >/dev/null 2>&1
-  "$NC" --name bn up "$n" --rate "$RATE" --ppn "$k" || { r=$?; [ $r = 77 ] && exit 77; rc=1; continue; }
+  "$NC" --name bn up "$n" --rate "$RATE" --ppn "$k" > >(tee "$out.links.txt")
+  r=$?
+  [ $r = 77 ] && exit 77
+  [ $r = 0 ] || { rc=1; continue; }
   echo "== MPICH, $n nodes x $k ranks, $RATE ($(date -u +%Y-%m-%d))"
   # shellcheck disable=SC2086
   "$NC" --name bn run --timeout 3000 -- "$BIN" --collectives reduce,allreduce,reduce_scatter,allgatherv \
