@@ -77,9 +77,10 @@ verify-net:
 net-difftest:
 	bash verify/net-difftest.sh build/mpich/libpcoll.so
 
-# pcoll-bench over the emulated cluster: results/net/ (BENCH_NET_CONFIGS="4x1 8x1 2x2")
+# pcoll-bench over the emulated cluster: results/net/ (BENCH_NET_CONFIGS="4x1 8x1 2x2",
+# BENCH_NET_MPI=mpich|openmpi)
 bench-net:
-	$(MAKE) MPI=mpich build
+	$(MAKE) MPI=$${BENCH_NET_MPI:-mpich} build
 	bash scripts/bench-net.sh
 
 demo: build
