@@ -256,7 +256,7 @@ cmd_status() {
     case $ns in
       *-sw) echo "  $ns: bridge br0, ports $(ip -n "$ns" -br link show master br0 2>/dev/null | awk '{sub(/@.*/,"",$1); printf "%s ", $1}')" ;;
       *) echo "  $ns: $(ip -n "$ns" -br addr show $IFACE 2>/dev/null | awk '{print $3}')" \
-           "tx $(cat /dev/null; ip -n "$ns" -s link show $IFACE | awk '/TX:/{getline; print $1}') B" \
+           "tx $(ip -n "$ns" -s link show $IFACE | awk '/TX:/{getline; print $1}') B" \
            "rx $(ip -n "$ns" -s link show $IFACE | awk '/RX:/{getline; print $1}') B;" \
            "$(tc -n "$ns" qdisc show dev $IFACE | head -1 | sed 's/ *$//')" ;;
     esac
