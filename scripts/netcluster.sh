@@ -125,34 +125,37 @@ cmd_up() {
   [ "$n" -ge 1 ] && [ "$n" -le 64 ] || die "N must be 1..64"
   [ "$ppn" -ge 1 ] 2>/dev/null || die "--ppn must be >= 1"
   rate_bps "$rate" >/dev/null || die "--rate: not a tc rate ($rate; e.g. 500mbit, 1gbit)"
+  [[ $burst =~ ^[0-9]+([kKmM]?(b|bit)?)$ ]] || die "--burst: a tc size (e.g. 32kb, 64k, 16000)"
   need_root
   [ -z "$(existing_ns)" ] && [ ! -e "$STATE" ] || die "cluster '$NAME' exists already (scripts/netcluster.sh --name $NAME down)"
 
-  # Anything half made is removed on failure and on Ctrl-C.
-  trap 'echo "netcluster: up failed or interrupted; removing cluster $NAME" >&2; teardown; exit 1' EXIT
+  # Anything half made is removed on failure and on Ctrl-C (the exit status is kept).
+  trap 'rc=$?; echo "netcluster: up failed or interrupted; removing cluster $NAME" >&2; teardown; exit $rc' EXIT
   trap 'exit 130' INT TERM HUP
 
   local err
   if ! err=$(ip netns add "$SW" 2>&1); then
-    trap - EXIT; teardown
     cannot "'ip netns add' failed: $err"
   fi
-  ip -n "$SW" link set lo up
-  ip -n "$SW" link add br0 type bridge || exit 1
+  # The kernel features the cluster needs (bridge, veth, tbf): their absence is "cannot
+  # here" (77) too, with the kernel's word for it.
+  kern() { local e; e=$("$@" 2>&1) || cannot "'$*' failed: $e"; }
+  ip -n "$SW" link set lo up || exit 1
+  kern ip -n "$SW" link add br0 type bridge
   ip -n "$SW" link set br0 up || exit 1
   local k ns
   for ((k = 0; k < n; k++)); do
     ns=$(node_ns $k)
     ip netns add "$ns" || exit 1
     ip -n "$ns" link set lo up || exit 1
-    ip -n "$ns" link add $IFACE type veth peer name n$k netns "$SW" || exit 1
+    kern ip -n "$ns" link add $IFACE type veth peer name n$k netns "$SW"
     ip -n "$SW" link set n$k master br0 || exit 1
     ip -n "$ns" addr add "$(node_ip $k)/24" dev $IFACE || exit 1
     ip -n "$ns" link set $IFACE up || exit 1
     ip -n "$SW" link set n$k up || exit 1
     # both directions: node -> switch on pcnet, switch -> node on n<k>
-    tc -n "$ns" qdisc add dev $IFACE root tbf rate "$rate" burst "$burst" latency 200ms || exit 1
-    tc -n "$SW" qdisc add dev n$k root tbf rate "$rate" burst "$burst" latency 200ms || exit 1
+    kern tc -n "$ns" qdisc add dev $IFACE root tbf rate "$rate" burst "$burst" latency 200ms
+    kern tc -n "$SW" qdisc add dev n$k root tbf rate "$rate" burst "$burst" latency 200ms
   done
   mkdir -p "$STATE"
   cat >"$STATE/env" <<EOF
