@@ -41,14 +41,14 @@ deps:
 build: deps $(addprefix build-,$(MPIS))
 
 build-%:
-	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) build --profile dist -p pcoll-mpi --bins --lib
+	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) build --profile dist -p pcoll-mpi -p pcoll-tools --bins --lib
 	@mkdir -p build/$*
 	cp target-$*/dist/libpcoll_mpi.so build/$*/libpcoll.so
-	@for b in pcoll-bench pcoll-tune; do [ -f target-$*/dist/$$b ] && cp target-$*/dist/$$b build/$*/ || true; done
+	cp target-$*/dist/pcoll-bench target-$*/dist/pcoll-tune build/$*/
 	@echo "built build/$*/libpcoll.so"
 
 core-test:
-	$(CARGO) test --release -p pcoll
+	$(CARGO) test --release -p pcoll -p pcoll-sim
 
 # The emulated-cluster smoke test runs for MPICH only (scripts/netcluster.sh; skipped with one
 # line where network namespaces cannot be made).
@@ -58,7 +58,7 @@ test: build core-test $(addprefix ctest-,$(MPIS)) $(addprefix verify-,$(MPIS)) $
 	@echo "make test: all passed"
 
 ctest-%:
-	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) test --release -p pcoll-mpi
+	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) test --release -p pcoll-mpi -p pcoll-tools
 	bash c-tests/run-tests.sh $* build/$*/libpcoll.so --quick
 
 # Randomized differential test (short), the native gate against its table, and mpi4py's own

@@ -13,7 +13,7 @@ OUT=$ROOT/build/verify
 mkdir -p "$OUT"
 BIN=$OUT/choose-$MPI
 mpicc.$MPI -O2 -Wall -o "$BIN" "$ROOT/verify/choose.c" -ldl || { echo "choose: FAIL (build)"; exit 1; }
-(cd "$ROOT" && cargo build --release -q -p pcoll --bin pcoll-sim) || { echo "choose: FAIL (pcoll-sim build)"; exit 1; }
+(cd "$ROOT" && cargo build --release -q -p pcoll-sim) || { echo "choose: FAIL (pcoll-sim build)"; exit 1; }
 SIM=${CARGO_TARGET_DIR:-$ROOT/target}/release/pcoll-sim
 TABLE=$OUT/choose.toml
 cat >"$TABLE" <<'T'

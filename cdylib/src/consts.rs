@@ -4,6 +4,14 @@
 use mpi_sys::{MPI_Comm, MPI_Comm_copy_attr_function, MPI_Datatype, MPI_Errhandler, MPI_Op};
 use std::os::raw::{c_int, c_void};
 
+/// Which MPI this crate is built against, `"openmpi"` or `"mpich"` (build.rs sets the
+/// `pcoll_openmpi` / `pcoll_mpich` cfg, which crates depending on this one do not see).
+pub const MPI_NAME: &str = if cfg!(pcoll_mpich) {
+    "mpich"
+} else {
+    "openmpi"
+};
+
 extern "C" {
     static pcoll_c_in_place: *const c_void;
     static pcoll_c_bottom: *const c_void;

@@ -1,11 +1,17 @@
 //! libpcoll.so: PMPI interposition of `MPI_Reduce`, `MPI_Allreduce`, `MPI_Reduce_scatter`
 //! and `MPI_Allgatherv` (C, Fortran, large-count), serving them with pcoll's algorithms.
 //!
-//! All `unsafe` of the project lives in this crate, each block with a `// SAFETY:` line:
+//! All `unsafe` of the library lives in this crate (the tools' own MPI calls are in
+//! `tools/src/bench/`), each block with a `// SAFETY:` line:
 //! `ffi/` converts and checks arguments, `pmpi.rs` is the only caller of point-to-point
 //! `PMPI_*`, `comm.rs`/`mpi_types.rs` read MPI facts.
+//!
+//! The measurement tools `pcoll-bench` and `pcoll-tune` live in the `pcoll-tools` crate
+//! (`tools/`), which uses this crate as an rlib: the exported entry points (`ffi::c`), the
+//! run-time overrides and the resolver (`state::force`, `state::set_segment`,
+//! `state::global`, `state::resolver`) and the MPI constants (`consts`). This crate itself
+//! depends on neither clap nor serde_json.
 
-pub mod bench;
 pub mod comm;
 pub mod consts;
 pub mod dispatch;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn launcher(np: usize) -> Option<Vec<String>> {
-    let mpi = pcoll_mpi::bench::mpi::mpi_name();
+    let mpi = pcoll_tools::bench::mpi::mpi_name();
     let (prog, args): (&str, Vec<String>) = if mpi == "mpich" {
         ("mpiexec.mpich", vec!["-n".into(), np.to_string()])
     } else {
@@ -155,7 +155,7 @@ fn bench_other_types_and_ops_checked() {
     ] {
         let j = tmp(&format!("{dt}.json"));
         let Some(_) = run(
-            if pcoll_mpi::bench::mpi::mpi_name() == "mpich" {
+            if pcoll_tools::bench::mpi::mpi_name() == "mpich" {
                 2
             } else {
                 3

@@ -16,13 +16,13 @@
 use clap::Parser;
 use pcoll::Collective;
 use pcoll::CostParams;
-use pcoll_mpi::bench::case::Variant;
-use pcoll_mpi::bench::kind::{parse_size, parse_sizes, short_size, DType, OpKind};
-use pcoll_mpi::bench::model_hook::{self, Sample};
-use pcoll_mpi::bench::report::{self, Measured};
-use pcoll_mpi::bench::run::Opts;
-use pcoll_mpi::bench::tune::{self, Cell};
-use pcoll_mpi::bench::{self, mpi, progress::Progress, tuning_api};
+use pcoll_tools::bench::case::Variant;
+use pcoll_tools::bench::kind::{parse_size, parse_sizes, short_size, DType, OpKind};
+use pcoll_tools::bench::model_hook::{self, Sample};
+use pcoll_tools::bench::report::{self, Measured};
+use pcoll_tools::bench::run::Opts;
+use pcoll_tools::bench::tune::{self, Cell};
+use pcoll_tools::bench::{self, mpi, progress::Progress, tuning_api};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(Parser, Debug)]

@@ -2,8 +2,8 @@
 //! integer-valued test data whose reductions are exact in every type (so results can be
 //! compared bit for bit, and against a sequential fold).
 
-use crate::consts;
 use mpi_sys::{MPI_Datatype, MPI_Op};
+use pcoll_mpi::consts;
 use std::fmt;
 use std::str::FromStr;
 

@@ -2,8 +2,8 @@
 //! wrapped once so the rest of `bench` has no `unsafe` of its own except the collective calls
 //! in [`super::case`].
 
-use crate::consts;
 use mpi_sys::*;
+use pcoll_mpi::consts;
 use std::os::raw::{c_char, c_int, c_void};
 
 /// Panics with the MPI error string when a `PMPI_` call fails (the tools treat any MPI error
@@ -31,7 +31,7 @@ pub fn init() {
 /// `MPI_Finalize` through pcoll's own export (prints `PCOLL_STATS=1` statistics).
 pub fn finalize() {
     // SAFETY: called once at the end of main, after every communicator of ours is freed.
-    unsafe { crate::ffi::c::MPI_Finalize() };
+    unsafe { pcoll_mpi::ffi::c::MPI_Finalize() };
 }
 
 pub fn abort(code: c_int) -> ! {
@@ -257,11 +257,7 @@ pub fn short_version(full: &str) -> String {
 
 /// Which MPI this binary is built against (`openmpi` / `mpich`).
 pub fn mpi_name() -> &'static str {
-    if cfg!(pcoll_mpich) {
-        "mpich"
-    } else {
-        "openmpi"
-    }
+    consts::MPI_NAME
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 
 use super::case::{select, Case, Variant};
 use super::mpi;
-use crate::consts;
 use pcoll::Algorithm;
+use pcoll_mpi::consts;
 
 #[derive(Clone, Debug)]
 pub struct Opts {
@@ -280,7 +280,7 @@ mod tests {
 
     fn case(coll: Collective, p: usize, rank: usize, n: usize, dt: DType, op: OpKind) -> Case {
         // No MPI call happens before `call`: the communicator is only stored.
-        Case::new(coll, crate::consts::comm_null(), p, rank, n, dt, op)
+        Case::new(coll, pcoll_mpi::consts::comm_null(), p, rank, n, dt, op)
     }
 
     #[test]

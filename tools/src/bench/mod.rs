@@ -2,8 +2,8 @@
 //! `pcoll-tune` (writes a `tuning.toml` from measurements).
 //!
 //! Both run INSIDE one MPI job: native = `PMPI_*` called directly; a pcoll algorithm = the
-//! exported `MPI_*` entry point (`crate::ffi::c`) with the algorithm forced through
-//! [`crate::state::force`], i.e. exactly the path an interposed application takes. Variants
+//! exported `MPI_*` entry point (`pcoll_mpi::ffi::c`) with the algorithm forced through
+//! [`pcoll_mpi::state::force`], i.e. exactly the path an interposed application takes. Variants
 //! are interleaved per iteration (ABBA) and each repetition's time is the maximum over ranks
 //! (see [`run`]). Communicator sizes below the job size use sub-communicators of ranks
 //! `0..p`; the other ranks wait.
@@ -105,7 +105,7 @@ pub fn measure_case(
     let rank = mpi::rank(comm);
     let mut case = Case::new(coll, comm, p, rank, n, dt, op);
     let result = run::measure(&mut case, variants, opts);
-    let params = crate::state::global().table.model();
+    let params = pcoll_mpi::state::global().table.model();
     let mut predicted = BTreeMap::new();
     for v in &result.variants {
         // The model's optimum segment count: not a prediction for a fixed segment size.

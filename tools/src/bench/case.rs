@@ -3,10 +3,10 @@
 //! algorithm), the result check and the sequential oracle.
 
 use super::kind::{DType, OpKind};
-use crate::ffi::c as pc;
-use crate::state;
 use mpi_sys::*;
 use pcoll::{Algorithm, CallSpec, Collective, Pick};
+use pcoll_mpi::ffi::c as pc;
+use pcoll_mpi::state;
 use std::os::raw::{c_int, c_void};
 
 /// What one timed call runs.

@@ -11,9 +11,9 @@
 
 use clap::Parser;
 use pcoll::Collective;
-use pcoll_mpi::bench::case::Variant;
-use pcoll_mpi::bench::kind::{parse_size, parse_sizes, DType, OpKind};
-use pcoll_mpi::bench::{self, mpi, progress::Progress, report, run::Opts, Plan};
+use pcoll_tools::bench::case::Variant;
+use pcoll_tools::bench::kind::{parse_size, parse_sizes, DType, OpKind};
+use pcoll_tools::bench::{self, mpi, progress::Progress, report, run::Opts, Plan};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(Parser, Debug)]
