@@ -7,6 +7,7 @@
 use crate::comm;
 use crate::consts;
 use crate::mpi_types::{self, TypeFacts};
+use crate::pack;
 use crate::pmpi::PmpiTransport;
 use crate::standin::{self, StandIn};
 use crate::state;
@@ -832,7 +833,10 @@ fn run(a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
             } else {
                 (a.sendbuf, a.sendcount, a.sendtype)
             };
-            pack(src, n, t, own, spec.counts[spec.rank], st.shadow)?;
+            let bytes = spec.counts[spec.rank] as c_int;
+            // SAFETY: `src` holds `n` elements of `t` (validated arguments); `own` has `bytes`
+            // bytes, the packed size of the block (its signature's size).
+            unsafe { pack::pack(src, n as c_int, t, own, bytes, st.shadow)? };
             staging = Some(buf);
             (own as *const c_void, base as *mut c_void)
         }
@@ -844,15 +848,19 @@ fn run(a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
             } else if a.sendtype != a.dt {
                 // Different (but matching) type signatures: convert our block into the receive
                 // buffer's layout once, then serve the call as in-place.
-                convert_into(
-                    a.sendbuf,
-                    a.sendcount,
-                    a.sendtype,
-                    own,
-                    a.counts[spec.rank] as usize,
-                    a.dt,
-                    st.shadow,
-                )?;
+                // SAFETY: validated arguments: the send buffer holds `sendcount` elements of
+                // `sendtype`, our receive block `counts[rank]` elements of the receive type.
+                unsafe {
+                    pack::convert(
+                        a.sendbuf,
+                        a.sendcount as c_int,
+                        a.sendtype,
+                        own,
+                        a.counts[spec.rank] as c_int,
+                        a.dt,
+                        st.shadow,
+                    )?
+                };
                 (own as *const c_void, a.recvbuf)
             } else {
                 (a.sendbuf, a.recvbuf)
@@ -887,14 +895,17 @@ fn run(a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
                 let to = (a.recvbuf as *mut u8)
                     .wrapping_offset(a.displs[j] as isize * v.user.extent)
                     as *mut c_void;
-                unpack(
-                    from as *const c_void,
-                    spec.counts[j],
-                    to,
-                    a.counts[j],
-                    a.dt,
-                    st.shadow,
-                )?;
+                // SAFETY: `from` holds the block's packed bytes; `to` the user's receive block.
+                unsafe {
+                    pack::unpack(
+                        from as *const c_void,
+                        spec.counts[j] as c_int,
+                        to,
+                        a.counts[j] as c_int,
+                        a.dt,
+                        st.shadow,
+                    )?
+                };
             }
             Ok(())
         });
@@ -904,46 +915,6 @@ fn run(a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
         r?;
     }
     Ok(prog.rounds)
-}
-
-/// `MPI_Pack` `n` elements of `t` from `src` into the `bytes` bytes at `dst`.
-fn pack(
-    src: *const c_void,
-    n: i64,
-    t: MPI_Datatype,
-    dst: *mut c_void,
-    bytes: usize,
-    comm: MPI_Comm,
-) -> Result<(), Error> {
-    let mut pos: c_int = 0;
-    // SAFETY: `src` holds `n` elements of `t` (validated arguments); `dst` has `bytes` bytes,
-    // the packed size of the block (its signature's size).
-    let rc = unsafe { PMPI_Pack(src, n as c_int, t, dst, bytes as c_int, &mut pos, comm) };
-    if rc != consts::SUCCESS() {
-        return Err(Error::Mpi(rc, "MPI_Pack".into()));
-    }
-    Ok(())
-}
-
-/// `MPI_Unpack` the `bytes` bytes at `src` into `n` elements of `t` at `dst`.
-fn unpack(
-    src: *const c_void,
-    bytes: usize,
-    dst: *mut c_void,
-    n: i64,
-    t: MPI_Datatype,
-    comm: MPI_Comm,
-) -> Result<(), Error> {
-    if bytes == 0 {
-        return Ok(());
-    }
-    let mut pos: c_int = 0;
-    // SAFETY: `src` holds the block's packed bytes; `dst` the user's receive block.
-    let rc = unsafe { PMPI_Unpack(src, bytes as c_int, &mut pos, dst, n as c_int, t, comm) };
-    if rc != consts::SUCCESS() {
-        return Err(Error::Mpi(rc, "MPI_Unpack".into()));
-    }
-    Ok(())
 }
 
 /// Chunk bytes and the largest chunked message when the environment does not say: below
@@ -971,56 +942,6 @@ fn chunking(f: &TypeFacts) -> crate::pmpi::Chunking {
         elems: chunk / size,
         max_bytes,
     }
-}
-
-/// Copy `scount` elements of `stype` into `rcount` elements of `rtype` (same signature).
-fn convert_into(
-    src: *const c_void,
-    scount: i64,
-    stype: MPI_Datatype,
-    dst: *mut c_void,
-    rcount: usize,
-    rtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> Result<(), Error> {
-    let (sc, rc) = (scount as c_int, rcount as c_int);
-    let mut size: c_int = 0;
-    // SAFETY: sizes and pack/unpack over the user's buffers with their own datatypes; the
-    // packed buffer has MPI_Pack_size bytes.
-    unsafe {
-        let r = PMPI_Pack_size(sc, stype, comm, &mut size);
-        if r != consts::SUCCESS() {
-            return Err(Error::Mpi(r, "MPI_Pack_size".into()));
-        }
-        let mut buf = vec![0u8; size.max(1) as usize];
-        let mut pos: c_int = 0;
-        let r = PMPI_Pack(
-            src,
-            sc,
-            stype,
-            buf.as_mut_ptr() as *mut c_void,
-            size,
-            &mut pos,
-            comm,
-        );
-        if r != consts::SUCCESS() {
-            return Err(Error::Mpi(r, "MPI_Pack".into()));
-        }
-        let mut pos2: c_int = 0;
-        let r = PMPI_Unpack(
-            buf.as_ptr() as *const c_void,
-            size,
-            &mut pos2,
-            dst,
-            rc,
-            rtype,
-            comm,
-        );
-        if r != consts::SUCCESS() {
-            return Err(Error::Mpi(r, "MPI_Unpack".into()));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
