@@ -7,6 +7,7 @@
 
 use crate::consts;
 use crate::mpi_types::TypeFacts;
+use crate::pack;
 use mpi_sys::*;
 use pcoll::plan::{Buf, Piece};
 use pcoll::transport::Transport;
@@ -361,44 +362,18 @@ impl<'a> PmpiTransport<'a> {
         }
         // Non-contiguous: pack then unpack, which reads and writes data bytes only.
         let cnt = Self::count(n)?;
-        let mut packed_size: c_int = 0;
-        // SAFETY: out-pointer to a local.
-        check(
-            unsafe { PMPI_Pack_size(cnt, self.dt, self.comm, &mut packed_size) },
-            "MPI_Pack_size",
-        )?;
-        let mut packed = Scratch::new(packed_size.max(1) as usize)?;
-        let mut pos: c_int = 0;
-        // SAFETY: `src`/`dst` describe `cnt` elements of `dt` inside program-validated buffers;
-        // `packed` holds `packed_size` bytes as MPI_Pack_size requires.
+        // SAFETY: `src`/`dst` describe `cnt` elements of `dt` inside program-validated buffers.
         unsafe {
-            check(
-                PMPI_Pack(
-                    src as *const c_void,
-                    cnt,
-                    self.dt,
-                    packed.ptr() as *mut c_void,
-                    packed_size,
-                    &mut pos,
-                    self.comm,
-                ),
-                "MPI_Pack",
-            )?;
-            let mut pos2: c_int = 0;
-            check(
-                PMPI_Unpack(
-                    packed.ptr() as *const c_void,
-                    packed_size,
-                    &mut pos2,
-                    dst as *mut c_void,
-                    cnt,
-                    self.dt,
-                    self.comm,
-                ),
-                "MPI_Unpack",
-            )?;
+            pack::convert(
+                src as *const c_void,
+                cnt,
+                self.dt,
+                dst as *mut c_void,
+                cnt,
+                self.dt,
+                self.comm,
+            )
         }
-        Ok(())
     }
 }
 

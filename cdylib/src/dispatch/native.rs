@@ -1,0 +1,228 @@
+//! The native fast paths: a call the resolver sends to native is served by the MPI's own
+//! collective without validating anything (the MPI validates its own arguments), asking the
+//! MPI only for the communicator size and the type size. Calls with arguments some native
+//! MPI crashes on take the full path, which reports them.
+
+use super::call::Args;
+use super::resolve::{call_facts, decide, ArgFacts};
+use super::stat_time;
+use crate::consts;
+use crate::mpi_types;
+use crate::state::{self, Global};
+use mpi_sys::*;
+use pcoll::algo::{Algorithm, Collective};
+use pcoll::decide::{CallFacts, Decision};
+use std::os::raw::{c_int, c_void};
+
+/// Debug log of a call sent to native on a fast path.
+fn log_native(g: &Global, call: &CallFacts, d: &Decision) {
+    if log::log_enabled!(log::Level::Debug) {
+        log::debug!(
+            "{} p={} bytes={}: native ({}; arguments not examined)",
+            call.coll,
+            call.p,
+            call.bytes,
+            d.reason(call, &g.table)
+        );
+    }
+}
+
+/// Fast path: if the request is `native`, serve it without validating anything (the MPI
+/// validates its own arguments). Needs only the communicator size and the type size.
+/// `Some(bytes)`: send the call to native.
+pub(super) fn native_requested(g: &'static Global, a: &Args) -> Option<usize> {
+    let (p, size) = sizes(a)?;
+    let elems = plain_elems(a, size)?;
+    if needs_full_path(a, elems) {
+        return None;
+    }
+    let bytes = elems as usize * size as usize;
+    let call = call_facts(a, p as usize, bytes)?;
+    let unequal = || a.unequal_counts();
+    let nf = ArgFacts {
+        dt: a.dt,
+        unequal: &unequal,
+    };
+    let d = decide(g, &call, &nf).ok()?;
+    (d.algorithm == Algorithm::Native).then(|| {
+        log_native(g, &call, &d);
+        bytes
+    })
+}
+
+/// The communicator size and the type size (`None`: an invalid handle; the full path, and
+/// from there native, reports it).
+fn sizes(a: &Args) -> Option<(c_int, MPI_Count)> {
+    let (mut p, mut size): (c_int, MPI_Count) = (0, 0);
+    // SAFETY: out-pointers to locals; invalid handles give error codes, which send the call
+    // to the full path (and from there to native).
+    unsafe {
+        if PMPI_Comm_size(a.comm, &mut p) != consts::SUCCESS()
+            || PMPI_Type_size_x(a.dt, &mut size) != consts::SUCCESS()
+        {
+            return None;
+        }
+    }
+    Some((p, size))
+}
+
+/// The elements of the call (`None`: bad counts or type size; the full path reports them,
+/// some MPIs crash on them).
+fn plain_elems(a: &Args, size: MPI_Count) -> Option<i64> {
+    let elems: i64 = match a.coll {
+        Collective::Reduce | Collective::Allreduce => *a.counts.first()?,
+        _ => a.counts.iter().sum(),
+    };
+    if elems < 0
+        || size < 0
+        || a.counts.iter().any(|&c| c < 0)
+        || (a.coll == Collective::Allgatherv && a.sendcount < 0)
+    {
+        return None;
+    }
+    Some(elems)
+}
+
+/// This rank's arguments may be erroneous in a way the full path must report: an op MPICH
+/// aborts on, `MPI_IN_PLACE` at a non-root of a reduce, a NULL buffer with data.
+fn needs_full_path(a: &Args, elems: i64) -> bool {
+    if cfg!(pcoll_mpich) && a.coll.reduces() && mpi_types::logical_op_on_float(a.op, a.dt) {
+        return true; // MPICH aborts on it: the full path reports MPI_ERR_OP
+    }
+    if a.coll == Collective::Reduce && a.in_place() && a.root != rank(a.comm) {
+        return true; // in place at a non-root: erroneous, the full path reports it
+    }
+    if elems > 0 && (a.sendbuf.is_null() || a.recvbuf.is_null()) {
+        // Possibly a NULL buffer error (or MPI_BOTTOM): the full path decides. A NULL
+        // receive buffer at a non-root of a reduce is fine and common.
+        let recv_matters = a.coll != Collective::Reduce || a.root == rank(a.comm);
+        if a.sendbuf.is_null() || (recv_matters && a.recvbuf.is_null()) {
+            return true;
+        }
+    }
+    false
+}
+
+/// This rank in `comm` (which answered `PMPI_Comm_size`).
+fn rank(comm: MPI_Comm) -> i64 {
+    let mut rank: c_int = -1;
+    // SAFETY: out-pointer; the communicator answered PMPI_Comm_size before.
+    unsafe { PMPI_Comm_rank(comm, &mut rank) };
+    rank as i64
+}
+
+/// The native fast path of `MPI_Reduce_scatter` / `MPI_Allgatherv` (C, large-count and
+/// Fortran entries), taken before any `Args` exists: the per-rank counts are read where the
+/// caller keeps them (no copy, no allocation) and only `PMPI_Comm_test_inter`,
+/// `PMPI_Comm_size` and `PMPI_Type_size_x` are asked. `Some(rc)`: the call went to native
+/// (exactly when [`native_requested`] on the full path would have sent it there, with the
+/// same stats record); `None`: build the `Args` and call [`collective`](super::collective),
+/// which decides everything else (bad input, intercommunicators, pcoll's algorithms).
+///
+/// # Safety
+/// `recvcounts` is null or points to comm-size readable values (MPI's rule for both calls).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn vector_native<T: Copy + Into<i64>>(
+    coll: Collective,
+    sendbuf: *const c_void,
+    recvbuf: *const c_void,
+    recvcounts: *const T,
+    sendcount: i64,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    native: &mut dyn FnMut() -> c_int,
+) -> Option<c_int> {
+    debug_assert!(matches!(
+        coll,
+        Collective::ReduceScatter | Collective::Allgatherv
+    ));
+    if state::disabled() {
+        return Some(native());
+    }
+    if comm == consts::comm_null() || recvcounts.is_null() {
+        return None;
+    }
+    let g = state::global();
+    let t0 = stat_time(g);
+    let (p, size) = vector_sizes(coll, sendcount, dt, op, comm)?;
+    // SAFETY: the caller's guarantee: p readable counts.
+    let counts = unsafe { std::slice::from_raw_parts(recvcounts, p) };
+    let elems = total(counts)?;
+    if elems > 0 && (sendbuf.is_null() || recvbuf.is_null()) {
+        return None; // possibly a NULL buffer error (or MPI_BOTTOM): the full path decides
+    }
+    let bytes = elems as usize * size;
+    let commutative = if coll.reduces() {
+        mpi_types::op_commutative(op).ok()?
+    } else {
+        true
+    };
+    let call = CallFacts {
+        coll,
+        p,
+        bytes,
+        commutative,
+        in_place: sendbuf == consts::in_place(),
+        root: 0,
+    };
+    let unequal = || counts.windows(2).any(|w| w[0].into() != w[1].into());
+    let nf = ArgFacts {
+        dt,
+        unequal: &unequal,
+    };
+    let d = decide(g, &call, &nf).ok()?;
+    if d.algorithm != Algorithm::Native {
+        return None;
+    }
+    let rc = native();
+    state::record(coll, Algorithm::Native, bytes, stat_time(g) - t0);
+    log_native(g, &call, &d);
+    Some(rc)
+}
+
+/// The size of an intracommunicator and of the type (`None`: an intercommunicator, an
+/// invalid handle, a negative send count, or an op MPICH aborts on; the full path decides).
+fn vector_sizes(
+    coll: Collective,
+    sendcount: i64,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> Option<(usize, usize)> {
+    let (mut inter, mut p, mut size): (c_int, c_int, MPI_Count) = (0, 0, 0);
+    // SAFETY: out-pointers to locals; an invalid handle gives an error code (full path).
+    unsafe {
+        if PMPI_Comm_test_inter(comm, &mut inter) != consts::SUCCESS()
+            || inter != 0
+            || PMPI_Comm_size(comm, &mut p) != consts::SUCCESS()
+            || PMPI_Type_size_x(dt, &mut size) != consts::SUCCESS()
+        {
+            return None;
+        }
+    }
+    if p <= 0 || size < 0 || (coll == Collective::Allgatherv && sendcount < 0) {
+        return None;
+    }
+    if cfg!(pcoll_mpich)
+        && coll == Collective::ReduceScatter
+        && mpi_types::logical_op_on_float(op, dt)
+    {
+        return None; // MPICH aborts on it: the full path reports MPI_ERR_OP
+    }
+    Some((p as usize, size as usize))
+}
+
+/// The sum of the per-rank counts (`None`: a negative count or sum; the full path reports
+/// them, some MPIs crash on them).
+fn total<T: Copy + Into<i64>>(counts: &[T]) -> Option<i64> {
+    let mut elems: i64 = 0;
+    for &c in counts {
+        let c: i64 = c.into();
+        if c < 0 {
+            return None;
+        }
+        elems = elems.wrapping_add(c);
+    }
+    (elems >= 0).then_some(elems)
+}

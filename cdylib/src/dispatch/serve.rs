@@ -1,0 +1,181 @@
+//! Serving a call with one of pcoll's algorithms: the program for (algorithm, call shape)
+//! from the communicator's cache, the user's buffers as the program's `In` and `Out` (for
+//! allgatherv, after converting or staging this rank's block), and the executor over
+//! `PmpiTransport` on the shadow communicator, with messages split into chunks.
+
+use super::call::Args;
+use super::validate::Valid;
+use crate::comm::{self, CommState};
+use crate::consts;
+use crate::mpi_types::TypeFacts;
+use crate::pack;
+use crate::pmpi::{Chunking, PmpiTransport, Scratch};
+use crate::state::Global;
+use pcoll::algo::{build, Algorithm, Collective};
+use pcoll::{exec, Error, Program};
+use std::os::raw::{c_int, c_void};
+
+/// The program's `In` and `Out` buffers.
+type Bases = (*const c_void, *mut c_void);
+
+/// Run `alg` for the validated call `v`; the program's rounds.
+pub(super) fn run(g: &Global, a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
+    let st = comm::state(a.comm, v.spec.p, v.spec.rank)
+        .map_err(|c| Error::Mpi(c, "communicator setup".into()))?;
+    let spec = &v.spec;
+    let prog = st.program(alg, spec, || {
+        if spec.total() == 0 {
+            return Ok(Program::new());
+        }
+        build(alg, spec)
+    })?;
+    // Allgatherv with a receive type with holes: the blocks meet in a packed staging buffer.
+    if spec.coll == Collective::Allgatherv && v.bytes == Some(true) {
+        let (buf, bases) = stage(a, v, st)?;
+        let out = execute(g, a, v, st, &prog, bases).and_then(|()| unstage(a, v, st, &buf));
+        st.pool.give(buf);
+        out?;
+    } else {
+        let bases = bases(a, v, st)?;
+        execute(g, a, v, st, &prog, bases)?;
+    }
+    Ok(prog.rounds)
+}
+
+/// Execute `prog` over `PmpiTransport` with `bases` as `In` and `Out`.
+fn execute(
+    g: &Global,
+    a: &Args,
+    v: &Valid,
+    st: &CommState,
+    prog: &Program,
+    (in_base, out_base): Bases,
+) -> Result<(), Error> {
+    let dt = if v.bytes.is_some() {
+        consts::dt_byte()
+    } else {
+        a.dt
+    };
+    let mut t = PmpiTransport::new(
+        &st.pool,
+        st.shadow,
+        dt,
+        a.op,
+        v.facts,
+        v.spec.commutative,
+        in_base,
+        out_base,
+        chunking(g, &v.facts),
+    );
+    exec::run(prog, &mut t)
+}
+
+/// The user's buffers as `In` and `Out` (allgatherv: `In` is this rank's block, converted
+/// into the receive buffer first if the send type differs).
+fn bases(a: &Args, v: &Valid, st: &CommState) -> Result<Bases, Error> {
+    let spec = &v.spec;
+    if spec.coll != Collective::Allgatherv {
+        let input = if v.in_place {
+            a.recvbuf as *const c_void
+        } else {
+            a.sendbuf
+        };
+        return Ok((input, a.recvbuf));
+    }
+    let own = (a.recvbuf as *mut u8)
+        .wrapping_offset(spec.displs[spec.rank] as isize * v.facts.extent)
+        as *mut c_void;
+    if v.in_place {
+        Ok((own as *const c_void, a.recvbuf))
+    } else if a.sendtype != a.dt {
+        // Different (but matching) type signatures: convert our block into the receive
+        // buffer's layout once, then serve the call as in-place.
+        // SAFETY: validated arguments: the send buffer holds `sendcount` elements of
+        // `sendtype`, our receive block `counts[rank]` elements of the receive type.
+        unsafe {
+            pack::convert(
+                a.sendbuf,
+                a.sendcount as c_int,
+                a.sendtype,
+                own,
+                a.counts[spec.rank] as c_int,
+                a.dt,
+                st.shadow,
+            )?
+        };
+        Ok((own as *const c_void, a.recvbuf))
+    } else {
+        Ok((a.sendbuf, a.recvbuf))
+    }
+}
+
+/// Allgatherv staged: a packed buffer of every block (byte displacements of `v.spec`) with
+/// this rank's block packed into its place; the bases are (own block, buffer).
+fn stage(a: &Args, v: &Valid, st: &CommState) -> Result<(Scratch, Bases), Error> {
+    let spec = &v.spec;
+    let mut buf = st.pool.take(spec.total())?;
+    let base = buf.ptr();
+    let own = base.wrapping_add(spec.displs[spec.rank]) as *mut c_void;
+    let (src, n, t) = if v.in_place {
+        let at = (a.recvbuf as *mut u8)
+            .wrapping_offset(a.displs[spec.rank] as isize * v.user.extent)
+            as *const c_void;
+        (at, a.counts[spec.rank], a.dt)
+    } else {
+        (a.sendbuf, a.sendcount, a.sendtype)
+    };
+    let bytes = spec.counts[spec.rank] as c_int;
+    // SAFETY: `src` holds `n` elements of `t` (validated arguments); `own` has `bytes` bytes
+    // inside the staging buffer, the packed size of the block (its signature's size).
+    unsafe { pack::pack(src, n as c_int, t, own, bytes, st.shadow)? };
+    Ok((buf, (own as *const c_void, base as *mut c_void)))
+}
+
+/// Unpack every block of the staging buffer into the user's receive buffer.
+fn unstage(a: &Args, v: &Valid, st: &CommState, buf: &Scratch) -> Result<(), Error> {
+    let spec = &v.spec;
+    for j in 0..spec.p {
+        let from = buf.ptr_const().wrapping_add(spec.displs[j]);
+        let to = (a.recvbuf as *mut u8).wrapping_offset(a.displs[j] as isize * v.user.extent)
+            as *mut c_void;
+        // SAFETY: `from` holds the block's packed bytes; `to` the user's receive block.
+        unsafe {
+            pack::unpack(
+                from as *const c_void,
+                spec.counts[j] as c_int,
+                to,
+                a.counts[j] as c_int,
+                a.dt,
+                st.shadow,
+            )?
+        };
+    }
+    Ok(())
+}
+
+/// Chunk bytes and the largest chunked message when the environment does not say: below
+/// the eager limit of the MPI's shared-memory transport (Open MPI 4.1 vader: 4 KiB with the
+/// header; MPICH 4.0 ch4 posix: 16 KiB cells, where chunks of half a cell measured fastest),
+/// and as far as chunks measured faster than one rendezvous message on this machine.
+const CHUNK_DEFAULT: (usize, usize) = if cfg!(pcoll_mpich) {
+    (7680, 2 << 20)
+} else {
+    (3840, 256 << 10)
+};
+
+/// How this call's messages are split (`PmpiTransport::post`). Every rank must split a
+/// message at the same bytes: reductions pass the same datatype everywhere (the standard
+/// says so), and allgatherv runs in bytes (see
+/// [`in_bytes`](super::validate::in_bytes)).
+fn chunking(g: &Global, f: &TypeFacts) -> Chunking {
+    let chunk = g.cfg.chunk.unwrap_or(CHUNK_DEFAULT.0);
+    let max_bytes = g.cfg.chunk_max.unwrap_or(CHUNK_DEFAULT.1);
+    let size = f.size;
+    if chunk == 0 || size == 0 || size > chunk {
+        return Default::default();
+    }
+    Chunking {
+        elems: chunk / size,
+        max_bytes,
+    }
+}

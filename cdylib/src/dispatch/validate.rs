@@ -1,0 +1,252 @@
+//! Validation of a call's arguments into a [`Valid`] call pcoll can serve itself (its
+//! [`CallSpec`] and the layout of its elements), or `None`: the native collective takes the
+//! call (it reports bad input with its own error class, and serves what pcoll does not).
+
+use super::call::{nonneg, Args};
+use crate::comm;
+use crate::consts;
+use crate::mpi_types::{self, TypeFacts};
+use crate::state::Global;
+use pcoll::algo::{CallSpec, Collective};
+use std::os::raw::{c_int, c_void};
+
+/// A validated call pcoll can serve itself.
+pub(super) struct Valid {
+    pub spec: CallSpec,
+    /// Layout of the elements the program moves (allgatherv in bytes: of `MPI_BYTE`).
+    pub facts: TypeFacts,
+    pub in_place: bool,
+    /// Allgatherv served in bytes (see [`in_bytes`]): `Some(staging)`, where `staging` says
+    /// the receive type has holes, so the blocks are packed into a scratch buffer first.
+    pub bytes: Option<bool>,
+    /// Layout of the user's datatype (`facts` before the switch to bytes).
+    pub user: TypeFacts,
+}
+
+/// Facts of `MPI_BYTE`.
+const BYTE: TypeFacts = TypeFacts {
+    size: 1,
+    lb: 0,
+    extent: 1,
+    true_lb: 0,
+    true_extent: 1,
+};
+
+/// Allgatherv is served in bytes whenever the total fits an MPI int count: MPI lets every
+/// rank describe the same data with its own receive type (equal type signatures, different
+/// element sizes), so only byte offsets mean the same on every rank. A receive type without
+/// holes is used as bytes in place; one with holes is packed into a scratch buffer
+/// (`MPI_Pack`, which on a homogeneous system is the data bytes in order), the blocks are
+/// exchanged there and unpacked at the end. Then messages may be split anywhere (chunks,
+/// segments) and every rank splits them alike. Counts and displacements become bytes;
+/// returns the staging flag, or None (the total is too large; served in elements, unsplit).
+pub(super) fn in_bytes(counts: &mut [usize], displs: &mut [usize], f: &TypeFacts) -> Option<bool> {
+    let total = counts
+        .iter()
+        .try_fold(0usize, |t, &c| t.checked_add(c.checked_mul(f.size)?))?;
+    if total > c_int::MAX as usize {
+        return None;
+    }
+    let staging = !f.contiguous();
+    let mut off = 0;
+    for (c, d) in counts.iter_mut().zip(displs.iter_mut()) {
+        *c *= f.size;
+        if staging {
+            *d = off;
+            off += *c;
+        } else {
+            *d *= f.size; // extent == size
+        }
+    }
+    Some(staging)
+}
+
+/// Counts and displacements of a call as `usize` (`None`: negative, too large, or per-rank
+/// arrays that do not have one entry per rank).
+type Shape = (Vec<usize>, Vec<usize>);
+
+/// `None`: hand the call to the native collective (bad input is reported by it, with its
+/// error class; calls pcoll cannot serve are served by it).
+pub(super) fn validate(g: &Global, a: &Args) -> Option<Valid> {
+    let (p, rank) = comm::facts(a.comm).ok()??;
+    let facts = mpi_types::type_facts(a.dt).ok()?;
+    if facts.extent <= 0 || facts.true_extent < 0 || facts.size == 0 {
+        return None;
+    }
+    if a.recvbuf as *const c_void == consts::in_place() {
+        return None;
+    }
+    let shape = shape(a, p)?;
+    let commutative = op_facts(a, &facts)?;
+    if !buffers_ok(a, p, rank, &shape.0, &facts) {
+        return None;
+    }
+    Some(valid(g, a, (p, rank), shape, commutative, facts))
+}
+
+/// The counts (and allgatherv's displacements) as `usize`.
+fn shape(a: &Args, p: usize) -> Option<Shape> {
+    let counts = nonneg(&a.counts)?;
+    Some(match a.coll {
+        Collective::Reduce | Collective::Allreduce => (counts, vec![]),
+        _ => {
+            if counts.len() != p {
+                return None;
+            }
+            let displs = if a.coll == Collective::Allgatherv {
+                nonneg(&a.displs)?
+            } else {
+                vec![]
+            };
+            (counts, displs)
+        }
+    })
+}
+
+/// Whether the op commutes (`true` for allgatherv); `None` if the MPI rejects the op or its
+/// use with the datatype.
+fn op_facts(a: &Args, facts: &TypeFacts) -> Option<bool> {
+    if !a.coll.reduces() {
+        return Some(true);
+    }
+    let commutative = mpi_types::op_commutative(a.op).ok()?;
+    mpi_types::op_accepts(a.op, a.dt, facts).ok()?;
+    Some(commutative)
+}
+
+/// The buffers and the root fit the call: no NULL buffer with data, no input aliasing the
+/// output without `MPI_IN_PLACE`, `MPI_IN_PLACE` only where allowed.
+fn buffers_ok(a: &Args, p: usize, rank: usize, counts: &[usize], facts: &TypeFacts) -> bool {
+    let in_place = a.in_place();
+    let null = |ptr: *const c_void, n: usize| ptr.is_null() && n > 0;
+    // The same buffer as input and output without MPI_IN_PLACE is erroneous; the MPI decides
+    // how to report it (Open MPI: MPI_ERR_BUFFER for allreduce).
+    if !in_place && a.sendbuf == a.recvbuf as *const c_void && !a.sendbuf.is_null() {
+        let is_root_or_all = a.coll != Collective::Reduce || a.root == rank as i64;
+        if is_root_or_all {
+            return false;
+        }
+    }
+    match a.coll {
+        Collective::Reduce => {
+            if a.root < 0 || a.root >= p as i64 {
+                return false;
+            }
+            let is_root = a.root as usize == rank;
+            if in_place && !is_root {
+                return false;
+            }
+            !((!in_place && null(a.sendbuf, counts[0])) || (is_root && null(a.recvbuf, counts[0])))
+        }
+        Collective::Allreduce => {
+            !((!in_place && null(a.sendbuf, counts[0])) || null(a.recvbuf, counts[0]))
+        }
+        Collective::ReduceScatter => {
+            let total: usize = counts.iter().sum();
+            !(total > c_int::MAX as usize
+                || (!in_place && null(a.sendbuf, total))
+                || null(a.recvbuf, counts[rank]))
+        }
+        Collective::Allgatherv => allgatherv_ok(a, rank, counts, facts),
+    }
+}
+
+/// Allgatherv's buffers, and its send block matching this rank's receive block.
+fn allgatherv_ok(a: &Args, rank: usize, counts: &[usize], facts: &TypeFacts) -> bool {
+    let total: usize = counts.iter().sum();
+    if total > 0 && a.recvbuf.is_null() {
+        return false;
+    }
+    if a.in_place() {
+        return true;
+    }
+    if a.sendcount < 0 || (a.sendbuf.is_null() && a.sendcount > 0) {
+        return false;
+    }
+    let Ok(sf) = mpi_types::type_facts(a.sendtype) else {
+        return false;
+    };
+    // Type signatures that differ: the MPI reports it.
+    (a.sendcount as usize) * sf.size == counts[rank] * facts.size
+}
+
+/// The validated call: allgatherv switched to bytes where it can be (see [`in_bytes`]).
+fn valid(
+    g: &Global,
+    a: &Args,
+    (p, rank): (usize, usize),
+    (mut counts, mut displs): Shape,
+    commutative: bool,
+    facts: TypeFacts,
+) -> Valid {
+    let in_place = a.in_place();
+    let bytes = if a.coll == Collective::Allgatherv {
+        in_bytes(&mut counts, &mut displs, &facts)
+    } else {
+        None
+    };
+    let spec = CallSpec {
+        coll: a.coll,
+        p,
+        rank,
+        root: if a.coll == Collective::Reduce {
+            a.root as usize
+        } else {
+            0
+        },
+        counts,
+        displs,
+        commutative,
+        elem_bytes: if bytes.is_some() { 1 } else { facts.size },
+        seg_elems: 0,
+        params: g.table.model(),
+        // `In` aliases `Out`: MPI_IN_PLACE, or (allgatherv) our block converted into the
+        // receive buffer because the send type differs, or packed into the staging buffer
+        // (see `serve::run`).
+        in_place: in_place
+            || (a.coll == Collective::Allgatherv && (a.sendtype != a.dt || bytes == Some(true))),
+    };
+    Valid {
+        spec,
+        facts: if bytes.is_some() { BYTE } else { facts },
+        in_place,
+        bytes,
+        user: facts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(size: usize, extent: isize) -> TypeFacts {
+        TypeFacts {
+            size,
+            lb: 0,
+            extent,
+            true_lb: 0,
+            true_extent: extent,
+        }
+    }
+
+    #[test]
+    fn allgatherv_in_bytes() {
+        // No holes: bytes in place, displacements scaled.
+        let (mut c, mut d) = (vec![3, 0, 5], vec![10, 2, 0]);
+        assert_eq!(in_bytes(&mut c, &mut d, &facts(8, 8)), Some(false));
+        assert_eq!((c, d), (vec![24, 0, 40], vec![80, 16, 0]));
+        // Holes: packed one after another in rank order.
+        let (mut c, mut d) = (vec![3, 0, 5], vec![10, 2, 0]);
+        assert_eq!(in_bytes(&mut c, &mut d, &facts(6, 8)), Some(true));
+        assert_eq!((c, d), (vec![18, 0, 30], vec![0, 18, 18]));
+        // Two ranks describing the same bytes with different types agree on every block.
+        let (mut a, mut da) = (vec![12, 6], vec![0, 12]);
+        let (mut b, mut db) = (vec![2, 1], vec![0, 2]);
+        in_bytes(&mut a, &mut da, &facts(6, 8));
+        in_bytes(&mut b, &mut db, &facts(36, 40));
+        assert_eq!(a, b);
+        // Too many bytes for an int count: served in elements.
+        let (mut c, mut d) = (vec![1 << 30, 1 << 30], vec![0, 1 << 30]);
+        assert_eq!(in_bytes(&mut c, &mut d, &facts(2, 2)), None);
+    }
+}
