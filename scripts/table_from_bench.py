@@ -77,7 +77,10 @@ def rules_for(cells, coll, auto):
         alg = alg if (r <= MARGIN and b >= MIN_BYTES) else "native"
         seen = auto.get((coll, b))
         unconfirmed = None
-        if alg != "native" and seen and seen[0] == alg and seen[1] > CONFIRM:
+        # Where check-default measured this size, a pcoll algorithm stays only if it measured
+        # that very algorithm at most CONFIRM (a cell it measured with another choice is not
+        # a confirmation: all-algorithm benchmarks flatter chunked algorithms).
+        if alg != "native" and seen and not (seen[0] == alg and seen[1] <= CONFIRM):
             alg, unconfirmed = "native", (seen[0], seen[1])
         picks.append((b, alg, r, unconfirmed))
     rules = []
