@@ -32,15 +32,29 @@ enum {
     PCOLL_GUARD_USER_OP = 8,
     PCOLL_GUARD_IN_PLACE = 16,
 };
-static unsigned guard_flags[G_NCOLL];
-static unsigned long long guard_root_above[G_NCOLL];
+/* Modes per collective (gate_mode below). */
+enum { PCOLL_MODE_CELLS = 0, PCOLL_MODE_NATIVE = 1, PCOLL_MODE_DECLINE = 2 };
+
+/* Everything a forwarded call of one collective reads or writes besides its communicator,
+ * datatype and size cell, in one cache line: a forwarded call runs between the caller's
+ * own work and the MPI's, with this file's data cold (after a barrier, say), so it should
+ * touch as few lines as it can. */
+struct gate_hot {
+    unsigned char open;                /* 0: decline everything (pcoll_gate_close) */
+    unsigned char mode;                /* PCOLL_MODE_* */
+    unsigned char hit;                 /* the last call went through the gate */
+    unsigned flags;                    /* PCOLL_GUARD_* */
+    unsigned long long root_above;     /* bytes bound of PCOLL_GUARD_ROOT_NONZERO_ABOVE */
+    unsigned long long calls, bytes;   /* forwarded calls and bytes (pcoll's stats) */
+} __attribute__((aligned(64)));
+static struct gate_hot hot[G_NCOLL];
 
 void pcoll_gate_guard(int coll, unsigned flags, unsigned long long root_above)
 {
     if (coll < 0 || coll >= G_NCOLL)
         return;
-    guard_flags[coll] = flags;
-    guard_root_above[coll] = root_above;
+    hot[coll].flags = flags;
+    hot[coll].root_above = root_above;
 }
 
 /* The constants Rust must agree with (cdylib/src/gate.rs tests). */
@@ -60,6 +74,9 @@ long long pcoll_gate_abi(int what)
     case 22: return PCOLL_GUARD_TRUE_LB;
     case 23: return PCOLL_GUARD_USER_OP;
     case 24: return PCOLL_GUARD_IN_PLACE;
+    case 30: return PCOLL_MODE_CELLS;
+    case 31: return PCOLL_MODE_NATIVE;
+    case 32: return PCOLL_MODE_DECLINE;
     default: return -1;
     }
 }
@@ -70,10 +87,10 @@ extern int pcoll_c_op_is_predefined(MPI_Op op);
 /* 1 if a guard of `coll` holds for the call (decline it). */
 static int guarded(int coll, int p, int root, unsigned long long bytes, int tlb_pos, MPI_Op op, const void *sendbuf)
 {
-    unsigned f = guard_flags[coll];
+    unsigned f = hot[coll].flags;
     if (!f)
         return 0;
-    if ((f & PCOLL_GUARD_ROOT_NONZERO_ABOVE) && root > 0 && bytes > guard_root_above[coll])
+    if ((f & PCOLL_GUARD_ROOT_NONZERO_ABOVE) && root > 0 && bytes > hot[coll].root_above)
         return 1;
     if ((f & PCOLL_GUARD_ONE_RANK) && p == 1)
         return 1;
@@ -88,22 +105,66 @@ static int guarded(int coll, int p, int root, unsigned long long bytes, int tlb_
 
 struct gate_cell {
     int n; /* ranges in use; 0: never native */
-    unsigned long long lo[PCOLL_GATE_R], hi[PCOLL_GATE_R]; /* native iff lo <= bytes < hi */
-};
+    struct {
+        unsigned long long lo, hi; /* native iff lo <= bytes < hi */
+    } r[PCOLL_GATE_R];             /* the first three share the line of n */
+} __attribute__((aligned(64)));
 
 static struct gate_cell gate[G_NCOLL][PCOLL_GATE_P + 1];
-static int gate_open;
 
-/* Calls and bytes the gate forwarded, per collective (read and reset by the Rust stats), and
- * whether the last call of each collective went through the gate (pcoll_last_algorithm).
- * Bumped with a relaxed load and store, not a locked add: exact for one thread, may miss
- * counts when several threads run collectives at the same moment. */
-unsigned long long pcoll_gate_calls[G_NCOLL], pcoll_gate_bytes[G_NCOLL];
-unsigned char pcoll_gate_hit[G_NCOLL];
+/* Run-time forcing (pcoll_force, pcoll-bench's variants) per collective, one byte so that
+ * switching costs a store, not a republication of the cells: PCOLL_MODE_CELLS the published
+ * cells decide; PCOLL_MODE_NATIVE every plain call goes native (forced `native`, of every
+ * size and p); PCOLL_MODE_DECLINE every call is declined (another algorithm or `model` was
+ * forced: the Rust path decides). */
 
-void pcoll_gate_close(void) { __atomic_store_n(&gate_open, 0, __ATOMIC_SEQ_CST); }
+void pcoll_gate_mode(int coll, int mode)
+{
+    if (coll < 0 || coll >= G_NCOLL || mode < PCOLL_MODE_CELLS || mode > PCOLL_MODE_DECLINE)
+        return;
+    __atomic_store_n(&hot[coll].mode, (unsigned char)mode, __ATOMIC_RELEASE);
+}
 
-void pcoll_gate_open(void) { __atomic_store_n(&gate_open, 1, __ATOMIC_RELEASE); }
+void pcoll_gate_close(void)
+{
+    for (int c = 0; c < G_NCOLL; c++)
+        __atomic_store_n(&hot[c].open, 0, __ATOMIC_SEQ_CST);
+}
+
+void pcoll_gate_open(void)
+{
+    for (int c = 0; c < G_NCOLL; c++)
+        __atomic_store_n(&hot[c].open, 1, __ATOMIC_RELEASE);
+}
+
+/* Calls and bytes the gate forwarded for `coll` (read by the Rust stats; reset: 1 zeroes
+ * them). Bumped with a relaxed load and store, not a locked add: exact for one thread, may
+ * miss counts when several threads run collectives at the same moment. */
+void pcoll_gate_counts(int coll, unsigned long long *calls, unsigned long long *bytes, int reset)
+{
+    if (coll < 0 || coll >= G_NCOLL)
+        return;
+    *calls = __atomic_load_n(&hot[coll].calls, __ATOMIC_RELAXED);
+    *bytes = __atomic_load_n(&hot[coll].bytes, __ATOMIC_RELAXED);
+    if (reset) {
+        __atomic_store_n(&hot[coll].calls, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&hot[coll].bytes, 0, __ATOMIC_RELAXED);
+    }
+}
+
+/* Whether the last call of `coll` went through the gate (pcoll_last_algorithm); clear: 1
+ * records that the Rust path took the last one. */
+int pcoll_gate_hit(int coll, int clear)
+{
+    if (coll < 0 || coll >= G_NCOLL)
+        return 0;
+    if (clear) {
+        if (__atomic_load_n(&hot[coll].hit, __ATOMIC_RELAXED))
+            __atomic_store_n(&hot[coll].hit, 0, __ATOMIC_RELAXED);
+        return 0;
+    }
+    return __atomic_load_n(&hot[coll].hit, __ATOMIC_RELAXED);
+}
 
 /* Ranges of bytes (half-open) for which `coll` at `p` ranks goes native; more than
  * PCOLL_GATE_R ranges, or p out of range: the gate declines that cell. A cell may be written
@@ -118,29 +179,31 @@ void pcoll_gate_set(int coll, int p, int n, const unsigned long long *lo, const 
         n = 0;
     __atomic_store_n(&c->n, 0, __ATOMIC_RELEASE);
     for (int i = 0; i < n; i++) {
-        c->lo[i] = lo[i];
-        c->hi[i] = hi[i];
+        c->r[i].lo = lo[i];
+        c->r[i].hi = hi[i];
     }
     __atomic_store_n(&c->n, n, __ATOMIC_RELEASE);
 }
 
 static int native_at(int coll, int p, unsigned long long bytes)
 {
+    int mode = __atomic_load_n(&hot[coll].mode, __ATOMIC_ACQUIRE);
+    if (mode != PCOLL_MODE_CELLS)
+        return mode == PCOLL_MODE_NATIVE;
     const struct gate_cell *c = &gate[coll][p];
     int n = __atomic_load_n(&c->n, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++)
-        if (c->lo[i] <= bytes && bytes < c->hi[i])
+        if (c->r[i].lo <= bytes && bytes < c->r[i].hi)
             return 1;
     return 0;
 }
 
 static void counted(int coll, unsigned long long bytes)
 {
-    __atomic_store_n(&pcoll_gate_calls[coll], __atomic_load_n(&pcoll_gate_calls[coll], __ATOMIC_RELAXED) + 1,
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&pcoll_gate_bytes[coll], __atomic_load_n(&pcoll_gate_bytes[coll], __ATOMIC_RELAXED) + bytes,
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&pcoll_gate_hit[coll], 1, __ATOMIC_RELAXED);
+    struct gate_hot *h = &hot[coll];
+    __atomic_store_n(&h->calls, __atomic_load_n(&h->calls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->bytes, __atomic_load_n(&h->bytes, __ATOMIC_RELAXED) + bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->hit, 1, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------ caches
@@ -196,9 +259,9 @@ static int comm_forget(MPI_Comm comm, int keyval, void *attr, void *extra)
 
 /* Size of an intracommunicator of at most PCOLL_GATE_P ranks (and this process's rank in
  * it), else 0. */
-static int small_intra(MPI_Comm comm, int *rank)
+static int small_intra(int coll, MPI_Comm comm, int *rank)
 {
-    if (!__atomic_load_n(&gate_open, __ATOMIC_ACQUIRE) || comm == MPI_COMM_NULL)
+    if (!__atomic_load_n(&hot[coll].open, __ATOMIC_ACQUIRE) || comm == MPI_COMM_NULL)
         return 0;
     struct comm_entry *e = &comm_cache[slot_of(&comm, sizeof comm)];
     if (__atomic_load_n(&e->used, __ATOMIC_ACQUIRE) && same_comm(e->key, comm)) {
@@ -267,7 +330,7 @@ static long long type_size(MPI_Datatype dt, int *tlb_pos)
 static int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                        int root, MPI_Comm comm)
 {
-    int rank = -1, p = small_intra(comm, &rank), tlb_pos = 0;
+    int rank = -1, p = small_intra(coll, comm, &rank), tlb_pos = 0;
     long long size;
     if (!p || count < 0 || (size = type_size(dt, &tlb_pos)) < 0 || op == MPI_OP_NULL)
         return 0;
@@ -325,7 +388,7 @@ static long long sum_counts(const int *c, int p)
 int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm)
 {
-    int rank, p = small_intra(comm, &rank), tlb_pos = 0;
+    int rank, p = small_intra(G_REDUCE_SCATTER, comm, &rank), tlb_pos = 0;
     long long size, elems;
     if (!p || op == MPI_OP_NULL || (size = type_size(dt, &tlb_pos)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
         return PCOLL_GATE_DECLINED;
@@ -346,7 +409,7 @@ int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *rec
 int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                           const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int rank, p = small_intra(comm, &rank), tlb_pos = 0;
+    int rank, p = small_intra(G_ALLGATHERV, comm, &rank), tlb_pos = 0;
     long long size, elems;
     if (!p || (size = type_size(recvtype, &tlb_pos)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
         return PCOLL_GATE_DECLINED;
