@@ -17,6 +17,13 @@
 #include <mpi.h>
 #include <stddef.h>
 
+/* The gate's fast paths are inlined into each entry point and its slow paths (cache misses:
+ * PMPI queries) kept out of line: a forwarded call then costs a few dozen instructions and no
+ * calls of pcoll's own (measured in a loop over MPI_Reduce on MPI_COMM_SELF, Open MPI:
+ * +90-100 ns a call with every helper a function of its own, see README). */
+#define HOT static inline __attribute__((always_inline))
+#define COLD static __attribute__((noinline, cold))
+
 #define PCOLL_GATE_P 64
 #define PCOLL_GATE_R 8
 #define PCOLL_GATE_DECLINED (-0x7ffe1234)
@@ -85,7 +92,7 @@ extern int pcoll_c_logical_op_on_float(MPI_Op op, MPI_Datatype dt);
 extern int pcoll_c_op_is_predefined(MPI_Op op);
 
 /* 1 if a guard of `coll` holds for the call (decline it). */
-static int guarded(int coll, int p, int root, unsigned long long bytes, int tlb_pos, MPI_Op op, const void *sendbuf)
+HOT int guarded(int coll, int p, int root, unsigned long long bytes, int tlb_pos, MPI_Op op, const void *sendbuf)
 {
     unsigned f = hot[coll].flags;
     if (!f)
@@ -185,7 +192,7 @@ void pcoll_gate_set(int coll, int p, int n, const unsigned long long *lo, const 
     __atomic_store_n(&c->n, n, __ATOMIC_RELEASE);
 }
 
-static int native_at(int coll, int p, unsigned long long bytes)
+HOT int native_at(int coll, int p, unsigned long long bytes)
 {
     int mode = __atomic_load_n(&hot[coll].mode, __ATOMIC_ACQUIRE);
     if (mode != PCOLL_MODE_CELLS)
@@ -198,7 +205,7 @@ static int native_at(int coll, int p, unsigned long long bytes)
     return 0;
 }
 
-static void counted(int coll, unsigned long long bytes)
+HOT void counted(int coll, unsigned long long bytes)
 {
     struct gate_hot *h = &hot[coll];
     __atomic_store_n(&h->calls, __atomic_load_n(&h->calls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
@@ -234,7 +241,7 @@ static struct comm_entry comm_cache[CACHE_N];
 static struct type_entry type_cache[CACHE_N];
 static int comm_keyval = MPI_KEYVAL_INVALID;
 
-static unsigned slot_of(const void *h, size_t n)
+HOT unsigned slot_of(const void *h, size_t n)
 {
     unsigned long long x = 0;
     __builtin_memcpy(&x, h, n < sizeof x ? n : sizeof x);
@@ -243,8 +250,8 @@ static unsigned slot_of(const void *h, size_t n)
     return (unsigned)(x >> 58) & (CACHE_N - 1);
 }
 
-static int same_comm(MPI_Comm a, MPI_Comm b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
-static int same_type(MPI_Datatype a, MPI_Datatype b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
+HOT int same_comm(MPI_Comm a, MPI_Comm b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
+HOT int same_type(MPI_Datatype a, MPI_Datatype b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
 
 static int comm_forget(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
@@ -257,9 +264,13 @@ static int comm_forget(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
+
+COLD int small_intra_miss(MPI_Comm comm, struct comm_entry *e, int *rank);
+COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_pos);
+
 /* Size of an intracommunicator of at most PCOLL_GATE_P ranks (and this process's rank in
  * it), else 0. */
-static int small_intra(int coll, MPI_Comm comm, int *rank)
+HOT int small_intra(int coll, MPI_Comm comm, int *rank)
 {
     if (!__atomic_load_n(&hot[coll].open, __ATOMIC_ACQUIRE) || comm == MPI_COMM_NULL)
         return 0;
@@ -272,6 +283,11 @@ static int small_intra(int coll, MPI_Comm comm, int *rank)
             return size;
         }
     }
+    return small_intra_miss(comm, e, rank);
+}
+
+COLD int small_intra_miss(MPI_Comm comm, struct comm_entry *e, int *rank)
+{
     int inter = 1, p = 0, r = -1;
     if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_size(comm, &p) != MPI_SUCCESS ||
         PMPI_Comm_rank(comm, &r) != MPI_SUCCESS)
@@ -296,7 +312,7 @@ static int small_intra(int coll, MPI_Comm comm, int *rank)
 }
 
 /* Size of a datatype (and whether its true lower bound is > 0), or -1. */
-static long long type_size(MPI_Datatype dt, int *tlb_pos)
+HOT long long type_size(MPI_Datatype dt, int *tlb_pos)
 {
     if (dt == MPI_DATATYPE_NULL)
         return -1;
@@ -309,6 +325,11 @@ static long long type_size(MPI_Datatype dt, int *tlb_pos)
             return size;
         }
     }
+    return type_size_miss(dt, e, tlb_pos);
+}
+
+COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_pos)
+{
     MPI_Count s = -1;
     MPI_Aint tlb = 0, text = 0;
     if (PMPI_Type_size_x(dt, &s) != MPI_SUCCESS || PMPI_Type_get_true_extent(dt, &tlb, &text) != MPI_SUCCESS)
@@ -327,7 +348,7 @@ static long long type_size(MPI_Datatype dt, int *tlb_pos)
 
 
 /* Reduce and allreduce (root < 0: allreduce): 1 if the call goes native here (counted). */
-static int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                        int root, MPI_Comm comm)
 {
     int rank = -1, p = small_intra(coll, comm, &rank), tlb_pos = 0;
@@ -372,7 +393,7 @@ int pcoll_gate_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
 }
 
 /* Sum of p non-negative counts, or -1. */
-static long long sum_counts(const int *c, int p)
+HOT long long sum_counts(const int *c, int p)
 {
     long long s = 0;
     if (c == NULL)
