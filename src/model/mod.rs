@@ -84,13 +84,17 @@ impl Scheme {
             Algorithm::Ring => Scheme::Ring,
         })
     }
-    /// Does the time depend on a segment/block count `n`?
+    /// Is the best segment/block count `n` searched for? For the library's algorithms exactly
+    /// when the builder reads the segment size ([`crate::segment::uses_segment`], the one
+    /// list); the binary-tree baseline (no library algorithm) is pipelined. A formula that
+    /// does not depend on `n` (circulant allreduce, reduce_scatter) keeps `n = 1`.
     pub fn segmented(self, coll: Collective) -> bool {
-        match self {
-            Scheme::Pipeline | Scheme::Binary | Scheme::GreedyUni => true,
-            Scheme::Greedy => matches!(coll, Collective::Reduce | Collective::Allreduce),
-            Scheme::Circulant => coll == Collective::Reduce,
-            _ => false,
+        match Algorithm::ALL
+            .into_iter()
+            .find(|&a| Scheme::of(a) == Some(self))
+        {
+            Some(alg) => crate::segment::uses_segment(alg, coll),
+            None => true,
         }
     }
 }

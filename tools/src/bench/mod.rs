@@ -16,6 +16,7 @@ pub mod case;
 pub mod kind;
 pub mod model_hook;
 pub mod mpi;
+pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod run;

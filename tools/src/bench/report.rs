@@ -1,9 +1,8 @@
-//! Results of a benchmark run: flat rows, an OSU-style table, CSV, JSON and SVG plots.
+//! Results of a benchmark run: flat rows, an OSU-style table, CSV and JSON (the plots: [`super::plot`]).
 
 use super::case::Variant;
 use super::kind::{short_size, DType, OpKind};
 use super::run::CaseResult;
-use super::svg;
 use pcoll::Collective;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -318,61 +317,4 @@ pub fn table(meta: &Meta, ms: &[Measured]) -> String {
         }
     }
     s
-}
-
-/// Latency vs size per (collective, p), one line per variant, native thick black.
-pub fn latency_plot(meta: &Meta, ms: &[Measured]) -> String {
-    let panels: Vec<svg::Panel> = groups(ms)
-        .into_iter()
-        .map(|((coll, p), g)| svg::Panel {
-            title: format!(
-                "{coll}, p = {p} ({}, {} {})",
-                meta.mpi, meta.datatype, meta.op
-            ),
-            ylabel: "median latency (us)".into(),
-            series: labels(&g)
-                .into_iter()
-                .map(|l| svg::Series {
-                    emphasis: l == "native",
-                    points: g
-                        .iter()
-                        .filter_map(|m| m.result.get(&l).map(|v| (m.bytes as f64, v.stats.median)))
-                        .collect(),
-                    label: l,
-                })
-                .collect(),
-            hline: None,
-        })
-        .collect();
-    svg::render(&panels, 2)
-}
-
-/// Ratio (median / native median) vs size; native is the dashed line at 1.
-pub fn ratio_plot(meta: &Meta, ms: &[Measured]) -> String {
-    let panels: Vec<svg::Panel> = groups(ms)
-        .into_iter()
-        .map(|((coll, p), g)| svg::Panel {
-            title: format!("{coll}, p = {p} ({}): time / native", meta.mpi),
-            ylabel: "median / native median".into(),
-            series: labels(&g)
-                .into_iter()
-                .filter(|l| l != "native")
-                .map(|l| svg::Series {
-                    emphasis: false,
-                    points: g
-                        .iter()
-                        .filter_map(|m| {
-                            let nat = m.result.native_median();
-                            m.result
-                                .get(&l)
-                                .map(|v| (m.bytes as f64, v.stats.median / nat))
-                        })
-                        .collect(),
-                    label: l,
-                })
-                .collect(),
-            hline: Some(1.0),
-        })
-        .collect();
-    svg::render(&panels, 2)
 }
