@@ -145,14 +145,9 @@ fn plan(a: &Args, world: usize) -> Result<Plan, String> {
 fn body() -> i32 {
     let me = mpi::rank(mpi::world());
     let world = mpi::size(mpi::world());
-    let args = match Args::try_parse() {
+    let args: Args = match bench::parse_args(me) {
         Ok(a) => a,
-        Err(e) => {
-            if me == 0 {
-                let _ = e.print();
-            }
-            return if e.use_stderr() { 2 } else { 0 };
-        }
+        Err(status) => return status,
     };
     let plan = match plan(&args, world) {
         Ok(p) => p,

@@ -443,14 +443,9 @@ fn body() -> i32 {
     let world = mpi::world();
     let me = mpi::rank(world);
     let nw = mpi::size(world);
-    let args = match Args::try_parse() {
+    let args: Args = match bench::parse_args(me) {
         Ok(a) => a,
-        Err(e) => {
-            if me == 0 {
-                let _ = e.print();
-            }
-            return if e.use_stderr() { 2 } else { 0 };
-        }
+        Err(status) => return status,
     };
     let st = match setup(&args, nw) {
         Ok(s) => s,
