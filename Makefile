@@ -61,7 +61,9 @@ build-lib-%:
 # In the first MPI's target directory: the core crate and the dependencies it shares with
 # ctest-<mpi> are compiled once (the core itself never links MPI).
 CORE_MPI := $(firstword $(MPIS))
+# The size bar first (no source file above 700 lines, no function above 80; < 1 s).
 core-test:
+	python3 scripts/check-size.py
 	MPICC=$(mpicc_$(CORE_MPI)) CARGO_TARGET_DIR=$(CURDIR)/target-$(CORE_MPI) $(CARGO) test --release -p pcoll -p pcoll-sim
 
 # The emulated-cluster smoke test runs for MPICH only (scripts/netcluster.sh; skipped with one

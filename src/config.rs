@@ -128,49 +128,16 @@ impl Config {
         for coll in Collective::ALL {
             let name = coll.env_var();
             let Some(v) = var(name) else { continue };
-            match v.parse::<Pick>() {
-                Ok(a) if a.available(coll) => cfg.force[coll.index()] = Some(a),
-                Ok(a) => bad(
-                    name,
-                    &v,
-                    &format!("{a} is not available for {coll}; "),
-                    &Pick::accepted(coll),
-                    "the tuning table",
-                ),
-                Err(_) => bad(
-                    name,
-                    &v,
-                    "unknown algorithm; ",
-                    &Pick::accepted(coll),
-                    "the tuning table",
-                ),
+            match force_value(coll, &v) {
+                Ok(a) => cfg.force[coll.index()] = Some(a),
+                Err(why) => bad(name, &v, &why, &Pick::accepted(coll), "the tuning table"),
             }
         }
         if let Some(v) = var("PCOLL_SEGMENT") {
             let accepted = format!("segment bytes 1..={MAX_SEGMENT}, {SIZE_FORMS}");
-            match parse_size(&v) {
-                Ok(0) => bad(
-                    "PCOLL_SEGMENT",
-                    &v,
-                    "must be > 0; ",
-                    &accepted,
-                    "the table's segment",
-                ),
-                Ok(n) if n > MAX_SEGMENT => bad(
-                    "PCOLL_SEGMENT",
-                    &v,
-                    "too large; ",
-                    &accepted,
-                    "the table's segment",
-                ),
+            match segment_value(&v) {
                 Ok(n) => cfg.segment = Some(n),
-                Err(why) => bad(
-                    "PCOLL_SEGMENT",
-                    &v,
-                    &format!("{why}; "),
-                    &accepted,
-                    "the table's segment",
-                ),
+                Err(why) => bad("PCOLL_SEGMENT", &v, &why, &accepted, "the table's segment"),
             }
         }
         for (name, slot) in [
@@ -179,12 +146,9 @@ impl Config {
         ] {
             if let Some(v) = var(name) {
                 let accepted = format!("bytes 0..={MAX_SEGMENT} (0: off), {SIZE_FORMS}");
-                match parse_size(&v) {
-                    Ok(n) if n > MAX_SEGMENT => {
-                        bad(name, &v, "too large; ", &accepted, "the default")
-                    }
+                match chunk_value(&v) {
                     Ok(n) => *slot = Some(n),
-                    Err(why) => bad(name, &v, &format!("{why}; "), &accepted, "the default"),
+                    Err(why) => bad(name, &v, &why, &accepted, "the default"),
                 }
             }
         }
@@ -257,5 +221,34 @@ impl Config {
                 )],
             ),
         }
+    }
+}
+
+/// `PCOLL_<COLL>`: an algorithm available for `coll`, or `model` (Err: why not, for the
+/// warning).
+fn force_value(coll: Collective, v: &str) -> Result<Pick, String> {
+    match v.parse::<Pick>() {
+        Ok(a) if a.available(coll) => Ok(a),
+        Ok(a) => Err(format!("{a} is not available for {coll}; ")),
+        Err(_) => Err("unknown algorithm; ".into()),
+    }
+}
+
+/// `PCOLL_SEGMENT`: bytes in 1..=MAX_SEGMENT (Err: why not, for the warning).
+fn segment_value(v: &str) -> Result<usize, String> {
+    match parse_size(v) {
+        Ok(0) => Err("must be > 0; ".into()),
+        Ok(n) if n > MAX_SEGMENT => Err("too large; ".into()),
+        Ok(n) => Ok(n),
+        Err(why) => Err(format!("{why}; ")),
+    }
+}
+
+/// `PCOLL_CHUNK`, `PCOLL_CHUNK_MAX`: bytes in 0..=MAX_SEGMENT (Err: why not).
+fn chunk_value(v: &str) -> Result<usize, String> {
+    match parse_size(v) {
+        Ok(n) if n > MAX_SEGMENT => Err("too large; ".into()),
+        Ok(n) => Ok(n),
+        Err(why) => Err(format!("{why}; ")),
     }
 }

@@ -142,6 +142,32 @@ mod tests {
         }
     }
 
+    /// The one segmented list serves the model too: a modelled time that varies with the
+    /// segment count belongs to an algorithm whose builder reads the segment size (else the
+    /// model would price a segmentation the library never runs).
+    #[test]
+    fn the_model_segments_only_what_the_builders_segment() {
+        use crate::model::{time_with_segments, Duplex, Scheme};
+        let c = CostParams::default();
+        for coll in Collective::ALL {
+            for &alg in Algorithm::available(coll) {
+                let Some(scheme) = Scheme::of(alg) else {
+                    continue;
+                };
+                for (p, bytes) in [(5, 1usize << 20), (16, 1 << 16), (64, 1 << 24)] {
+                    let t = |n| time_with_segments(coll, scheme, p, bytes, &c, Duplex::Full, n);
+                    if t(1) != t(8) || t(1) != t(64) {
+                        assert!(uses_segment(alg, coll), "{coll} {alg}: model varies with n");
+                    }
+                    if !uses_segment(alg, coll) {
+                        let pr = crate::model::predict(coll, alg, p, bytes, &c);
+                        assert_eq!(pr.segments, 1, "{coll} {alg}");
+                    }
+                }
+            }
+        }
+    }
+
     /// `uses_segment` agrees with the builders: a segmented algorithm's program changes with
     /// the segment size, every other program ignores it (every rank, several p).
     #[test]

@@ -1,6 +1,7 @@
 //! `pcoll-sim scale`: predicted time against p (log-log), one panel per (collective, size):
 //! every pcoll algorithm (thin), native's own algorithm (black, dashed) and the decision the
-//! library makes (thick, grey under the lines). Everything here is modelled.
+//! library makes (thick, grey under the lines). Everything here is modelled. Drawn with
+//! `plotters`' SVG backend.
 
 use super::choose;
 use pcoll::algo::Collective;
@@ -8,104 +9,89 @@ use pcoll::config::Config;
 use pcoll::model::native::Mpi;
 use pcoll::tuning::size::format_size;
 use pcoll::tuning::Table;
-use std::fmt::Write as _;
+use plotters::coord::combinators::{LogCoord, WithKeyPoints};
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
 
-const COLORS: [(&str, &str); 7] = [
-    ("binomial", "#1f77b4"),
-    ("pipeline", "#ff7f0e"),
-    ("greedy", "#2ca02c"),
-    ("greedy_uni", "#17becf"),
-    ("circulant", "#d62728"),
-    ("butterfly", "#9467bd"),
-    ("ring", "#8c564b"),
+const COLORS: [(&str, RGBColor); 7] = [
+    ("binomial", RGBColor(0x1f, 0x77, 0xb4)),
+    ("pipeline", RGBColor(0xff, 0x7f, 0x0e)),
+    ("greedy", RGBColor(0x2c, 0xa0, 0x2c)),
+    ("greedy_uni", RGBColor(0x17, 0xbe, 0xcf)),
+    ("circulant", RGBColor(0xd6, 0x27, 0x28)),
+    ("butterfly", RGBColor(0x94, 0x67, 0xbd)),
+    ("ring", RGBColor(0x8c, 0x56, 0x4b)),
 ];
+const DECISION: RGBColor = RGBColor(0xbb, 0xbb, 0xbb);
+
+/// Panel size, the header above the grid and the legend right of it.
+const PW: u32 = 350;
+const PH: u32 = 280;
+const HEADER: u32 = 80;
+const LEGEND: u32 = 140;
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+type Error = DrawingAreaErrorKind<std::io::Error>;
+type LogAxis = WithKeyPoints<LogCoord<f64>>;
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<LogAxis, LogAxis>>;
 
 /// One SVG with a grid of panels: rows = collectives, columns = sizes.
 pub fn svg(cfg: &Config, table: &Table, mpi: Mpi, ps: &[usize], sizes: &[usize]) -> String {
-    let (pw, ph) = (330.0, 230.0);
-    let (ml, mt) = (60.0, 90.0);
-    let cols = sizes.len();
-    let rows = Collective::ALL.len();
-    let w = ml + cols as f64 * (pw + 20.0) + 140.0;
-    let h = mt + rows as f64 * (ph + 50.0) + 20.0;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-family='sans-serif' font-size='11'>\
-         <rect width='100%' height='100%' fill='white'/>\
-         <text x='{ml}' y='22' font-size='15'>Modelled time against p, {} native and pcoll's decision ({})</text>\
-         <text x='{ml}' y='40'>alpha = {:.3e} s, beta = {:.3e} s/B, gamma = {:.3e} s/B; margin {}. Native: the algorithm the MPI's default selection runs (dashed black).</text>\
-         <text x='{ml}' y='56'>Thick grey: pcoll's decision (model; table rules where p was measured). Nothing here is measured.</text>",
-        mpi.name(),
-        table.origin(),
-        table.model().alpha,
-        table.model().beta,
-        table.model().gamma,
-        table.margin()
+    let (cols, rows) = (sizes.len().max(1), Collective::ALL.len());
+    let (w, h) = (
+        cols as u32 * PW + LEGEND + 20,
+        rows as u32 * PH + HEADER + 10,
     );
-    for (r, &coll) in Collective::ALL.iter().enumerate() {
-        for (k, &bytes) in sizes.iter().enumerate() {
-            let x0 = ml + k as f64 * (pw + 20.0);
-            let y0 = mt + r as f64 * (ph + 50.0);
-            let cells: Vec<choose::Cell> = ps
-                .iter()
-                .filter_map(|&p| choose::cell(cfg, table, mpi, coll, p, bytes, true).ok())
-                .collect();
-            panel(&mut s, x0, y0, pw, ph, coll, bytes, &cells);
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, (w, h)).into_drawing_area();
+        let drawn = root.fill(&WHITE).and_then(|()| {
+            let (top, rest) = root.split_vertically(HEADER);
+            header(&top, table, mpi)?;
+            let (grid, legend) = rest.split_horizontally(cols as u32 * PW);
+            let cells = grid.split_evenly((rows, cols));
+            for (r, &coll) in Collective::ALL.iter().enumerate() {
+                for (k, &bytes) in sizes.iter().enumerate() {
+                    let cs: Vec<choose::Cell> = ps
+                        .iter()
+                        .filter_map(|&p| choose::cell(cfg, table, mpi, coll, p, bytes, true).ok())
+                        .collect();
+                    panel(&cells[r * cols + k], coll, bytes, &cs)?;
+                }
+            }
+            legend_of(&legend)
+        });
+        if let Err(e) = drawn.and_then(|()| root.present()) {
+            eprintln!("pcoll-sim: scale: {e}");
         }
     }
-    // Legend.
-    let lx = ml + cols as f64 * (pw + 20.0);
-    let mut ly = mt + 10.0;
-    for (name, c) in COLORS {
-        let _ = write!(
-            s,
-            "<line x1='{lx}' y1='{ly}' x2='{}' y2='{ly}' stroke='{c}' stroke-width='1.5'/><text x='{}' y='{}'>{name}</text>",
-            lx + 20.0,
-            lx + 25.0,
-            ly + 4.0
-        );
-        ly += 16.0;
-    }
-    let _ = write!(
-        s,
-        "<line x1='{lx}' y1='{ly}' x2='{}' y2='{ly}' stroke='black' stroke-width='2' stroke-dasharray='5,3'/><text x='{}' y='{}'>native</text>",
-        lx + 20.0,
-        lx + 25.0,
-        ly + 4.0
-    );
-    ly += 16.0;
-    let _ = write!(
-        s,
-        "<line x1='{lx}' y1='{ly}' x2='{}' y2='{ly}' stroke='#bbbbbb' stroke-width='9'/><text x='{}' y='{}'>decision</text>",
-        lx + 20.0,
-        lx + 25.0,
-        ly + 4.0
-    );
-    s.push_str("</svg>\n");
     s
 }
 
-#[allow(clippy::too_many_arguments)]
-fn panel(
-    s: &mut String,
-    x0: f64,
-    y0: f64,
-    pw: f64,
-    ph: f64,
-    coll: Collective,
-    bytes: usize,
-    cells: &[choose::Cell],
-) {
-    let _ = write!(
-        s,
-        "<text x='{x0}' y='{}' font-size='12'>{coll}, {}</text><rect x='{x0}' y='{y0}' width='{pw}' height='{ph}' fill='none' stroke='#999'/>",
-        y0 - 6.0,
-        format_size(bytes)
-    );
-    if cells.is_empty() {
-        return;
+fn header(area: &Area, table: &Table, mpi: Mpi) -> Result<(), Error> {
+    let m = table.model();
+    let lines = [
+        format!(
+            "Modelled time against p, {} native and pcoll's decision ({})",
+            mpi.name(),
+            table.origin()
+        ),
+        format!(
+            "alpha = {:.3e} s, beta = {:.3e} s/B, gamma = {:.3e} s/B; margin {}. Native: the algorithm the MPI's default selection runs (dashed black).",
+            m.alpha, m.beta, m.gamma, table.margin()
+        ),
+        "Thick grey: pcoll's decision (model; table rules where p was measured). Nothing here is measured.".into(),
+    ];
+    for (i, l) in lines.into_iter().enumerate() {
+        let size = if i == 0 { 19 } else { 14 };
+        area.draw(&Text::new(l, (60, 8 + 22 * i as i32), ("sans-serif", size)))?;
     }
+    Ok(())
+}
+
+/// The time range of a panel in whole decades, or None without a positive finite time.
+fn decades(cells: &[choose::Cell]) -> Option<(f64, f64)> {
     let times = cells.iter().flat_map(|c| {
         c.prices
             .iter()
@@ -113,110 +99,124 @@ fn panel(
             .chain([c.native.1])
             .filter(|t| t.is_finite() && *t > 0.0)
     });
-    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
-    for t in times {
-        lo = lo.min(t);
-        hi = hi.max(t);
-    }
+    let (lo, hi) = times.fold((f64::INFINITY, 0.0f64), |(lo, hi), t| {
+        (lo.min(t), hi.max(t))
+    });
     if !(lo.is_finite() && hi > 0.0) {
-        return;
+        return None;
     }
-    let (ly0, ly1) = (
-        lo.log10().floor(),
-        hi.log10().ceil().max(lo.log10().floor() + 1.0),
-    );
-    let (px0, px1) = (
-        (cells[0].p as f64).log2(),
-        (cells[cells.len() - 1].p as f64)
-            .log2()
-            .max((cells[0].p as f64).log2() + 1.0),
-    );
-    let x = |p: usize| x0 + ((p as f64).log2() - px0) / (px1 - px0) * pw;
-    let y = |t: f64| y0 + ph - (t.log10() - ly0) / (ly1 - ly0) * ph;
-    // Axes: decades of time, powers of 4 of p.
-    let mut d = ly0;
-    while d <= ly1 {
-        let yy = y(10f64.powf(d));
-        let _ = write!(
-            s,
-            "<line x1='{x0}' y1='{yy}' x2='{}' y2='{yy}' stroke='#eee'/><text x='{}' y='{}' text-anchor='end'>1e{}</text>",
-            x0 + pw,
-            x0 - 3.0,
-            yy + 4.0,
-            d as i32
-        );
-        d += 1.0;
-    }
-    for c in cells
+    let d0 = lo.log10().floor();
+    Some((d0, hi.log10().ceil().max(d0 + 1.0)))
+}
+
+fn panel(area: &Area, coll: Collective, bytes: usize, cells: &[choose::Cell]) -> Result<(), Error> {
+    let title = format!("{coll}, {}", format_size(bytes));
+    let Some((d0, d1)) = decades(cells) else {
+        return area.draw(&Text::new(title, (60, 8), ("sans-serif", 15)));
+    };
+    let (p0, p1) = (cells[0].p as f64, cells[cells.len() - 1].p as f64);
+    let p1 = p1.max(2.0 * p0);
+    // p labelled at the odd powers of two (2, 8, 32, ...) and at the first p.
+    let pticks: Vec<f64> = cells
         .iter()
         .filter(|c| c.p.trailing_zeros() % 2 == 1 || c.p == cells[0].p)
-    {
-        let xx = x(c.p);
-        let _ = write!(
-            s,
-            "<text x='{xx}' y='{}' text-anchor='middle'>{}</text>",
-            y0 + ph + 13.0,
-            c.p
-        );
-    }
-    let poly = |pts: Vec<(f64, f64)>| {
-        pts.iter()
-            .map(|(a, b)| format!("{a:.1},{b:.1}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    // The decision under everything.
-    let dec: Vec<(f64, f64)> = cells
-        .iter()
-        .map(|c| (x(c.p), c.chosen_time()))
-        .filter(|(_, t)| t.is_finite() && *t > 0.0)
-        .map(|(a, t)| (a, y(t)))
+        .map(|c| c.p as f64)
         .collect();
-    let _ = write!(
-        s,
-        "<polyline points='{}' fill='none' stroke='#bbbbbb' stroke-width='9' stroke-linejoin='round' opacity='0.8'/>",
-        poly(dec)
-    );
+    let tticks: Vec<f64> = (d0 as i32..=d1 as i32).map(|d| 10f64.powi(d)).collect();
+    let mut c = ChartBuilder::on(area)
+        .caption(&title, ("sans-serif", 15))
+        .margin(6)
+        .margin_right(14)
+        .x_label_area_size(22)
+        .y_label_area_size(46)
+        .build_cartesian_2d(
+            (p0..p1).log_scale().with_key_points(pticks),
+            (10f64.powf(d0)..10f64.powf(d1))
+                .log_scale()
+                .with_key_points(tticks),
+        )?;
+    c.configure_mesh()
+        .disable_x_mesh()
+        .bold_line_style(RGBColor(0xee, 0xee, 0xee))
+        .label_style(("sans-serif", 13))
+        .x_label_formatter(&|p| format!("{}", p.round() as usize))
+        .y_label_formatter(&|t| format!("1e{}", t.log10().round() as i32))
+        .draw()?;
+    lines(&mut c, cells)?;
+    annotate(area, cells)
+}
+
+/// The decision (under everything), each algorithm, native dashed on top.
+fn lines(c: &mut Chart, cells: &[choose::Cell]) -> Result<(), Error> {
+    let ok = |t: &f64| t.is_finite() && *t > 0.0;
+    let dec = cells
+        .iter()
+        .map(|c| (c.p as f64, c.chosen_time()))
+        .filter(|(_, t)| ok(t));
+    c.draw_series(LineSeries::new(dec, DECISION.mix(0.8).stroke_width(9)))?;
     for (name, col) in COLORS {
         let pts: Vec<(f64, f64)> = cells
             .iter()
-            .filter_map(|c| c.prices.iter().find(|x| x.0 == name).map(|x| (c.p, x.1)))
-            .filter(|(_, t)| t.is_finite() && *t > 0.0)
-            .map(|(p, t)| (x(p), y(t)))
+            .filter_map(|c| {
+                c.prices
+                    .iter()
+                    .find(|x| x.0 == name)
+                    .map(|x| (c.p as f64, x.1))
+            })
+            .filter(|(_, t)| ok(t))
             .collect();
         if pts.len() > 1 {
-            let _ = write!(
-                s,
-                "<polyline points='{}' fill='none' stroke='{col}' stroke-width='1.5'/>",
-                poly(pts)
-            );
+            c.draw_series(LineSeries::new(pts, col.stroke_width(2)))?;
         }
     }
-    let nat: Vec<(f64, f64)> = cells
+    let nat = cells
         .iter()
         .filter(|c| c.native.1 > 0.0)
-        .map(|c| (x(c.p), y(c.native.1)))
-        .collect();
-    let _ = write!(
-        s,
-        "<polyline points='{}' fill='none' stroke='black' stroke-width='2' stroke-dasharray='5,3'/>",
-        poly(nat)
-    );
-    // Which algorithm native runs and pcoll decides, at the ends and the middle.
-    let mid = &cells[cells.len() / 2];
-    let last = &cells[cells.len() - 1];
-    let _ = write!(
-        s,
-        "<text x='{}' y='{}' font-size='10'>p={}: native {} / pcoll {}</text><text x='{}' y='{}' font-size='10'>p={}: native {} / pcoll {}</text>",
-        x0 + 4.0,
-        y0 + 12.0,
-        mid.p,
-        mid.native.0,
-        mid.decision.algorithm,
-        x0 + 4.0,
-        y0 + 24.0,
-        last.p,
-        last.native.0,
-        last.decision.algorithm
-    );
+        .map(|c| (c.p as f64, c.native.1));
+    c.draw_series(DashedLineSeries::new(nat, 6, 4, BLACK.stroke_width(2)))?;
+    Ok(())
+}
+
+/// Which algorithm native runs and pcoll decides, at the middle and the largest p.
+fn annotate(area: &Area, cells: &[choose::Cell]) -> Result<(), Error> {
+    let (mid, last) = (&cells[cells.len() / 2], &cells[cells.len() - 1]);
+    for (i, c) in [mid, last].into_iter().enumerate() {
+        let text = format!(
+            "p={}: native {} / pcoll {}",
+            c.p, c.native.0, c.decision.algorithm
+        );
+        area.draw(&Text::new(
+            text,
+            (56, 28 + 14 * i as i32),
+            ("sans-serif", 12),
+        ))?;
+    }
+    Ok(())
+}
+
+fn legend_of(area: &Area) -> Result<(), Error> {
+    let font = ("sans-serif", 14);
+    let entry = |i: usize| 14 + 18 * i as i32;
+    for (i, (name, col)) in COLORS.iter().enumerate() {
+        let y = entry(i);
+        area.draw(&PathElement::new(
+            vec![(6, y), (30, y)],
+            col.stroke_width(2),
+        ))?;
+        area.draw(&Text::new(*name, (36, y - 7), font))?;
+    }
+    let y = entry(COLORS.len());
+    area.draw(&DashedPathElement::new(
+        vec![(6, y), (30, y)],
+        6,
+        4,
+        BLACK.stroke_width(2),
+    ))?;
+    area.draw(&Text::new("native", (36, y - 7), font))?;
+    let y = entry(COLORS.len() + 1);
+    area.draw(&PathElement::new(
+        vec![(6, y), (30, y)],
+        DECISION.stroke_width(9),
+    ))?;
+    area.draw(&Text::new("decision", (36, y - 7), font))
 }

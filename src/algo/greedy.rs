@@ -144,7 +144,6 @@ fn greedy_reduce(
     }
     let nseg = segments(s, bidirectional);
     let b = split(m, nseg);
-    let seg = |buf: Buf, j: usize| Piece::new(buf, b[j], b[j + 1] - b[j]);
     let v = (rank + p - root) % p;
     let abs = |r: usize| (r + root) % p;
     let ev = events(s, v, &b, bidirectional);
@@ -177,60 +176,99 @@ fn greedy_reduce(
     } else {
         None
     };
-    let slot_piece = |k: usize, j: usize| Piece::new(tmp.unwrap(), k * maxseg, b[j + 1] - b[j]);
-    let mut free: Vec<usize> = (0..slots).rev().collect();
-    let mut inflight: VecDeque<(usize, usize)> = VecDeque::new(); // (slot, segment), posting order
-    let mut sends: VecDeque<u32> = VecDeque::new();
-    let mut next_send = 0u32;
-    // Complete (wait + reduce) the in-flight receive at position `i`.
-    let complete = |prog: &mut Program,
-                    inflight: &mut VecDeque<(usize, usize)>,
-                    free: &mut Vec<usize>,
-                    acc_init: &mut Vec<bool>,
-                    i: usize| {
-        let (k, j) = inflight.remove(i).unwrap();
-        prog.wait(k as u32);
-        if !acc_init[j] {
-            prog.copy(seg(Buf::In, j), seg(acc, j));
-            acc_init[j] = true;
-        }
-        prog.reduce(slot_piece(k, j), seg(acc, j), false);
-        free.push(k);
+    let mut em = Emit {
+        b: &b,
+        acc,
+        tmp,
+        maxseg,
+        slots,
+        acc_init,
+        free: (0..slots).rev().collect(),
+        inflight: VecDeque::new(),
+        sends: VecDeque::new(),
+        next_send: 0,
     };
     for e in ev {
         match e {
-            Event::Recv { from, segment, .. } => {
-                if free.is_empty() {
-                    complete(prog, &mut inflight, &mut free, &mut acc_init, 0);
-                }
-                let k = free.pop().unwrap();
-                prog.irecv(k as u32, abs(from), vec![slot_piece(k, segment)]);
-                inflight.push_back((k, segment));
-            }
-            Event::Send { to, segment, .. } => {
-                while let Some(i) = inflight.iter().position(|&(_, j)| j == segment) {
-                    complete(prog, &mut inflight, &mut free, &mut acc_init, i);
-                }
-                if sends.len() >= 2 {
-                    prog.wait(sends.pop_front().unwrap());
-                }
-                let req = slots as u32 + next_send % 2;
-                next_send += 1;
-                let src = if acc_init[segment] {
-                    seg(acc, segment)
-                } else {
-                    seg(Buf::In, segment)
-                };
-                prog.isend(req, abs(to), vec![src]);
-                sends.push_back(req);
-            }
+            Event::Recv { from, segment, .. } => em.recv(prog, abs(from), segment),
+            Event::Send { to, segment, .. } => em.send(prog, abs(to), segment),
         }
     }
-    while !inflight.is_empty() {
-        complete(prog, &mut inflight, &mut free, &mut acc_init, 0);
+    em.finish(prog);
+}
+
+/// Emits one rank's greedy events: receives go into `slots` slots of `tmp` and are reduced
+/// into the accumulator before their segment is sent on; at most two sends in flight.
+struct Emit<'a> {
+    /// Segment boundaries (elements).
+    b: &'a [usize],
+    acc: Buf,
+    tmp: Option<Buf>,
+    maxseg: usize,
+    slots: usize,
+    /// Segments of the accumulator that hold a partial result.
+    acc_init: Vec<bool>,
+    free: Vec<usize>,
+    /// (slot, segment) of the posted receives, in posting order.
+    inflight: VecDeque<(usize, usize)>,
+    sends: VecDeque<u32>,
+    next_send: u32,
+}
+
+impl Emit<'_> {
+    fn seg(&self, buf: Buf, j: usize) -> Piece {
+        Piece::new(buf, self.b[j], self.b[j + 1] - self.b[j])
     }
-    for r in sends {
-        prog.wait(r);
+    fn slot_piece(&self, k: usize, j: usize) -> Piece {
+        Piece::new(
+            self.tmp.unwrap(),
+            k * self.maxseg,
+            self.b[j + 1] - self.b[j],
+        )
+    }
+    /// Complete (wait + reduce) the in-flight receive at position `i`.
+    fn complete(&mut self, prog: &mut Program, i: usize) {
+        let (k, j) = self.inflight.remove(i).unwrap();
+        prog.wait(k as u32);
+        if !self.acc_init[j] {
+            prog.copy(self.seg(Buf::In, j), self.seg(self.acc, j));
+            self.acc_init[j] = true;
+        }
+        prog.reduce(self.slot_piece(k, j), self.seg(self.acc, j), false);
+        self.free.push(k);
+    }
+    fn recv(&mut self, prog: &mut Program, from: usize, segment: usize) {
+        if self.free.is_empty() {
+            self.complete(prog, 0);
+        }
+        let k = self.free.pop().unwrap();
+        prog.irecv(k as u32, from, vec![self.slot_piece(k, segment)]);
+        self.inflight.push_back((k, segment));
+    }
+    fn send(&mut self, prog: &mut Program, to: usize, segment: usize) {
+        while let Some(i) = self.inflight.iter().position(|&(_, j)| j == segment) {
+            self.complete(prog, i);
+        }
+        if self.sends.len() >= 2 {
+            prog.wait(self.sends.pop_front().unwrap());
+        }
+        let req = self.slots as u32 + self.next_send % 2;
+        self.next_send += 1;
+        let src = if self.acc_init[segment] {
+            self.seg(self.acc, segment)
+        } else {
+            self.seg(Buf::In, segment)
+        };
+        prog.isend(req, to, vec![src]);
+        self.sends.push_back(req);
+    }
+    fn finish(mut self, prog: &mut Program) {
+        while !self.inflight.is_empty() {
+            self.complete(prog, 0);
+        }
+        for r in std::mem::take(&mut self.sends) {
+            prog.wait(r);
+        }
     }
 }
 

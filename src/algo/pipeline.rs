@@ -20,7 +20,7 @@ use super::{CallSpec, Collective};
 use crate::model::{self, Duplex, Scheme};
 use crate::plan::{Buf, Piece, Program};
 use crate::sched::blocks::{nsegs, split};
-use crate::sched::pipeline::{chain_node, chain_rounds};
+use crate::sched::pipeline::{chain_node, chain_rounds, ChainNode};
 
 /// Number of segments the pipeline uses for this call (identical on all ranks).
 pub fn segments(s: &CallSpec) -> usize {
@@ -56,35 +56,62 @@ pub fn reduce(s: &CallSpec) -> Program {
     let nseg = segments(s);
     prog.rounds = chain_rounds(p, root, s.commutative, nseg);
     let b = split(m, nseg);
+    let node = chain_node(p, rank, root, s.commutative);
+    let out_peer = node.parent.or(node.forward_to);
+    match node.child {
+        // Head of the chain: stream the input, two sends in flight.
+        None => stream_head(
+            &mut prog,
+            out_peer.expect("p > 1: the head has a parent"),
+            &b,
+        ),
+        Some(child) => relay(&mut prog, s, &b, &node, child, out_peer),
+    }
+    prog
+}
+
+/// Request slots: receives 0/1, sends 2/3, final receives (root inside the chain) 4...
+fn rq(j: usize) -> u32 {
+    (j % 2) as u32
+}
+fn sq(j: usize) -> u32 {
+    2 + (j % 2) as u32
+}
+
+/// The head of the chain sends its input segment by segment to `to`.
+fn stream_head(prog: &mut Program, to: usize, b: &[usize]) {
+    let nseg = b.len() - 1;
+    for j in 0..nseg {
+        if j >= 2 {
+            prog.wait(sq(j - 2));
+        }
+        prog.isend(sq(j), to, vec![Piece::new(Buf::In, b[j], b[j + 1] - b[j])]);
+    }
+    for j in nseg.saturating_sub(2)..nseg {
+        prog.wait(sq(j));
+    }
+}
+
+/// A chain member with a child: receive each segment from `child`, reduce it with its own,
+/// send it on to `out_peer` (or keep it: the chain end at the root), and at a root inside
+/// the chain receive the final segments.
+fn relay(
+    prog: &mut Program,
+    s: &CallSpec,
+    b: &[usize],
+    node: &ChainNode,
+    child: usize,
+    out_peer: Option<usize>,
+) {
+    let (m, nseg) = (s.counts[0], b.len() - 1);
     let seg = |buf: Buf, j: usize| Piece::new(buf, b[j], b[j + 1] - b[j]);
     let input = |j: usize| seg(Buf::In, j);
     let out = |j: usize| seg(Buf::Out, j);
-    let node = chain_node(p, rank, root, s.commutative);
-    let out_peer = node.parent.or(node.forward_to);
-    // Request slots: receives 0/1, sends 2/3, final receives (root inside the chain) 4...
     // The root's final segment j arrives about `root + 1` rounds after the root forwarded its
     // own partial of j, so it keeps `root + 2` final receives posted and only then waits for
     // the oldest one; waiting earlier would stall its chain sends (and the whole pipeline).
-    let fwin = (root + 2).min(nseg);
-    let rq = |j: usize| (j % 2) as u32;
-    let sq = |j: usize| 2 + (j % 2) as u32;
+    let fwin = (s.root + 2).min(nseg);
     let fq = |j: usize| 4 + (j % fwin) as u32;
-
-    let Some(child) = node.child else {
-        // Head of the chain: stream the input, two sends in flight.
-        let to = out_peer.expect("p > 1: the head has a parent");
-        for j in 0..nseg {
-            if j >= 2 {
-                prog.wait(sq(j - 2));
-            }
-            prog.isend(sq(j), to, vec![input(j)]);
-        }
-        for j in nseg.saturating_sub(2)..nseg {
-            prog.wait(sq(j));
-        }
-        return prog;
-    };
-
     let maxseg = b[1] - b[0];
     let tmp = prog.tmp(2 * maxseg);
     let slot = |j: usize| Piece::new(tmp, (j % 2) * maxseg, b[j + 1] - b[j]);
@@ -133,5 +160,4 @@ pub fn reduce(s: &CallSpec) -> Program {
             prog.wait(fq(j));
         }
     }
-    prog
 }

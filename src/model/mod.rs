@@ -84,13 +84,17 @@ impl Scheme {
             Algorithm::Ring => Scheme::Ring,
         })
     }
-    /// Does the time depend on a segment/block count `n`?
+    /// Is the best segment/block count `n` searched for? For the library's algorithms exactly
+    /// when the builder reads the segment size ([`crate::segment::uses_segment`], the one
+    /// list); the binary-tree baseline (no library algorithm) is pipelined. A formula that
+    /// does not depend on `n` (circulant allreduce, reduce_scatter) keeps `n = 1`.
     pub fn segmented(self, coll: Collective) -> bool {
-        match self {
-            Scheme::Pipeline | Scheme::Binary | Scheme::GreedyUni => true,
-            Scheme::Greedy => matches!(coll, Collective::Reduce | Collective::Allreduce),
-            Scheme::Circulant => coll == Collective::Reduce,
-            _ => false,
+        match Algorithm::ALL
+            .into_iter()
+            .find(|&a| Scheme::of(a) == Some(self))
+        {
+            Some(alg) => crate::segment::uses_segment(alg, coll),
+            None => true,
         }
     }
 }
@@ -128,96 +132,207 @@ pub fn time_with_segments(
     duplex: Duplex,
     n: usize,
 ) -> f64 {
-    use Collective::*;
-    use Scheme::*;
-    let inf = f64::INFINITY;
     if p <= 1 {
         return 0.0;
     }
-    let (a, b, g) = (c.alpha, c.beta, c.gamma);
-    let m = bytes as f64;
-    let pf = p as f64;
-    let q = ceil_log2(p) as f64;
-    let n = n.max(1);
-    let nf = n as f64;
-    let s = m / nf;
-    let round = a + (b + g) * s;
-    let half = duplex == Duplex::Half;
-    // Exchange algorithms in half duplex: each round's send and receive are serialised.
-    let (ax, bx) = if half { (2.0 * a, 2.0 * b) } else { (a, b) };
-    let pow2 = p.is_power_of_two();
-    let nf_lo = (usize::BITS - 1 - p.leading_zeros()) as f64; // floor(log2 p)
-    let pp = (1usize << nf_lo as u32) as f64; // P = 2^floor(log2 p)
-    let bin_reduce = q * (a + b * m + g * m);
-    let bin_bcast = q * (a + b * m);
-    match (coll, scheme) {
-        (Reduce, Binomial) => bin_reduce,
-        (Reduce, Pipeline) => {
-            if half {
-                (pf - 1.0 + 2.0 * (nf - 1.0)) * round
-            } else {
-                (pf + nf - 2.0) * round
-            }
+    let x = Terms::new(p, bytes, c, duplex, n);
+    match coll {
+        Collective::Reduce => x.reduce(scheme),
+        Collective::Allreduce => x.allreduce(scheme),
+        Collective::ReduceScatter => x.reduce_scatter(scheme),
+        Collective::Allgatherv => x.allgatherv(scheme),
+    }
+}
+
+/// The quantities the closed forms of [`time_with_segments`] share.
+struct Terms {
+    p: usize,
+    bytes: usize,
+    c: CostParams,
+    a: f64,
+    b: f64,
+    g: f64,
+    m: f64,
+    pf: f64,
+    /// ⌈log2 p⌉.
+    q: f64,
+    n: usize,
+    nf: f64,
+    /// Segment bytes m / n.
+    s: f64,
+    /// One segment sent and reduced.
+    round: f64,
+    half: bool,
+    /// Exchange algorithms in half duplex: each round's send and receive are serialised.
+    ax: f64,
+    bx: f64,
+    pow2: bool,
+    /// ⌊log2 p⌋ and P = 2^⌊log2 p⌋.
+    nf_lo: f64,
+    pp: f64,
+    bin_reduce: f64,
+    bin_bcast: f64,
+}
+
+impl Terms {
+    fn new(p: usize, bytes: usize, c: &CostParams, duplex: Duplex, n: usize) -> Terms {
+        let (a, b, g) = (c.alpha, c.beta, c.gamma);
+        let m = bytes as f64;
+        let q = ceil_log2(p) as f64;
+        let n = n.max(1);
+        let s = m / n as f64;
+        let half = duplex == Duplex::Half;
+        let (ax, bx) = if half { (2.0 * a, 2.0 * b) } else { (a, b) };
+        let nf_lo = (usize::BITS - 1 - p.leading_zeros()) as f64; // floor(log2 p)
+        Terms {
+            p,
+            bytes,
+            c: *c,
+            a,
+            b,
+            g,
+            m,
+            pf: p as f64,
+            q,
+            n,
+            nf: n as f64,
+            s,
+            round: a + (b + g) * s,
+            half,
+            ax,
+            bx,
+            pow2: p.is_power_of_two(),
+            nf_lo,
+            pp: (1usize << nf_lo as u32) as f64, // P = 2^floor(log2 p)
+            bin_reduce: q * (a + b * m + g * m),
+            bin_bcast: q * (a + b * m),
         }
-        (Reduce, Binary) => {
-            let big_n = ceil_log2(p + 1) as f64;
-            if half {
-                (2.0 * (big_n - 1.0) + 4.0 * (nf - 1.0)) * round
-            } else {
-                2.0 * (big_n + nf - 2.0) * round
+    }
+
+    fn reduce(&self, scheme: Scheme) -> f64 {
+        let Terms {
+            pf,
+            q,
+            nf,
+            s,
+            round,
+            half,
+            ax,
+            bx,
+            g,
+            m,
+            pp,
+            nf_lo,
+            ..
+        } = *self;
+        match scheme {
+            Scheme::Binomial => self.bin_reduce,
+            Scheme::Pipeline if half => (pf - 1.0 + 2.0 * (nf - 1.0)) * round,
+            Scheme::Pipeline => (pf + nf - 2.0) * round,
+            Scheme::Binary => {
+                let big_n = ceil_log2(self.p + 1) as f64;
+                if half {
+                    (2.0 * (big_n - 1.0) + 4.0 * (nf - 1.0)) * round
+                } else {
+                    2.0 * (big_n + nf - 2.0) * round
+                }
             }
-        }
-        (Reduce, Greedy) if !half => (q + nf - 1.0) * round,
-        (Reduce, GreedyUni) => uni_greedy_time(p, n, bytes, c),
-        (Reduce, Circulant) => (nf - 1.0 + q) * (ax + (bx + g) * s),
-        (Reduce, Butterfly) => {
-            if pow2 {
-                2.0 * q * ax + (1.0 - 1.0 / pf) * (2.0 * bx + g) * m
-            } else {
+            Scheme::Greedy if !half => (q + nf - 1.0) * round,
+            Scheme::GreedyUni => uni_greedy_time(self.p, self.n, self.bytes, &self.c),
+            Scheme::Circulant => (nf - 1.0 + q) * (ax + (bx + g) * s),
+            Scheme::Butterfly if self.pow2 => 2.0 * q * ax + (1.0 - 1.0 / pf) * (2.0 * bx + g) * m,
+            Scheme::Butterfly => {
                 (q + nf_lo) * ax + (2.5 - 2.0 / pp) * bx * m + (1.5 - 1.0 / pp) * g * m
             }
+            _ => f64::INFINITY,
         }
-        (Allreduce, Binomial) => bin_reduce + bin_bcast,
-        // greedy reduce + circulant n-block broadcast with the same n (§5.6).
-        (Allreduce, Greedy) if !half => (q + nf - 1.0) * round + (q + nf - 1.0) * (a + b * s),
-        (Allreduce, Circulant) => 2.0 * q * ax + (pf - 1.0) / pf * (2.0 * bx + g) * m,
-        (Allreduce, Butterfly) => {
-            let (bw, lat) = if pow2 {
-                (
-                    2.0 * q * ax + (1.0 - 1.0 / pf) * (2.0 * bx + g) * m,
-                    q * (ax + bx * m + g * m),
-                )
-            } else {
-                (
-                    2.0 * q * ax + (1.5 - 1.0 / pp) * (2.0 * bx + g) * m,
-                    (q + 1.0) * (ax + bx * m) + q * g * m,
-                )
-            };
-            bw.min(lat)
-        }
-        (Allreduce, Ring) => 2.0 * (pf - 1.0) * ax + (pf - 1.0) / pf * (2.0 * bx + g) * m,
-        (ReduceScatter, Binomial) => bin_reduce + (pf - 1.0) * (a + b * m / pf),
-        (ReduceScatter, Circulant) => q * ax + (pf - 1.0) / pf * (bx + g) * m,
-        (ReduceScatter, Butterfly) => {
-            if pow2 {
-                q * ax + (1.0 - 1.0 / pf) * (bx + g) * m
-            } else {
-                // reduction phase + one redistribution round (approximate, §6.5)
-                q * ax + (1.5 - 1.0 / pp) * (bx + g) * m + ax + bx * m / pp
+    }
+
+    fn allreduce(&self, scheme: Scheme) -> f64 {
+        let Terms {
+            a,
+            b,
+            pf,
+            q,
+            nf,
+            s,
+            round,
+            half,
+            ax,
+            bx,
+            g,
+            m,
+            pp,
+            ..
+        } = *self;
+        match scheme {
+            Scheme::Binomial => self.bin_reduce + self.bin_bcast,
+            // greedy reduce + circulant n-block broadcast with the same n (§5.6).
+            Scheme::Greedy if !half => (q + nf - 1.0) * round + (q + nf - 1.0) * (a + b * s),
+            Scheme::Circulant => 2.0 * q * ax + (pf - 1.0) / pf * (2.0 * bx + g) * m,
+            Scheme::Butterfly => {
+                let (bw, lat) = if self.pow2 {
+                    (
+                        2.0 * q * ax + (1.0 - 1.0 / pf) * (2.0 * bx + g) * m,
+                        q * (ax + bx * m + g * m),
+                    )
+                } else {
+                    (
+                        2.0 * q * ax + (1.5 - 1.0 / pp) * (2.0 * bx + g) * m,
+                        (q + 1.0) * (ax + bx * m) + q * g * m,
+                    )
+                };
+                bw.min(lat)
             }
+            Scheme::Ring => 2.0 * (pf - 1.0) * ax + (pf - 1.0) / pf * (2.0 * bx + g) * m,
+            _ => f64::INFINITY,
         }
-        (ReduceScatter, Ring) => (pf - 1.0) * (ax + (bx + g) * m / pf),
-        (Allgatherv, Binomial) => (pf - 1.0) * (a + b * m / pf) + bin_bcast,
-        (Allgatherv, Circulant) => q * ax + (pf - 1.0) / pf * bx * m,
-        (Allgatherv, Butterfly) => {
-            if pow2 {
-                q * ax + (pf - 1.0) / pf * bx * m
-            } else {
-                (q + 1.0) * ax + (pf - 1.0) / pf * bx * m + bx * m / pp
-            }
+    }
+
+    fn reduce_scatter(&self, scheme: Scheme) -> f64 {
+        let Terms {
+            a,
+            b,
+            pf,
+            q,
+            ax,
+            bx,
+            g,
+            m,
+            pp,
+            ..
+        } = *self;
+        match scheme {
+            Scheme::Binomial => self.bin_reduce + (pf - 1.0) * (a + b * m / pf),
+            Scheme::Circulant => q * ax + (pf - 1.0) / pf * (bx + g) * m,
+            Scheme::Butterfly if self.pow2 => q * ax + (1.0 - 1.0 / pf) * (bx + g) * m,
+            // reduction phase + one redistribution round (approximate, §6.5)
+            Scheme::Butterfly => q * ax + (1.5 - 1.0 / pp) * (bx + g) * m + ax + bx * m / pp,
+            Scheme::Ring => (pf - 1.0) * (ax + (bx + g) * m / pf),
+            _ => f64::INFINITY,
         }
-        (Allgatherv, Ring) => (pf - 1.0) * (ax + bx * m / pf),
-        _ => inf,
+    }
+
+    fn allgatherv(&self, scheme: Scheme) -> f64 {
+        let Terms {
+            a,
+            b,
+            pf,
+            q,
+            ax,
+            bx,
+            m,
+            pp,
+            ..
+        } = *self;
+        match scheme {
+            Scheme::Binomial => (pf - 1.0) * (a + b * m / pf) + self.bin_bcast,
+            Scheme::Circulant => q * ax + (pf - 1.0) / pf * bx * m,
+            Scheme::Butterfly if self.pow2 => q * ax + (pf - 1.0) / pf * bx * m,
+            Scheme::Butterfly => (q + 1.0) * ax + (pf - 1.0) / pf * bx * m + bx * m / pp,
+            Scheme::Ring => (pf - 1.0) * (ax + bx * m / pf),
+            _ => f64::INFINITY,
+        }
     }
 }
 

@@ -210,113 +210,161 @@ pub fn bi_greedy(p: usize, root: usize, nseg: usize, tcomm: u64, tcomp: u64) -> 
             completion: 0,
         };
     }
-    let mut sfree = vec![0u64; p];
-    let mut rfree = vec![0u64; p];
-    let mut c0 = vec![0u64; p];
-    let mut c1 = vec![0u64; p];
-    // sent[i][j]: time i finished sending j (0 = not yet); root: end of its last reduction.
-    let mut sent = vec![vec![0u64; nseg]; p];
-    // Number of processes (incl. the root) that still hold an unsent partial of segment j.
-    let mut npending = vec![p; nseg];
+    let mut st = Bi::new(p, root, nseg, tcomm, tcomp);
     let mut done = 0; // segments finished at the root
     let mut t: u64 = 0;
-    let (mut s, mut r, mut f) = (Vec::new(), Vec::new(), Vec::new());
     while done < nseg {
-        let j0 = (0..nseg).find(|&j| sent[root][j] == 0).unwrap();
-        let mut paired = false;
+        let j0 = (0..nseg).find(|&j| st.sent[root][j] == 0).unwrap();
         for j in j0..nseg {
-            s.clear();
-            r.clear();
-            f.clear();
-            for i in 0..p {
-                if sent[i][j] != 0 || (i == root && npending[j] == 1) {
-                    continue; // not pending (the root is pending until its final reduction)
-                }
-                let busy = t < c1[i] && t + tcomm > c0[i];
-                if busy {
-                    continue;
-                }
-                let cs = sfree[i] <= t && i != root;
-                let cr = rfree[i] <= t;
-                match (cs, cr) {
-                    (true, true) => f.push(i),
-                    (true, false) => s.push(i),
-                    (false, true) => r.push(i),
-                    _ => {}
-                }
-            }
-            let (ns, nr, nf) = (s.len(), r.len(), f.len());
-            if ns == nr {
-                let y = nf / 2;
-                s.extend_from_slice(&f[nf - y..]);
-                r.extend_from_slice(&f[..y]);
-            } else if ns < nr {
-                let d = nf.min(nr - ns);
-                let x = (nf - d) / 2;
-                s.extend_from_slice(&f[nf - (d + x)..]);
-                r.extend_from_slice(&f[..x]);
-            } else {
-                let d = nf.min(ns - nr);
-                let x = (nf - d) / 2;
-                r.extend_from_slice(&f[..d + x]);
-                s.extend_from_slice(&f[nf - x..]);
-            }
-            s.sort_unstable();
-            r.sort_unstable();
-            let l = s.len().min(r.len());
-            for k in 0..l {
-                let (a, b) = (s[k], r[k]);
-                transfers.push(Transfer {
-                    time: t,
-                    sender: a,
-                    receiver: b,
-                    segment: j,
-                });
-                sent[a][j] = t + tcomm;
-                sfree[a] = t + tcomm;
-                rfree[b] = t + tcomm + tcomp;
-                c0[b] = t + tcomm;
-                c1[b] = t + tcomm + tcomp;
-                npending[j] -= 1;
-                paired = true;
-            }
-            if npending[j] == 1 && sent[root][j] == 0 {
-                sent[root][j] = (0..p).map(|i| sent[i][j]).max().unwrap() + tcomp;
+            st.classify(j, t);
+            st.balance();
+            st.pair(j, t, &mut transfers);
+            if st.npending[j] == 1 && st.sent[root][j] == 0 {
+                st.sent[root][j] = (0..p).map(|i| st.sent[i][j]).max().unwrap() + tcomp;
                 done += 1;
             }
-            // (#{sfree <= t} + #{rfree <= t}) < 2, counting only up to 2.
-            let few_free = sfree
-                .iter()
-                .chain(rfree.iter())
-                .filter(|&&x| x <= t)
-                .take(2)
-                .count()
-                < 2;
-            if few_free || j == nseg - 1 {
+            if st.few_free(t) || j == nseg - 1 {
                 break;
             }
         }
-        let _ = paired;
-        // Next instant at which a port or a computation becomes free (see doc comment).
-        let next = sfree
-            .iter()
-            .chain(rfree.iter())
-            .chain(c1.iter())
-            .copied()
-            .filter(|&x| x > t)
-            .min();
-        t = match next {
-            Some(n) => n,
-            None => t + 1,
-        };
+        t = st.next_instant(t);
     }
-    let completion = sent[root].iter().copied().max().unwrap_or(0);
+    let completion = st.sent[root].iter().copied().max().unwrap_or(0);
     Schedule {
         p,
         root,
         nseg,
         transfers,
         completion,
+    }
+}
+
+/// The state of the bi-greedy simulation: ports, computations, what has been sent.
+struct Bi {
+    p: usize,
+    root: usize,
+    tcomm: u64,
+    tcomp: u64,
+    /// When each process's send port, receive port become free; its current computation.
+    sfree: Vec<u64>,
+    rfree: Vec<u64>,
+    c0: Vec<u64>,
+    c1: Vec<u64>,
+    /// sent[i][j]: time i finished sending j (0 = not yet); root: end of its last reduction.
+    sent: Vec<Vec<u64>>,
+    /// Number of processes (incl. the root) that still hold an unsent partial of segment j.
+    npending: Vec<usize>,
+    /// For the segment being paired: ready to send only, to receive only, to do either.
+    s: Vec<usize>,
+    r: Vec<usize>,
+    f: Vec<usize>,
+}
+
+impl Bi {
+    fn new(p: usize, root: usize, nseg: usize, tcomm: u64, tcomp: u64) -> Bi {
+        Bi {
+            p,
+            root,
+            tcomm,
+            tcomp,
+            sfree: vec![0; p],
+            rfree: vec![0; p],
+            c0: vec![0; p],
+            c1: vec![0; p],
+            sent: vec![vec![0; nseg]; p],
+            npending: vec![p; nseg],
+            s: Vec::new(),
+            r: Vec::new(),
+            f: Vec::new(),
+        }
+    }
+
+    /// Sorts the processes pending for segment `j` and not computing at `t` by the ports
+    /// they have free.
+    fn classify(&mut self, j: usize, t: u64) {
+        self.s.clear();
+        self.r.clear();
+        self.f.clear();
+        for i in 0..self.p {
+            if self.sent[i][j] != 0 || (i == self.root && self.npending[j] == 1) {
+                continue; // not pending (the root is pending until its final reduction)
+            }
+            let busy = t < self.c1[i] && t + self.tcomm > self.c0[i];
+            if busy {
+                continue;
+            }
+            let cs = self.sfree[i] <= t && i != self.root;
+            let cr = self.rfree[i] <= t;
+            match (cs, cr) {
+                (true, true) => self.f.push(i),
+                (true, false) => self.s.push(i),
+                (false, true) => self.r.push(i),
+                _ => {}
+            }
+        }
+    }
+
+    /// Gives the processes free for both to the senders and receivers so as to balance
+    /// them (the highest ranks send); both lists sorted.
+    fn balance(&mut self) {
+        let (s, r, f) = (&mut self.s, &mut self.r, &self.f);
+        let (ns, nr, nf) = (s.len(), r.len(), f.len());
+        if ns == nr {
+            let y = nf / 2;
+            s.extend_from_slice(&f[nf - y..]);
+            r.extend_from_slice(&f[..y]);
+        } else if ns < nr {
+            let d = nf.min(nr - ns);
+            let x = (nf - d) / 2;
+            s.extend_from_slice(&f[nf - (d + x)..]);
+            r.extend_from_slice(&f[..x]);
+        } else {
+            let d = nf.min(ns - nr);
+            let x = (nf - d) / 2;
+            r.extend_from_slice(&f[..d + x]);
+            s.extend_from_slice(&f[nf - x..]);
+        }
+        s.sort_unstable();
+        r.sort_unstable();
+    }
+
+    /// Pairs the k-th sender with the k-th receiver for segment `j` at `t`.
+    fn pair(&mut self, j: usize, t: u64, transfers: &mut Vec<Transfer<u64>>) {
+        let (tcomm, tcomp) = (self.tcomm, self.tcomp);
+        for k in 0..self.s.len().min(self.r.len()) {
+            let (a, b) = (self.s[k], self.r[k]);
+            transfers.push(Transfer {
+                time: t,
+                sender: a,
+                receiver: b,
+                segment: j,
+            });
+            self.sent[a][j] = t + tcomm;
+            self.sfree[a] = t + tcomm;
+            self.rfree[b] = t + tcomm + tcomp;
+            self.c0[b] = t + tcomm;
+            self.c1[b] = t + tcomm + tcomp;
+            self.npending[j] -= 1;
+        }
+    }
+
+    /// (#{sfree <= t} + #{rfree <= t}) < 2, counting only up to 2.
+    fn few_free(&self, t: u64) -> bool {
+        let free = self.sfree.iter().chain(self.rfree.iter());
+        free.filter(|&&x| x <= t).take(2).count() < 2
+    }
+
+    /// Next instant at which a port or a computation becomes free (see `bi_greedy`'s doc).
+    fn next_instant(&self, t: u64) -> u64 {
+        let next = self
+            .sfree
+            .iter()
+            .chain(self.rfree.iter())
+            .chain(self.c1.iter())
+            .copied()
+            .filter(|&x| x > t)
+            .min();
+        next.unwrap_or(t + 1)
     }
 }
 
@@ -355,39 +403,92 @@ pub fn validate<C: Fn(usize) -> (f64, f64)>(
     cost: C,
     half_duplex: bool,
 ) -> Result<f64, String> {
-    const EPS: f64 = 1e-9;
-    // Per process: intervals of sending, receiving, computing (start, end, segment).
-    let mut sends: Vec<Vec<(f64, f64, usize)>> = vec![Vec::new(); p];
-    let mut recvs: Vec<Vec<(f64, f64, usize)>> = vec![Vec::new(); p];
-    let mut comps: Vec<Vec<(f64, f64, usize)>> = vec![Vec::new(); p];
-    let mut out = vec![vec![None::<(usize, f64)>; nseg]; p]; // (receiver, time) of i's send of j
-    for &(t, a, b, j) in transfers {
-        if a >= p || b >= p || j >= nseg || a == b {
-            return Err(format!("bad transfer {a}->{b} seg {j}"));
-        }
-        if a == root {
-            return Err(format!("root sends segment {j} at {t}"));
-        }
-        if out[a][j].is_some() {
-            return Err(format!("{a} sends segment {j} twice"));
-        }
-        out[a][j] = Some((b, t));
-        let (tc, tp) = cost(j);
-        sends[a].push((t, t + tc, j));
-        recvs[b].push((t, t + tc, j));
-        comps[b].push((t + tc, t + tc + tp, j));
-    }
-    let overlap = |x: &(f64, f64, usize), y: &(f64, f64, usize)| x.0 < y.1 - EPS && y.0 < x.1 - EPS;
+    let iv = Intervals::of(p, root, nseg, transfers, cost)?;
     let mut completion = 0.0f64;
     for i in 0..p {
         for j in 0..nseg {
-            if i != root && out[i][j].is_none() {
+            if i != root && iv.out[i][j].is_none() {
                 return Err(format!("{i} never sends segment {j}"));
             }
         }
+        iv.check_process(i, half_duplex)?;
+        if i == root {
+            for c in &iv.comps[i] {
+                completion = completion.max(c.1);
+            }
+        }
+    }
+    // (4) tree per segment: following sends from any process ends at the root.
+    for j in 0..nseg {
+        for start in 0..p {
+            let (mut v, mut hops) = (start, 0);
+            while v != root {
+                v = iv.out[v][j].unwrap().0;
+                hops += 1;
+                if hops > p {
+                    return Err(format!("segment {j}: cycle from {start}"));
+                }
+            }
+        }
+    }
+    Ok(completion)
+}
+
+/// An interval of a process's time: (start, end, segment).
+type Span = (f64, f64, usize);
+const EPS: f64 = 1e-9;
+
+/// What each process does in a schedule, for [`validate`].
+struct Intervals {
+    sends: Vec<Vec<Span>>,
+    recvs: Vec<Vec<Span>>,
+    comps: Vec<Vec<Span>>,
+    /// (receiver, time) of i's send of j.
+    out: Vec<Vec<Option<(usize, f64)>>>,
+}
+
+impl Intervals {
+    /// The intervals of sending, receiving and computing of every process; each
+    /// non-root process sends each segment at most once, never to itself.
+    fn of<C: Fn(usize) -> (f64, f64)>(
+        p: usize,
+        root: usize,
+        nseg: usize,
+        transfers: &[(f64, usize, usize, usize)],
+        cost: C,
+    ) -> Result<Intervals, String> {
+        let mut iv = Intervals {
+            sends: vec![Vec::new(); p],
+            recvs: vec![Vec::new(); p],
+            comps: vec![Vec::new(); p],
+            out: vec![vec![None; nseg]; p],
+        };
+        for &(t, a, b, j) in transfers {
+            if a >= p || b >= p || j >= nseg || a == b {
+                return Err(format!("bad transfer {a}->{b} seg {j}"));
+            }
+            if a == root {
+                return Err(format!("root sends segment {j} at {t}"));
+            }
+            if iv.out[a][j].is_some() {
+                return Err(format!("{a} sends segment {j} twice"));
+            }
+            iv.out[a][j] = Some((b, t));
+            let (tc, tp) = cost(j);
+            iv.sends[a].push((t, t + tc, j));
+            iv.recvs[b].push((t, t + tc, j));
+            iv.comps[b].push((t + tc, t + tc + tp, j));
+        }
+        Ok(iv)
+    }
+
+    /// Invariants (2) and (3) for process `i`: a segment is sent after its reductions; ports
+    /// and computation are never double-booked.
+    fn check_process(&self, i: usize, half_duplex: bool) -> Result<(), String> {
+        let overlap = |x: &Span, y: &Span| x.0 < y.1 - EPS && y.0 < x.1 - EPS;
         // (2) send of j after all receives+reductions of j.
-        for &(ts, _, j) in &sends[i] {
-            for &(_, ce, jj) in &comps[i] {
+        for &(ts, _, j) in &self.sends[i] {
+            for &(_, ce, jj) in &self.comps[i] {
                 if jj == j && ce > ts + EPS {
                     return Err(format!(
                         "{i} sends segment {j} at {ts} before reducing it ({ce})"
@@ -396,26 +497,24 @@ pub fn validate<C: Fn(usize) -> (f64, f64)>(
             }
         }
         // (3) ports and computation.
-        let mut all_comm: Vec<(f64, f64, usize)> = Vec::new();
-        all_comm.extend(&sends[i]);
-        all_comm.extend(&recvs[i]);
-        let mut groups: Vec<Vec<(f64, f64, usize)>> = Vec::new();
+        let mut all_comm: Vec<Span> = Vec::new();
+        all_comm.extend(&self.sends[i]);
+        all_comm.extend(&self.recvs[i]);
+        let mut groups: Vec<Vec<Span>> = Vec::new();
         if half_duplex {
             let mut g = all_comm.clone();
-            g.extend(&comps[i]);
+            g.extend(&self.comps[i]);
             groups.push(g);
         } else {
-            groups.push(sends[i].clone());
-            let mut g = recvs[i].clone();
-            g.extend(&comps[i]);
+            groups.push(self.sends[i].clone());
             // A receive port is busy during receive + reduction of the message.
-            let busy: Vec<_> = recvs[i]
+            let busy: Vec<_> = self.recvs[i]
                 .iter()
-                .zip(&comps[i])
+                .zip(&self.comps[i])
                 .map(|(r, c)| (r.0, c.1, r.2))
                 .collect();
             groups.push(busy);
-            for c in &comps[i] {
+            for c in &self.comps[i] {
                 for x in &all_comm {
                     if overlap(c, x) {
                         return Err(format!("{i} communicates during its computation {c:?}"));
@@ -432,26 +531,8 @@ pub fn validate<C: Fn(usize) -> (f64, f64)>(
                 }
             }
         }
-        if i == root {
-            for c in &comps[i] {
-                completion = completion.max(c.1);
-            }
-        }
+        Ok(())
     }
-    // (4) tree per segment: following sends from any process ends at the root.
-    for j in 0..nseg {
-        for start in 0..p {
-            let (mut v, mut hops) = (start, 0);
-            while v != root {
-                v = out[v][j].unwrap().0;
-                hops += 1;
-                if hops > p {
-                    return Err(format!("segment {j}: cycle from {start}"));
-                }
-            }
-        }
-    }
-    Ok(completion)
 }
 
 #[cfg(test)]

@@ -79,9 +79,67 @@ impl Src<'_> {
     }
 }
 
+/// Errors collected while converting, each with `origin:line:col` and the line's text.
+struct Errs<'a> {
+    src: &'a Src<'a>,
+    list: Vec<String>,
+}
+
+impl Errs<'_> {
+    fn push(&mut self, off: usize, msg: String) {
+        let e = format!("{}: {msg}{}", self.src.at(off), self.src.snippet(off));
+        self.list.push(e);
+    }
+}
+
 pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
     let src = Src { text, origin };
-    let raw: RawFile = toml::from_str(text).map_err(|e| {
+    let raw = raw_file(&src)?;
+    let mut errs = Errs {
+        src: &src,
+        list: Vec::new(),
+    };
+    let (model, margin) = match raw.model {
+        Some(m) => model_section(m.into_inner(), &mut errs),
+        None => (None, None),
+    };
+    let mut rules: [Vec<Rule>; 4] = Default::default();
+    let sections = [
+        (Collective::Reduce, raw.reduce),
+        (Collective::Allreduce, raw.allreduce),
+        (Collective::ReduceScatter, raw.reduce_scatter),
+        (Collective::Allgatherv, raw.allgatherv),
+    ];
+    for (coll, raws) in sections {
+        for (idx, sr) in raws.into_iter().enumerate() {
+            let head = sr.span().start;
+            let Some(rule) = rule(coll, idx, sr, &mut errs) else {
+                continue;
+            };
+            // Only well-formed rules take part in the shadowing test.
+            rules[coll.index()].push(rule);
+            let list = &rules[coll.index()];
+            if let Some(msg) = shadowed(list, list.len() - 1, origin) {
+                errs.push(head, format!("[[{coll}]] rule {}: {msg}", idx + 1));
+            }
+        }
+    }
+    if errs.list.is_empty() {
+        Ok(Table {
+            origin: origin.to_string(),
+            model,
+            margin,
+            rules,
+            header: Vec::new(),
+        })
+    } else {
+        Err(errs.list.join("\n"))
+    }
+}
+
+/// The serde stage: syntax, unknown keys and sections, wrong types (with hints).
+fn raw_file(src: &Src) -> Result<RawFile, String> {
+    toml::from_str(src.text).map_err(|e| {
         let mut msg = e.message().trim_end().to_string();
         if msg.contains("expected a sequence") {
             msg.push_str(
@@ -93,154 +151,125 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
         }
         match e.span() {
             Some(sp) => format!("{}: {msg}{}", src.at(sp.start), src.snippet(sp.start)),
-            None => format!("{origin}: {msg}"),
+            None => format!("{}: {msg}", src.origin),
         }
-    })?;
+    })
+}
 
-    let mut errs: Vec<String> = Vec::new();
-    let mut err =
-        |off: usize, msg: String| errs.push(format!("{}: {msg}{}", src.at(off), src.snippet(off)));
-
+/// `[model]`: the cost parameters (defaults for missing keys) and the margin, if valid.
+fn model_section(m: RawModel, errs: &mut Errs) -> (Option<CostParams>, Option<f64>) {
     let mut margin = None;
-    let model = raw.model.map(|m| {
-        let m = m.into_inner();
-        if let Some(g) = &m.margin {
-            match check_margin(*g.get_ref()) {
-                Some(msg) => err(g.span().start, format!("[model] margin: {msg}")),
-                None => margin = Some(*g.get_ref()),
-            }
-        }
-        let d = CostParams::default();
-        let get = |v: &Option<Spanned<f64>>, dflt: f64| v.as_ref().map_or(dflt, |s| *s.get_ref());
-        let cp = CostParams {
-            alpha: get(&m.alpha, d.alpha),
-            beta: get(&m.beta, d.beta),
-            gamma: get(&m.gamma, d.gamma),
-        };
-        for (key, msg) in check_model(&cp) {
-            let sp = match key {
-                "alpha" => &m.alpha,
-                "beta" => &m.beta,
-                _ => &m.gamma,
-            };
-            let off = sp.as_ref().map_or(0, |s| s.span().start);
-            err(off, format!("[model] {key}: {msg}"));
-        }
-        cp
-    });
-
-    let mut rules: [Vec<Rule>; 4] = Default::default();
-    let sections = [
-        (Collective::Reduce, raw.reduce),
-        (Collective::Allreduce, raw.allreduce),
-        (Collective::ReduceScatter, raw.reduce_scatter),
-        (Collective::Allgatherv, raw.allgatherv),
-    ];
-    for (coll, raws) in sections {
-        for (idx, sr) in raws.into_iter().enumerate() {
-            let head = sr.span().start;
-            let rr = sr.into_inner();
-            let what = |key: &str| format!("[[{coll}]] rule {}: {key}", idx + 1);
-            let mut ok = true;
-            let mut range = |v: &Option<Spanned<Value>>, key: &str, max: usize| match v {
-                None => Bounds::ANY,
-                Some(s) => match to_bounds(s.get_ref(), max, key == "bytes") {
-                    Ok(b) => b,
-                    Err(m) => {
-                        err(s.span().start, format!("{}: {m}", what(key)));
-                        ok = false;
-                        Bounds::ANY
-                    }
-                },
-            };
-            let p = range(&rr.p, "p", MAX_P);
-            let bytes = range(&rr.bytes, "bytes", MAX_BYTES);
-            let algorithm = match &rr.algorithm {
-                None => {
-                    err(
-                        head,
-                        format!(
-                            "{}: missing (accepted for {coll}: {})",
-                            what("algorithm"),
-                            Pick::accepted(coll)
-                        ),
-                    );
-                    None
-                }
-                Some(s) => match s.get_ref().parse::<Pick>() {
-                    Ok(a) => Some(a),
-                    Err(_) => {
-                        err(
-                            s.span().start,
-                            format!(
-                                "{}: unknown algorithm '{}' (accepted for {coll}: {})",
-                                what("algorithm"),
-                                s.get_ref(),
-                                Pick::accepted(coll)
-                            ),
-                        );
-                        None
-                    }
-                },
-            };
-            let segment = match &rr.segment {
-                None => None,
-                Some(s) => match to_size(s.get_ref(), MAX_SEGMENT) {
-                    Ok(g) => Some(g),
-                    Err(m) => {
-                        err(
-                            s.span().start,
-                            format!(
-                                "{}: {m} (accepted: 1..={MAX_SEGMENT} bytes, {SIZE_FORMS})",
-                                what("segment")
-                            ),
-                        );
-                        ok = false;
-                        None
-                    }
-                },
-            };
-            let Some(algorithm) = algorithm else { continue };
-            let rule = Rule {
-                p,
-                bytes,
-                algorithm,
-                segment,
-                line: src.line(head),
-                note: String::new(),
-            };
-            for (key, msg) in check_rule(coll, &rule) {
-                let off = match key {
-                    "p" => rr.p.as_ref().map(|s| s.span().start),
-                    "bytes" => rr.bytes.as_ref().map(|s| s.span().start),
-                    "segment" => rr.segment.as_ref().map(|s| s.span().start),
-                    _ => rr.algorithm.as_ref().map(|s| s.span().start),
-                }
-                .unwrap_or(head);
-                err(off, format!("{}: {msg}", what(key)));
-                ok = false;
-            }
-            if ok {
-                // Only well-formed rules take part in the shadowing test.
-                rules[coll.index()].push(rule);
-                let list = &rules[coll.index()];
-                if let Some(msg) = shadowed(list, list.len() - 1, origin) {
-                    err(head, format!("[[{coll}]] rule {}: {msg}", idx + 1));
-                }
-            }
+    if let Some(g) = &m.margin {
+        match check_margin(*g.get_ref()) {
+            Some(msg) => errs.push(g.span().start, format!("[model] margin: {msg}")),
+            None => margin = Some(*g.get_ref()),
         }
     }
+    let d = CostParams::default();
+    let get = |v: &Option<Spanned<f64>>, dflt: f64| v.as_ref().map_or(dflt, |s| *s.get_ref());
+    let cp = CostParams {
+        alpha: get(&m.alpha, d.alpha),
+        beta: get(&m.beta, d.beta),
+        gamma: get(&m.gamma, d.gamma),
+    };
+    for (key, msg) in check_model(&cp) {
+        let sp = match key {
+            "alpha" => &m.alpha,
+            "beta" => &m.beta,
+            _ => &m.gamma,
+        };
+        let off = sp.as_ref().map_or(0, |s| s.span().start);
+        errs.push(off, format!("[model] {key}: {msg}"));
+    }
+    (Some(cp), margin)
+}
 
-    if errs.is_empty() {
-        Ok(Table {
-            origin: origin.to_string(),
-            model,
-            margin,
-            rules,
-            header: Vec::new(),
-        })
-    } else {
-        Err(errs.join("\n"))
+/// Rule `idx` of `coll`'s section, when every value converts and passes the checks (the
+/// errors go to `errs`).
+fn rule(coll: Collective, idx: usize, sr: Spanned<RawRule>, errs: &mut Errs) -> Option<Rule> {
+    let head = sr.span().start;
+    let rr = sr.into_inner();
+    let what = |key: &str| format!("[[{coll}]] rule {}: {key}", idx + 1);
+    let mut ok = true;
+    let mut range = |v: &Option<Spanned<Value>>, key: &str, max: usize| match v {
+        None => Bounds::ANY,
+        Some(s) => match to_bounds(s.get_ref(), max, key == "bytes") {
+            Ok(b) => b,
+            Err(m) => {
+                errs.push(s.span().start, format!("{}: {m}", what(key)));
+                ok = false;
+                Bounds::ANY
+            }
+        },
+    };
+    let p = range(&rr.p, "p", MAX_P);
+    let bytes = range(&rr.bytes, "bytes", MAX_BYTES);
+    let algorithm = rule_algorithm(coll, &rr.algorithm, head, &what("algorithm"), errs);
+    let segment = match &rr.segment {
+        None => None,
+        Some(s) => match to_size(s.get_ref(), MAX_SEGMENT) {
+            Ok(g) => Some(g),
+            Err(m) => {
+                let msg = format!(
+                    "{}: {m} (accepted: 1..={MAX_SEGMENT} bytes, {SIZE_FORMS})",
+                    what("segment")
+                );
+                errs.push(s.span().start, msg);
+                ok = false;
+                None
+            }
+        },
+    };
+    let rule = Rule {
+        p,
+        bytes,
+        algorithm: algorithm?,
+        segment,
+        line: errs.src.line(head),
+        note: String::new(),
+    };
+    for (key, msg) in check_rule(coll, &rule) {
+        let off = match key {
+            "p" => rr.p.as_ref().map(|s| s.span().start),
+            "bytes" => rr.bytes.as_ref().map(|s| s.span().start),
+            "segment" => rr.segment.as_ref().map(|s| s.span().start),
+            _ => rr.algorithm.as_ref().map(|s| s.span().start),
+        }
+        .unwrap_or(head);
+        errs.push(off, format!("{}: {msg}", what(key)));
+        ok = false;
+    }
+    ok.then_some(rule)
+}
+
+/// A rule's `algorithm` (missing or unknown: an error naming the accepted ones).
+fn rule_algorithm(
+    coll: Collective,
+    v: &Option<Spanned<String>>,
+    head: usize,
+    what: &str,
+    errs: &mut Errs,
+) -> Option<Pick> {
+    let accepted = Pick::accepted(coll);
+    match v {
+        None => {
+            errs.push(
+                head,
+                format!("{what}: missing (accepted for {coll}: {accepted})"),
+            );
+            None
+        }
+        Some(s) => match s.get_ref().parse::<Pick>() {
+            Ok(a) => Some(a),
+            Err(_) => {
+                let msg = format!(
+                    "{what}: unknown algorithm '{}' (accepted for {coll}: {accepted})",
+                    s.get_ref()
+                );
+                errs.push(s.span().start, msg);
+                None
+            }
+        },
     }
 }
 

@@ -16,6 +16,7 @@ pub mod case;
 pub mod kind;
 pub mod model_hook;
 pub mod mpi;
+pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod run;
@@ -226,6 +227,21 @@ pub fn parse_ps(s: &str, world: usize) -> Result<Vec<usize>, String> {
         return Err("no communicator sizes given".into());
     }
     Ok(out)
+}
+
+/// The command line, parsed on every rank (rank `me == 0` prints the help or the error);
+/// `Err` is the exit status (0 after `--help`/`--version`, 2 on a bad line).
+pub fn parse_args<A: clap::Parser>(me: usize) -> Result<A, i32> {
+    A::try_parse().map_err(|e| {
+        if me == 0 {
+            let _ = e.print();
+        }
+        if e.use_stderr() {
+            2
+        } else {
+            0
+        }
+    })
 }
 
 /// Runs `main_body` with panics turned into an MPI abort (a panicking rank would otherwise

@@ -1,9 +1,8 @@
-//! Results of a benchmark run: flat rows, an OSU-style table, CSV, JSON and SVG plots.
+//! Results of a benchmark run: flat rows, an OSU-style table, CSV and JSON (the plots: [`super::plot`]).
 
 use super::case::Variant;
 use super::kind::{short_size, DType, OpKind};
 use super::run::CaseResult;
-use super::svg;
 use pcoll::Collective;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -197,95 +196,139 @@ pub fn table(meta: &Meta, ms: &[Measured]) -> String {
         meta.mpi_version, meta.mpi, meta.datatype, meta.op
     );
     for ((coll, p), g) in groups(ms) {
-        let labels = labels(&g);
-        let with_pred = g.iter().any(|m| !m.predicted.is_empty());
-        let lo = g.iter().map(|m| m.result.iters).min().unwrap_or(0);
-        let hi = g.iter().map(|m| m.result.iters).max().unwrap_or(0);
-        let its = if lo == hi {
-            format!("{lo}")
-        } else {
-            format!("{hi}..{lo}")
-        };
-        let _ = writeln!(
-            s,
-            "\n# {coll}  p={p}  ({its} iterations x2 per case, ABBA; fewer for large sizes by the time budget)"
-        );
-        let mut h = format!("{:>10} {:>11}", "size", "native");
-        for l in labels.iter().skip(1) {
-            let _ = write!(h, " {:>11} {:>6}", l, "ratio");
-            if with_pred {
-                let _ = write!(h, " {:>9}", "model");
+        block(&mut s, coll, p, &g);
+    }
+    s
+}
+
+/// One (collective, p) block of [`table`]: heading, column names, a line per size, notes.
+fn block(s: &mut String, coll: Collective, p: usize, g: &[&Measured]) {
+    let labels = labels(g);
+    let with_pred = g.iter().any(|m| !m.predicted.is_empty());
+    let lo = g.iter().map(|m| m.result.iters).min().unwrap_or(0);
+    let hi = g.iter().map(|m| m.result.iters).max().unwrap_or(0);
+    let its = if lo == hi {
+        format!("{lo}")
+    } else {
+        format!("{hi}..{lo}")
+    };
+    let _ = writeln!(
+        s,
+        "\n# {coll}  p={p}  ({its} iterations x2 per case, ABBA; fewer for large sizes by the time budget)"
+    );
+    let mut h = format!("{:>10} {:>11}", "size", "native");
+    for l in labels.iter().skip(1) {
+        let _ = write!(h, " {:>11} {:>6}", l, "ratio");
+        if with_pred {
+            let _ = write!(h, " {:>9}", "model");
+        }
+    }
+    let _ = writeln!(s, "{h}");
+    for m in g {
+        let _ = writeln!(s, "{}", size_line(m, &labels, with_pred));
+    }
+    for n in notes(g) {
+        let _ = writeln!(s, "{n}");
+    }
+}
+
+/// One size's line: native median, then each variant's median, ratio and model time.
+fn size_line(m: &Measured, labels: &[String], with_pred: bool) -> String {
+    let nat = m.result.native_median();
+    let best = m
+        .result
+        .variants
+        .iter()
+        .min_by(|a, b| a.stats.median.total_cmp(&b.stats.median))
+        .map(|v| v.variant.label());
+    let star = |l: &str| if best.as_deref() == Some(l) { "*" } else { " " };
+    let mut line = format!(
+        "{:>10} {:>10.2}{}",
+        short_size(m.bytes),
+        nat,
+        star("native")
+    );
+    for l in labels.iter().skip(1) {
+        match m.result.get(l) {
+            Some(v) => {
+                let _ = write!(
+                    line,
+                    " {:>10.2}{} {:>6.2}",
+                    v.stats.median,
+                    star(l),
+                    v.stats.median / nat
+                );
+            }
+            None => {
+                let _ = write!(line, " {:>11} {:>6}", "-", "");
             }
         }
-        let _ = writeln!(s, "{h}");
-        let mut notes: Vec<String> = Vec::new();
-        for m in &g {
-            let nat = m.result.native_median();
-            let best = m
-                .result
-                .variants
-                .iter()
-                .min_by(|a, b| a.stats.median.total_cmp(&b.stats.median))
-                .map(|v| v.variant.label());
-            let star = |l: &str| if best.as_deref() == Some(l) { "*" } else { " " };
-            let mut line = format!(
-                "{:>10} {:>10.2}{}",
-                short_size(m.bytes),
-                nat,
-                star("native")
-            );
-            for l in labels.iter().skip(1) {
-                match m.result.get(l) {
-                    Some(v) => {
-                        let _ = write!(
-                            line,
-                            " {:>10.2}{} {:>6.2}",
-                            v.stats.median,
-                            star(l),
-                            v.stats.median / nat
-                        );
-                    }
-                    None => {
-                        let _ = write!(line, " {:>11} {:>6}", "-", "");
-                    }
+        if with_pred {
+            match m.predicted.get(l) {
+                Some(t) => {
+                    let _ = write!(line, " {t:>9.2}");
                 }
-                if with_pred {
-                    match m.predicted.get(l) {
-                        Some(t) => {
-                            let _ = write!(line, " {t:>9.2}");
-                        }
-                        None => {
-                            let _ = write!(line, " {:>9}", "");
-                        }
-                    }
-                }
-            }
-            let _ = writeln!(s, "{line}");
-            if let Some(nm) = m.result.native_mismatches {
-                let bad: i64 = m.result.variants.iter().filter_map(|v| v.mismatches).sum();
-                if nm != 0 || bad != 0 {
-                    notes.push(format!(
-                        "#   CHECK FAILED at {}: native vs oracle {nm}, pcoll vs native {bad} mismatching elements",
-                        short_size(m.bytes)
-                    ));
-                }
-            }
-            let errs: i64 = m.result.variants.iter().map(|v| v.errors).sum();
-            if errs != 0 {
-                notes.push(format!("#   {errs} MPI errors at {}", short_size(m.bytes)));
-            }
-        }
-        // Skipped variants, each reason once with the sizes it applies to.
-        let mut sk: Vec<(String, String, Vec<usize>)> = Vec::new();
-        for m in &g {
-            for (v, r) in &m.result.skipped {
-                match sk.iter_mut().find(|(a, b, _)| a == v && b == r) {
-                    Some((_, _, sizes)) => sizes.push(m.bytes),
-                    None => sk.push((v.clone(), r.clone(), vec![m.bytes])),
+                None => {
+                    let _ = write!(line, " {:>9}", "");
                 }
             }
         }
-        for (v, r, sizes) in sk {
+    }
+    line
+}
+
+/// A block's notes: failed checks and MPI errors per size, skipped variants (each reason
+/// once with its sizes), the check total.
+fn notes(g: &[&Measured]) -> Vec<String> {
+    let mut notes: Vec<String> = Vec::new();
+    for m in g {
+        if let Some(nm) = m.result.native_mismatches {
+            let bad: i64 = m.result.variants.iter().filter_map(|v| v.mismatches).sum();
+            if nm != 0 || bad != 0 {
+                notes.push(format!(
+                    "#   CHECK FAILED at {}: native vs oracle {nm}, pcoll vs native {bad} mismatching elements",
+                    short_size(m.bytes)
+                ));
+            }
+        }
+        let errs: i64 = m.result.variants.iter().map(|v| v.errors).sum();
+        if errs != 0 {
+            notes.push(format!("#   {errs} MPI errors at {}", short_size(m.bytes)));
+        }
+    }
+    notes.extend(skipped_notes(g));
+    if g.iter().all(|m| m.result.native_mismatches.is_some()) {
+        let total: i64 = g
+            .iter()
+            .map(|m| {
+                m.result.native_mismatches.unwrap_or(0)
+                    + m.result
+                        .variants
+                        .iter()
+                        .filter_map(|v| v.mismatches)
+                        .sum::<i64>()
+            })
+            .sum();
+        notes.push(format!(
+            "#   check: {total} mismatching elements (every pcoll result vs native, native vs sequential oracle)"
+        ));
+    }
+    notes
+}
+
+/// Skipped variants, each reason once with the sizes it applies to.
+fn skipped_notes(g: &[&Measured]) -> Vec<String> {
+    let mut sk: Vec<(String, String, Vec<usize>)> = Vec::new();
+    for m in g {
+        for (v, r) in &m.result.skipped {
+            match sk.iter_mut().find(|(a, b, _)| a == v && b == r) {
+                Some((_, _, sizes)) => sizes.push(m.bytes),
+                None => sk.push((v.clone(), r.clone(), vec![m.bytes])),
+            }
+        }
+    }
+    sk.into_iter()
+        .map(|(v, r, sizes)| {
             let at = if sizes.len() == g.len() {
                 "all sizes".to_string()
             } else {
@@ -295,84 +338,7 @@ pub fn table(meta: &Meta, ms: &[Measured]) -> String {
                     .collect::<Vec<_>>()
                     .join(",")
             };
-            notes.push(format!("#   skipped {v} ({at}): {r}"));
-        }
-        if g.iter().all(|m| m.result.native_mismatches.is_some()) {
-            let total: i64 = g
-                .iter()
-                .map(|m| {
-                    m.result.native_mismatches.unwrap_or(0)
-                        + m.result
-                            .variants
-                            .iter()
-                            .filter_map(|v| v.mismatches)
-                            .sum::<i64>()
-                })
-                .sum();
-            notes.push(format!(
-                "#   check: {total} mismatching elements (every pcoll result vs native, native vs sequential oracle)"
-            ));
-        }
-        for n in notes {
-            let _ = writeln!(s, "{n}");
-        }
-    }
-    s
-}
-
-/// Latency vs size per (collective, p), one line per variant, native thick black.
-pub fn latency_plot(meta: &Meta, ms: &[Measured]) -> String {
-    let panels: Vec<svg::Panel> = groups(ms)
-        .into_iter()
-        .map(|((coll, p), g)| svg::Panel {
-            title: format!(
-                "{coll}, p = {p} ({}, {} {})",
-                meta.mpi, meta.datatype, meta.op
-            ),
-            ylabel: "median latency (us)".into(),
-            series: labels(&g)
-                .into_iter()
-                .map(|l| svg::Series {
-                    emphasis: l == "native",
-                    points: g
-                        .iter()
-                        .filter_map(|m| m.result.get(&l).map(|v| (m.bytes as f64, v.stats.median)))
-                        .collect(),
-                    label: l,
-                })
-                .collect(),
-            hline: None,
+            format!("#   skipped {v} ({at}): {r}")
         })
-        .collect();
-    svg::render(&panels, 2)
-}
-
-/// Ratio (median / native median) vs size; native is the dashed line at 1.
-pub fn ratio_plot(meta: &Meta, ms: &[Measured]) -> String {
-    let panels: Vec<svg::Panel> = groups(ms)
-        .into_iter()
-        .map(|((coll, p), g)| svg::Panel {
-            title: format!("{coll}, p = {p} ({}): time / native", meta.mpi),
-            ylabel: "median / native median".into(),
-            series: labels(&g)
-                .into_iter()
-                .filter(|l| l != "native")
-                .map(|l| svg::Series {
-                    emphasis: false,
-                    points: g
-                        .iter()
-                        .filter_map(|m| {
-                            let nat = m.result.native_median();
-                            m.result
-                                .get(&l)
-                                .map(|v| (m.bytes as f64, v.stats.median / nat))
-                        })
-                        .collect(),
-                    label: l,
-                })
-                .collect(),
-            hline: Some(1.0),
-        })
-        .collect();
-    svg::render(&panels, 2)
+        .collect()
 }

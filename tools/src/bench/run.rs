@@ -93,60 +93,15 @@ impl CaseResult {
 /// Measures `variants` (native is added first if missing) on `case`. Collective over
 /// `case.comm`; the result is identical on every rank.
 pub fn measure(case: &mut Case, variants: &[Variant], o: &Opts) -> CaseResult {
-    let comm = case.comm;
     let mut list: Vec<Variant> = vec![Variant::Native];
     for v in variants {
         if !list.contains(v) {
             list.push(*v);
         }
     }
-
-    // 1. Probe: can pcoll serve the case with each variant on every rank?
-    let probes: Vec<Result<Algorithm, String>> = list.iter().map(|v| case.probe(*v)).collect();
-    let mut fails: Vec<i64> = probes.iter().map(|r| r.is_err() as i64).collect();
-    mpi::allreduce_sum_i64(comm, &mut fails);
-    let mut skipped = Vec::new();
-    let mut active: Vec<(Variant, Algorithm)> = Vec::new();
-    for ((v, r), f) in list.iter().zip(&probes).zip(&fails) {
-        match (r, *f) {
-            (Ok(a), 0) => active.push((*v, *a)),
-            (Err(e), _) => skipped.push((v.label(), e.clone())),
-            (Ok(_), _) => skipped.push((v.label(), "fails on another rank".into())),
-        }
-    }
-    let nv = active.len();
-
-    // 2. Warm-up (at least one pass: it also estimates the time of a pass).
-    let mut errors = vec![0i64; nv];
-    let passes = o.warmup.max(1);
-    // The first pass also sets up pcoll's communicator state and programs: the estimate is
-    // the fastest pass (max over ranks).
-    let mut pass_times = vec![0.0; passes];
-    for pt in pass_times.iter_mut() {
-        mpi::barrier(comm);
-        let t0 = mpi::wtime();
-        for (k, (v, _)) in active.iter().enumerate() {
-            select(case.coll, *v);
-            mpi::barrier(comm);
-            if case.call(*v) != consts::SUCCESS() {
-                errors[k] += 1;
-            }
-        }
-        *pt = mpi::wtime() - t0;
-    }
-    mpi::allreduce_max_f64(comm, &mut pass_times);
-    let est = [pass_times.iter().copied().fold(f64::INFINITY, f64::min)];
-    mpi::allreduce_sum_i64(comm, &mut errors);
-    // Variants that failed in the warm-up are dropped (all ranks agree: summed counts).
-    let mut keep = Vec::new();
-    for (k, (v, a)) in active.iter().enumerate() {
-        if errors[k] > 0 && *v != Variant::Native {
-            skipped.push((v.label(), format!("{} MPI errors in warm-up", errors[k])));
-        } else {
-            keep.push((*v, *a));
-        }
-    }
-    let active = keep;
+    // 1. Probe, 2. warm-up (variants failing there are dropped).
+    let (active, mut skipped) = probe(case, &list);
+    let (active, est) = warm_up(case, active, o.warmup, &mut skipped);
     let nv = active.len();
 
     // 3. Check results.
@@ -159,35 +114,10 @@ pub fn measure(case: &mut Case, variants: &[Variant], o: &Opts) -> CaseResult {
     }
 
     // 4. Iterations from the time budget (est is the same on every rank: same decision).
-    let per_iter = 2.0 * est[0];
-    let mut iters = o.iters.max(o.min_iters).max(1);
-    if o.budget > 0.0 && per_iter > 0.0 {
-        let fit = (o.budget / per_iter).floor() as usize;
-        iters = iters.min(fit.max(o.min_iters.max(1)));
-    }
+    let iters = iterations(o, est);
 
     // 5. Timed ABBA iterations.
-    let mut samples = vec![Vec::with_capacity(2 * iters); nv];
-    let mut errs = vec![0i64; nv];
-    let order: Vec<usize> = (0..nv).chain((0..nv).rev()).collect();
-    for _ in 0..iters {
-        for &k in &order {
-            let v = active[k].0;
-            select(case.coll, v);
-            mpi::barrier(comm);
-            let t = mpi::wtime();
-            let rc = case.call(v);
-            let dt = mpi::wtime() - t;
-            samples[k].push(dt);
-            if rc != consts::SUCCESS() {
-                errs[k] += 1;
-            }
-        }
-    }
-    select(case.coll, Variant::Auto);
-    let mut flat: Vec<f64> = samples.concat();
-    mpi::allreduce_max_f64(comm, &mut flat);
-    mpi::allreduce_sum_i64(comm, &mut errs);
+    let (flat, errs) = timed(case, &active, iters);
     let per = 2 * iters;
     let variants = active
         .iter()
@@ -210,6 +140,104 @@ pub fn measure(case: &mut Case, variants: &[Variant], o: &Opts) -> CaseResult {
         variants,
         skipped,
     }
+}
+
+/// Can pcoll serve the case with each variant on every rank? (the variants that can, with
+/// the algorithm serving them; the others with the reason).
+fn probe(case: &mut Case, list: &[Variant]) -> (Vec<(Variant, Algorithm)>, Vec<(String, String)>) {
+    let probes: Vec<Result<Algorithm, String>> = list.iter().map(|v| case.probe(*v)).collect();
+    let mut fails: Vec<i64> = probes.iter().map(|r| r.is_err() as i64).collect();
+    mpi::allreduce_sum_i64(case.comm, &mut fails);
+    let mut skipped = Vec::new();
+    let mut active: Vec<(Variant, Algorithm)> = Vec::new();
+    for ((v, r), f) in list.iter().zip(&probes).zip(&fails) {
+        match (r, *f) {
+            (Ok(a), 0) => active.push((*v, *a)),
+            (Err(e), _) => skipped.push((v.label(), e.clone())),
+            (Ok(_), _) => skipped.push((v.label(), "fails on another rank".into())),
+        }
+    }
+    (active, skipped)
+}
+
+/// Untimed passes over every variant (at least one: it also estimates the time of a pass).
+/// Returns the variants without MPI errors there (all ranks agree: summed counts) and the
+/// fastest pass's time (max over ranks).
+fn warm_up(
+    case: &mut Case,
+    active: Vec<(Variant, Algorithm)>,
+    warmup: usize,
+    skipped: &mut Vec<(String, String)>,
+) -> (Vec<(Variant, Algorithm)>, f64) {
+    let comm = case.comm;
+    let mut errors = vec![0i64; active.len()];
+    // The first pass also sets up pcoll's communicator state and programs: the estimate is
+    // the fastest pass (max over ranks).
+    let mut pass_times = vec![0.0; warmup.max(1)];
+    for pt in pass_times.iter_mut() {
+        mpi::barrier(comm);
+        let t0 = mpi::wtime();
+        for (k, (v, _)) in active.iter().enumerate() {
+            select(case.coll, *v);
+            mpi::barrier(comm);
+            if case.call(*v) != consts::SUCCESS() {
+                errors[k] += 1;
+            }
+        }
+        *pt = mpi::wtime() - t0;
+    }
+    mpi::allreduce_max_f64(comm, &mut pass_times);
+    let est = pass_times.iter().copied().fold(f64::INFINITY, f64::min);
+    mpi::allreduce_sum_i64(comm, &mut errors);
+    let mut keep = Vec::new();
+    for (k, (v, a)) in active.iter().enumerate() {
+        if errors[k] > 0 && *v != Variant::Native {
+            skipped.push((v.label(), format!("{} MPI errors in warm-up", errors[k])));
+        } else {
+            keep.push((*v, *a));
+        }
+    }
+    (keep, est)
+}
+
+/// Timed iterations: `o.iters` (at least `o.min_iters`), fewer when a pass estimated at `est`
+/// seconds (twice per iteration) would exceed the budget.
+fn iterations(o: &Opts, est: f64) -> usize {
+    let per_iter = 2.0 * est;
+    let mut iters = o.iters.max(o.min_iters).max(1);
+    if o.budget > 0.0 && per_iter > 0.0 {
+        let fit = (o.budget / per_iter).floor() as usize;
+        iters = iters.min(fit.max(o.min_iters.max(1)));
+    }
+    iters
+}
+
+/// `iters` timed ABBA iterations: every variant's 2·iters times (max over ranks), variant
+/// after variant, and its MPI errors (summed over ranks).
+fn timed(case: &mut Case, active: &[(Variant, Algorithm)], iters: usize) -> (Vec<f64>, Vec<i64>) {
+    let (comm, nv) = (case.comm, active.len());
+    let mut samples = vec![Vec::with_capacity(2 * iters); nv];
+    let mut errs = vec![0i64; nv];
+    let order: Vec<usize> = (0..nv).chain((0..nv).rev()).collect();
+    for _ in 0..iters {
+        for &k in &order {
+            let v = active[k].0;
+            select(case.coll, v);
+            mpi::barrier(comm);
+            let t = mpi::wtime();
+            let rc = case.call(v);
+            let dt = mpi::wtime() - t;
+            samples[k].push(dt);
+            if rc != consts::SUCCESS() {
+                errs[k] += 1;
+            }
+        }
+    }
+    select(case.coll, Variant::Auto);
+    let mut flat: Vec<f64> = samples.concat();
+    mpi::allreduce_max_f64(comm, &mut flat);
+    mpi::allreduce_sum_i64(comm, &mut errs);
+    (flat, errs)
 }
 
 /// Runs native once, then every variant, comparing results bit for bit; returns (native vs

@@ -272,11 +272,6 @@ impl Span {
                 _ => String::new(),
             }
         };
-        let closest = self
-            .cells
-            .iter()
-            .filter_map(|c| c.rival.map(|r| (r, c.bytes, c.p)))
-            .min_by(|a, b| a.0 .1.total_cmp(&b.0 .1));
         let ps = ps
             .iter()
             .map(|p| p.to_string())
@@ -299,6 +294,18 @@ impl Span {
                 }
             )
         };
+        s.push_str(&self.remarks());
+        s
+    }
+
+    /// The note's remarks: segment gains, the closest rival, smoothed and re-measured cells.
+    fn remarks(&self) -> String {
+        let mut s = String::new();
+        let closest = self
+            .cells
+            .iter()
+            .filter_map(|c| c.rival.map(|r| (r, c.bytes, c.p)))
+            .min_by(|a, b| a.0 .1.total_cmp(&b.0 .1));
         let gains: Vec<f64> = self.cells.iter().filter_map(Cell::segment_gain).collect();
         if !gains.is_empty() {
             let lo = gains.iter().copied().fold(f64::INFINITY, f64::min);

@@ -13,7 +13,7 @@ use clap::Parser;
 use pcoll::Collective;
 use pcoll_tools::bench::case::Variant;
 use pcoll_tools::bench::kind::{parse_size, parse_sizes, DType, OpKind};
-use pcoll_tools::bench::{self, mpi, progress::Progress, report, run::Opts, Plan};
+use pcoll_tools::bench::{self, mpi, plot, progress::Progress, report, run::Opts, Plan};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(Parser, Debug)]
@@ -84,6 +84,10 @@ struct Args {
     /// Ratio-to-native plot (SVG).
     #[arg(long)]
     plot_ratio: Option<String>,
+    /// Measure nothing: draw --plot / --plot-ratio from the CSV of an earlier run (no MPI
+    /// job needed).
+    #[arg(long)]
+    replot: Option<String>,
     /// No progress output.
     #[arg(long)]
     quiet: bool,
@@ -141,14 +145,9 @@ fn plan(a: &Args, world: usize) -> Result<Plan, String> {
 fn body() -> i32 {
     let me = mpi::rank(mpi::world());
     let world = mpi::size(mpi::world());
-    let args = match Args::try_parse() {
+    let args: Args = match bench::parse_args(me) {
         Ok(a) => a,
-        Err(e) => {
-            if me == 0 {
-                let _ = e.print();
-            }
-            return if e.use_stderr() { 2 } else { 0 };
-        }
+        Err(status) => return status,
     };
     let plan = match plan(&args, world) {
         Ok(p) => p,
@@ -202,8 +201,8 @@ fn body() -> i32 {
         };
         serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
     });
-    out(&args.plot, &|| report::latency_plot(&meta, &ms));
-    out(&args.plot_ratio, &|| report::ratio_plot(&meta, &ms));
+    out(&args.plot, &|| plot::latency_plot(&rows));
+    out(&args.plot_ratio, &|| plot::ratio_plot(&rows));
     if args.check {
         let bad: i64 = rows.iter().filter_map(|r| r.mismatches).sum();
         let errs: i64 = rows.iter().map(|r| r.errors).sum();
@@ -217,6 +216,44 @@ fn body() -> i32 {
     status
 }
 
+/// `--replot FILE.csv`: the plots of an earlier run, without MPI.
+fn replot(args: &Args, csv: &str) -> i32 {
+    let rows = match std::fs::read_to_string(csv)
+        .map_err(|e| format!("{csv}: {e}"))
+        .and_then(|t| plot::rows_from_csv(&t).map_err(|e| format!("{csv}: {e}")))
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("pcoll-bench: {e}");
+            return 2;
+        }
+    };
+    let mut status = 0;
+    for (path, draw) in [
+        (
+            &args.plot,
+            plot::latency_plot as fn(&[report::Row]) -> String,
+        ),
+        (&args.plot_ratio, plot::ratio_plot),
+    ] {
+        if let Some(p) = path {
+            match write_file(p, &draw(&rows)) {
+                Ok(()) => eprintln!("pcoll-bench: wrote {p}"),
+                Err(e) => {
+                    eprintln!("pcoll-bench: {e}");
+                    status = 1;
+                }
+            }
+        }
+    }
+    status
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "--replot" || a.starts_with("--replot=")) {
+        let args = Args::parse();
+        let csv = args.replot.clone().unwrap_or_default();
+        std::process::exit(replot(&args, &csv));
+    }
     bench::run_main("pcoll-bench", body)
 }

@@ -139,49 +139,33 @@ fn fit_model(reps: usize) -> (CostParams, Vec<Sample>) {
     )
 }
 
-fn body() -> i32 {
-    let world = mpi::world();
-    let me = mpi::rank(world);
-    let nw = mpi::size(world);
-    let args = match Args::try_parse() {
-        Ok(a) => a,
-        Err(e) => {
-            if me == 0 {
-                let _ = e.print();
-            }
-            return if e.use_stderr() { 2 } else { 0 };
-        }
-    };
-    let fail = |e: String| {
-        if me == 0 {
-            eprintln!("pcoll-tune: {e}");
-        }
-        2
-    };
-    let colls = match bench::parse_list(&args.collectives, |s| s.parse::<Collective>()) {
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
+/// The run's parameters, parsed and checked.
+struct Setup {
+    colls: Vec<Collective>,
+    ps: Vec<usize>,
+    dt: DType,
+    op: OpKind,
+    counts: Vec<usize>,
+    segment_min: usize,
+    factors: Vec<f64>,
+    opts: Opts,
+    re_opts: Opts,
+}
+
+fn setup(args: &Args, nw: usize) -> Result<Setup, String> {
+    let colls = bench::parse_list(&args.collectives, |s| s.parse::<Collective>())?;
     let ps = match &args.p {
-        Some(s) => bench::parse_ps(s, nw),
-        None if nw >= 2 => bench::parse_ps(&format!("2..{nw}"), nw),
-        None => Err("pcoll-tune needs at least 2 ranks (p = 1 has nothing to tune)".into()),
+        Some(s) => bench::parse_ps(s, nw)?,
+        None if nw >= 2 => bench::parse_ps(&format!("2..{nw}"), nw)?,
+        None => return Err("pcoll-tune needs at least 2 ranks (p = 1 has nothing to tune)".into()),
     };
-    let ps: Vec<usize> = match ps {
-        Ok(v) => v.into_iter().filter(|&p| p >= 2).collect(),
-        Err(e) => return fail(e),
-    };
+    let ps: Vec<usize> = ps.into_iter().filter(|&p| p >= 2).collect();
     if ps.is_empty() {
-        return fail("no communicator size >= 2 to tune".into());
+        return Err("no communicator size >= 2 to tune".into());
     }
-    let (dt, op) = match (args.datatype.parse::<DType>(), args.op.parse::<OpKind>()) {
-        (Ok(d), Ok(o)) => (d, o),
-        (Err(e), _) | (_, Err(e)) => return fail(e),
-    };
-    let mut sizes = match parse_sizes(&args.sizes) {
-        Ok(s) => s,
-        Err(e) => return fail(e),
-    };
+    let dt = args.datatype.parse::<DType>()?;
+    let op = args.op.parse::<OpKind>()?;
+    let mut sizes = parse_sizes(&args.sizes)?;
     if args.coarse {
         sizes = sizes
             .iter()
@@ -190,25 +174,16 @@ fn body() -> i32 {
             .map(|(_, s)| *s)
             .collect();
     }
-    let counts = bench::element_counts(&sizes, dt);
     let segment_min = match args.segment_min.trim() {
         "off" | "inf" | "none" => usize::MAX,
-        t => match parse_size(t) {
-            Ok(b) => b,
-            Err(e) => return fail(format!("--segment-min: {e}")),
-        },
+        t => parse_size(t).map_err(|e| format!("--segment-min: {e}"))?,
     };
-    let factors = match bench::parse_list(&args.segment_factors, |x| {
+    let factors = bench::parse_list(&args.segment_factors, |x| {
         x.parse::<f64>()
             .ok()
             .filter(|f| f.is_finite() && *f > 0.0)
             .ok_or_else(|| format!("--segment-factors: bad factor '{x}' (positive numbers)"))
-    }) {
-        Ok(f) => f,
-        Err(e) => return fail(e),
-    };
-    // The model the library runs with (its segment choice is what the factors scale).
-    let lib_model = pcoll_mpi::state::global().table.model();
+    })?;
     let opts = Opts {
         warmup: args.warmup,
         iters: args.iters.max(1),
@@ -224,64 +199,47 @@ fn body() -> i32 {
         budget: 2.0 * args.budget,
         ..opts.clone()
     };
+    Ok(Setup {
+        colls,
+        ps,
+        counts: bench::element_counts(&sizes, dt),
+        dt,
+        op,
+        segment_min,
+        factors,
+        opts,
+        re_opts,
+    })
+}
 
-    // 1. Model fit (before the grid, while nothing else of ours runs).
-    let (params, samples) = if args.no_model {
-        (pcoll_mpi::state::global().table.model(), vec![])
-    } else {
-        fit_model(20)
-    };
+/// What the grid measured.
+#[derive(Default)]
+struct Grid {
+    cells: Vec<Cell>,
+    all: Vec<Measured>,
+    remeasured: usize,
+    seg_cells: usize,
+}
 
-    // 2. The grid.
-    bench::warm_up_mpi();
+/// Measures every (p, collective, size) of the grid on every rank.
+fn grid(args: &Args, st: &Setup, me: usize) -> Grid {
+    let world = mpi::world();
     let mut prog = Progress::new(
-        ps.len() * colls.len() * counts.len(),
+        st.ps.len() * st.colls.len() * st.counts.len(),
         me == 0 && !args.quiet,
     );
-    let mut cells: Vec<Cell> = Vec::new();
-    let mut all: Vec<Measured> = Vec::new();
-    let mut remeasured = 0usize;
-    let mut seg_cells = 0usize;
-    for &p in &ps {
+    let mut g = Grid::default();
+    for &p in &st.ps {
         if let Some(comm) = mpi::sub_comm(p) {
-            for &coll in &colls {
+            for &coll in &st.colls {
                 let vars: Vec<Variant> = bench::default_variants(coll)
                     .into_iter()
                     .filter(|v| tune::is_candidate(*v))
                     .collect();
-                for &n in &counts {
-                    let mut m = bench::measure_case(comm, coll, p, n, dt, op, &vars, &opts);
-                    let rank = tune::ranking(&m);
-                    let mut close = tune::close_calls(&rank, args.close);
-                    // Segment sizes of the fastest segmented algorithm, measured together
-                    // with the close calls (one re-measurement per cell).
-                    let segs = if n * dt.size() >= segment_min {
-                        let spec = tune::probe_spec(coll, p, n, dt.size(), lib_model);
-                        tune::segment_variants(&spec, &rank, args.segment_margin, &factors)
-                    } else {
-                        vec![]
-                    };
-                    if !segs.is_empty() {
-                        seg_cells += 1;
-                    }
-                    for v in segs {
-                        if !close.contains(&v) {
-                            close.push(v);
-                        }
-                    }
-                    // Identical on every rank (results are reduced), so all ranks agree.
-                    let again = close.len() > 1;
-                    if again {
-                        let r = bench::measure_case(comm, coll, p, n, dt, op, &close, &re_opts);
-                        all.push(m);
-                        m = r;
-                        remeasured += 1;
-                    }
-                    if let Some(c) = Cell::decide(&m, again) {
-                        cells.push(c);
-                    }
+                for &n in &st.counts {
+                    let m = cell(args, st, &mut g, comm, coll, p, n, &vars);
                     prog.tick(&format!("{coll} p={p} {}", short_size(m.bytes)));
-                    all.push(m);
+                    g.all.push(m);
                 }
             }
             mpi::free_comm(comm);
@@ -289,79 +247,145 @@ fn body() -> i32 {
         mpi::barrier(world);
     }
     prog.finish();
-    if me != 0 {
-        return 0;
-    }
+    g
+}
 
-    // 3. Rules and the file.
-    tune::smooth(&mut cells, args.smooth);
-    let smoothed = cells.iter().filter(|c| c.smoothed).count();
-    let spans = tune::spans(&cells);
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let mut b = tuning_api::builder()
-        .origin(args.out.clone())
-        .comment(format!(
+/// One cell: every candidate, then the close calls and segment sizes re-measured together;
+/// the cell's decision goes into `g`, the measurement that decided is returned.
+#[allow(clippy::too_many_arguments)]
+fn cell(
+    args: &Args,
+    st: &Setup,
+    g: &mut Grid,
+    comm: mpi_sys::MPI_Comm,
+    coll: Collective,
+    p: usize,
+    n: usize,
+    vars: &[Variant],
+) -> Measured {
+    let (dt, op) = (st.dt, st.op);
+    let m = bench::measure_case(comm, coll, p, n, dt, op, vars, &st.opts);
+    let rank = tune::ranking(&m);
+    let mut close = tune::close_calls(&rank, args.close);
+    // Segment sizes of the fastest segmented algorithm, measured together with the close
+    // calls (one re-measurement per cell). The model the library runs with: its segment
+    // choice is what the factors scale.
+    let segs = if n * dt.size() >= st.segment_min {
+        let lib_model = pcoll_mpi::state::global().table.model();
+        let spec = tune::probe_spec(coll, p, n, dt.size(), lib_model);
+        tune::segment_variants(&spec, &rank, args.segment_margin, &st.factors)
+    } else {
+        vec![]
+    };
+    if !segs.is_empty() {
+        g.seg_cells += 1;
+    }
+    for v in segs {
+        if !close.contains(&v) {
+            close.push(v);
+        }
+    }
+    // Identical on every rank (results are reduced), so all ranks agree.
+    let again = close.len() > 1;
+    let m = if again {
+        let r = bench::measure_case(comm, coll, p, n, dt, op, &close, &st.re_opts);
+        g.all.push(m);
+        g.remeasured += 1;
+        r
+    } else {
+        m
+    };
+    if let Some(c) = Cell::decide(&m, again) {
+        g.cells.push(c);
+    }
+    m
+}
+
+/// The comments heading the file: who wrote it, from what, and how cells were decided.
+fn header(args: &Args, st: &Setup, g: &Grid, smoothed: usize, now: u64, nw: usize) -> [String; 3] {
+    let (dt, op, counts) = (st.dt, st.op, &st.counts);
+    [
+        format!(
             "pcoll tuning table written by pcoll-tune {} (unix time {now})",
             env!("CARGO_PKG_VERSION")
-        ))
-        .comment(format!(
+        ),
+        format!(
             "MPI: {} ({}); job of {nw} ranks; p = {:?}; {} sizes {}..{} B; datatype {dt}, op {op}",
             mpi::library_version(),
             mpi::mpi_name(),
-            ps,
+            st.ps,
             counts.len(),
             counts.first().map_or(0, |n| n * dt.size()),
             counts.last().map_or(0, |n| n * dt.size()),
-        ))
-        .comment(format!(
+        ),
+        format!(
             "Winner per cell = smallest median (max over ranks) of native and every algorithm, \
-interleaved ABBA; candidates within {:.0}% re-measured ({remeasured} cells); isolated cells within {:.0}% of their \
+interleaved ABBA; candidates within {:.0}% re-measured ({} cells); isolated cells within {:.0}% of their \
 neighbours' choice smoothed ({smoothed} cells); neighbouring cells with the same winner merged. \
-Segment sizes: in {seg_cells} cells of >= {} B the fastest segmented algorithm (within {:.0}%) was also measured at \
+Segment sizes: in {} cells of >= {} B the fastest segmented algorithm (within {:.0}%) was also measured at \
 the model's segment x {} (powers of two, set with pcoll_segment); `segment` = a size that won, none = the model's.",
             args.close * 100.0,
+            g.remeasured,
             args.smooth * 100.0,
-            if segment_min == usize::MAX { "inf".to_string() } else { short_size(segment_min) },
+            g.seg_cells,
+            if st.segment_min == usize::MAX { "inf".to_string() } else { short_size(st.segment_min) },
             args.segment_margin * 100.0,
             args.segment_factors,
-        ));
-    if !args.no_model {
-        let pp: Vec<String> = samples
+        ),
+    ]
+}
+
+/// The `[model]` comments: the samples the fit used.
+fn model_comments(samples: &[Sample]) -> [String; 2] {
+    let fmt = |want_pp: bool| -> Vec<String> {
+        samples
             .iter()
-            .filter_map(|s| match s {
-                Sample::PingPong { bytes, time } => Some(format!(
+            .filter_map(|s| match (s, want_pp) {
+                (Sample::PingPong { bytes, time }, true) => Some(format!(
                     "{}:{:.2}us",
                     short_size(*bytes as usize),
                     time * 1e6
                 )),
-                _ => None,
-            })
-            .collect();
-        let lr: Vec<String> = samples
-            .iter()
-            .filter_map(|s| match s {
-                Sample::LocalReduce { bytes, time } => Some(format!(
+                (Sample::LocalReduce { bytes, time }, false) => Some(format!(
                     "{}:{:.1}us",
                     short_size(*bytes as usize),
                     time * 1e6
                 )),
                 _ => None,
             })
-            .collect();
-        b = b
-            .comment(format!(
-                "[model] least-squares fit: ping-pong one-way times (alpha + beta*bytes) {}",
-                pp.join(" ")
-            ))
-            .comment(format!(
-                "and MPI_Reduce_local(sum, double) times (gamma*bytes) {}",
-                lr.join(" ")
-            ))
-            .model(params);
+            .collect()
+    };
+    [
+        format!(
+            "[model] least-squares fit: ping-pong one-way times (alpha + beta*bytes) {}",
+            fmt(true).join(" ")
+        ),
+        format!(
+            "and MPI_Reduce_local(sum, double) times (gamma*bytes) {}",
+            fmt(false).join(" ")
+        ),
+    ]
+}
+
+/// The table's text: header, model, the measured rules, the cost model everywhere else;
+/// checked to parse back.
+fn table_text(
+    args: &Args,
+    header: [String; 3],
+    fit: Option<(CostParams, &[Sample])>,
+    spans: &[tune::Span],
+) -> Result<String, String> {
+    let mut b = tuning_api::builder().origin(args.out.clone());
+    for c in header {
+        b = b.comment(c);
     }
-    for s in &spans {
+    if let Some((params, samples)) = fit {
+        for c in model_comments(samples) {
+            b = b.comment(c);
+        }
+        b = b.model(params);
+    }
+    for s in spans {
         b = b.rule(s.coll, s.rule());
     }
     // Every cell not measured: the cost model (the measured rules cover only measured p).
@@ -373,41 +397,95 @@ the model's segment x {} (powers of two, set with pcoll_segment); `segment` = a 
             )),
         );
     }
-    let text = match b.build() {
-        Ok(t) => t.to_toml(),
-        Err(e) => {
-            eprintln!("pcoll-tune: internal error, the generated table is invalid: {e}");
-            return 1;
-        }
-    };
-    if let Err(e) = tuning_api::parse(&text, &args.out) {
-        eprintln!("pcoll-tune: internal error, the written table does not parse: {e}");
-        return 1;
-    }
+    let text = b
+        .build()
+        .map_err(|e| format!("internal error, the generated table is invalid: {e}"))?
+        .to_toml();
+    tuning_api::parse(&text, &args.out)
+        .map_err(|e| format!("internal error, the written table does not parse: {e}"))?;
+    Ok(text)
+}
+
+/// Writes the table (and the CSV of every measurement, if asked).
+fn write_outputs(
+    args: &Args,
+    st: &Setup,
+    g: &Grid,
+    text: &str,
+    now: u64,
+    nw: usize,
+) -> Result<(), String> {
     if let Some(dir) = std::path::Path::new(&args.out).parent() {
         if !dir.as_os_str().is_empty() {
             let _ = std::fs::create_dir_all(dir);
         }
     }
-    if let Err(e) = std::fs::write(&args.out, &text) {
-        eprintln!("pcoll-tune: {}: {e}", args.out);
-        return 1;
-    }
+    std::fs::write(&args.out, text).map_err(|e| format!("{}: {e}", args.out))?;
     if let Some(path) = &args.csv {
         let meta = report::Meta {
             tool: format!("pcoll-tune {}", env!("CARGO_PKG_VERSION")),
             mpi: mpi::mpi_name().into(),
             mpi_version: mpi::library_version(),
             world_size: nw,
-            datatype: dt,
-            op,
+            datatype: st.dt,
+            op: st.op,
             command: std::env::args().collect::<Vec<_>>().join(" "),
             unix_time: now,
         };
-        if let Err(e) = std::fs::write(path, report::csv(&report::rows(&meta, &all))) {
+        if let Err(e) = std::fs::write(path, report::csv(&report::rows(&meta, &g.all))) {
             eprintln!("pcoll-tune: {path}: {e}");
         }
     }
+    Ok(())
+}
+
+fn body() -> i32 {
+    let world = mpi::world();
+    let me = mpi::rank(world);
+    let nw = mpi::size(world);
+    let args: Args = match bench::parse_args(me) {
+        Ok(a) => a,
+        Err(status) => return status,
+    };
+    let st = match setup(&args, nw) {
+        Ok(s) => s,
+        Err(e) => {
+            if me == 0 {
+                eprintln!("pcoll-tune: {e}");
+            }
+            return 2;
+        }
+    };
+    // 1. Model fit (before the grid, while nothing else of ours runs).
+    let (params, samples) = if args.no_model {
+        (pcoll_mpi::state::global().table.model(), vec![])
+    } else {
+        fit_model(20)
+    };
+    // 2. The grid.
+    bench::warm_up_mpi();
+    let mut g = grid(&args, &st, me);
+    if me != 0 {
+        return 0;
+    }
+    // 3. Rules and the file.
+    tune::smooth(&mut g.cells, args.smooth);
+    let smoothed = g.cells.iter().filter(|c| c.smoothed).count();
+    let spans = tune::spans(&g.cells);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let head = header(&args, &st, &g, smoothed, now, nw);
+    let fit = (!args.no_model).then_some((params, samples.as_slice()));
+    let written = table_text(&args, head, fit, &spans)
+        .and_then(|text| write_outputs(&args, &st, &g, &text, now, nw).map(|()| text));
+    let text = match written {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("pcoll-tune: {e}");
+            return 1;
+        }
+    };
     print!("{text}");
     // Before the stderr lines that follow (mpirun forwards both streams).
     let _ = std::io::Write::flush(&mut std::io::stdout());
@@ -415,7 +493,7 @@ the model's segment x {} (powers of two, set with pcoll_segment); `segment` = a 
         "pcoll-tune: wrote {} ({} rules from {} cells; model alpha={:.3e} beta={:.3e} gamma={:.3e})",
         args.out,
         spans.len(),
-        cells.len(),
+        g.cells.len(),
         params.alpha,
         params.beta,
         params.gamma
