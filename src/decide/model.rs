@@ -156,6 +156,7 @@ fn priced(alg: Algorithm, coll: Collective, commutative: bool) -> bool {
     alg != Algorithm::Native
         && alg.eligible(coll, commutative).is_ok()
         && alg != Algorithm::GreedyUni
+        && !alg.node_aware()
 }
 
 /// Predicted seconds of every priced pcoll algorithm for the call, in

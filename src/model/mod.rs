@@ -74,7 +74,7 @@ impl Scheme {
     /// The scheme modelling a library algorithm (None for `Native`).
     pub fn of(alg: Algorithm) -> Option<Scheme> {
         Some(match alg {
-            Algorithm::Native => return None,
+            Algorithm::Native | Algorithm::Hier | Algorithm::HierMl => return None,
             Algorithm::Binomial => Scheme::Binomial,
             Algorithm::Pipeline => Scheme::Pipeline,
             Algorithm::Greedy => Scheme::Greedy,
