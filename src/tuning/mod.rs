@@ -288,6 +288,11 @@ impl Table {
     pub fn model(&self) -> CostParams {
         self.model.unwrap_or_default()
     }
+    /// Cost parameters between nodes, for the inter-node step of `hier` / `hier_ml` (the
+    /// `[model]` parameters: one level).
+    pub fn model_net(&self) -> CostParams {
+        self.model()
+    }
     /// The `[model]` section as written (None if absent).
     pub fn model_section(&self) -> Option<CostParams> {
         self.model
