@@ -371,7 +371,7 @@ fn ml(prog: &mut Program, s: &CallSpec, ctx: &Ctx, to_root: bool) -> Result<(), 
             counts: vec![c],
             displs: vec![],
             in_place: part.1,
-            params: ctx.inter,
+            params: crate::model::nodes::multi_leaders(&ctx.inter, k),
         }
         .run(
             prog,
@@ -435,7 +435,7 @@ fn ml_reduce_tail(
             counts: vec![c],
             displs: vec![],
             in_place: part.1 && s.rank == s.root,
-            params: ctx.inter,
+            params: crate::model::nodes::multi_leaders(&ctx.inter, k),
         }
         .run(
             prog,

@@ -313,6 +313,24 @@ impl<'a> Resolver<'a> {
     pub fn model_pick(&self, call: &CallFacts) -> ModelPick {
         let params = self.table.model();
         let margin = self.table.margin();
+        if call.nodes.multi() {
+            // Several nodes, several ranks on some: the two-level model (not memoized: the
+            // memo is per communicator size, the nodes are per communicator).
+            let levels = crate::model::nodes::Levels {
+                intra: params,
+                inter: self.table.model_net(),
+            };
+            return model::pick_nodes(
+                self.mpi,
+                &levels,
+                margin,
+                call.coll,
+                call.p,
+                call.bytes,
+                call.commutative,
+                &call.nodes,
+            );
+        }
         let at = |bytes| {
             model::pick(
                 self.mpi,

@@ -22,6 +22,7 @@
 //! which send and receive in every round, pay `2α + 2βs` per round.
 
 pub mod native;
+pub mod nodes;
 pub mod paper;
 
 use crate::algo::{Algorithm, Collective, CostParams};

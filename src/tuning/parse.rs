@@ -34,6 +34,16 @@ struct RawModel {
     beta: Option<Spanned<f64>>,
     gamma: Option<Spanned<f64>>,
     margin: Option<Spanned<f64>>,
+    /// `[model.net]`: the parameters between nodes (node-aware algorithms).
+    net: Option<Spanned<RawNet>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNet {
+    alpha: Option<Spanned<f64>>,
+    beta: Option<Spanned<f64>>,
+    gamma: Option<Spanned<f64>>,
 }
 
 #[derive(Deserialize)]
@@ -102,8 +112,10 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
         |off: usize, msg: String| errs.push(format!("{}: {msg}{}", src.at(off), src.snippet(off)));
 
     let mut margin = None;
+    let mut model_net = None;
     let model = raw.model.map(|m| {
-        let m = m.into_inner();
+        let mut m = m.into_inner();
+        let net = m.net.take().map(|n| n.into_inner());
         if let Some(g) = &m.margin {
             match check_margin(*g.get_ref()) {
                 Some(msg) => err(g.span().start, format!("[model] margin: {msg}")),
@@ -125,6 +137,24 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
             };
             let off = sp.as_ref().map_or(0, |s| s.span().start);
             err(off, format!("[model] {key}: {msg}"));
+        }
+        if let Some(n) = net {
+            // Unset keys between nodes are the node's own.
+            let np = CostParams {
+                alpha: get(&n.alpha, cp.alpha),
+                beta: get(&n.beta, cp.beta),
+                gamma: get(&n.gamma, cp.gamma),
+            };
+            for (key, msg) in check_model(&np) {
+                let sp = match key {
+                    "alpha" => &n.alpha,
+                    "beta" => &n.beta,
+                    _ => &n.gamma,
+                };
+                let off = sp.as_ref().map_or(0, |s| s.span().start);
+                err(off, format!("[model.net] {key}: {msg}"));
+            }
+            model_net = Some(np);
         }
         cp
     });
@@ -235,6 +265,7 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
         Ok(Table {
             origin: origin.to_string(),
             model,
+            model_net,
             margin,
             rules,
             header: Vec::new(),
