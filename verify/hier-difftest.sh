@@ -2,7 +2,8 @@
 # The differential tester (verify/difftest.c) with the node-aware algorithms forced:
 # p = 1..9, PCOLL_NODES = 2 and 3 (nodes of 2 / 3 consecutive world ranks), --alg hier and
 # --alg hier_ml (hier_ml exists for reduce and allreduce; the other collectives take pcoll's
-# own decision in those runs), with PCOLL_STATS=1.
+# own decision in those runs), and --alg random (every algorithm or pcoll's own decision at
+# random: the model then weighs hier / hier_ml over the nodes), with PCOLL_STATS=1.
 #
 #   verify/hier-difftest.sh <openmpi|mpich> <libpcoll.so> [cases per run, default 200]
 # Last line: "N passed, M failed" (cases; a run that crashed or hung counts as one failure).
@@ -18,7 +19,7 @@ fi
 SEED=${DIFFTEST_SEED:-$(( $(date +%s) % 1000000007 ))}
 echo "hier-difftest: $MPI seed=$SEED cases/run=$CASES"
 passed=0; failed=0
-for alg in hier hier_ml; do
+for alg in hier hier_ml random; do
   for nodes in 2 3; do
     for p in 1 2 3 4 5 6 7 8 9; do
       n=$CASES; maxc=100000

@@ -384,25 +384,36 @@ fn ml(prog: &mut Program, s: &CallSpec, ctx: &Ctx, to_root: bool) -> Result<(), 
     }
     if node.len() > 1 {
         let displs: Vec<usize> = (0..node.len()).map(|j| blk(j).0).collect();
-        Step {
-            coll: Collective::Allgatherv,
-            ranks: node,
-            root: 0,
-            counts,
-            displs,
-            in_place: true,
-            params: s.params,
-        }
-        .run(
-            prog,
-            s,
-            Map {
-                input: at(Buf::Out, off),
-                output: at(Buf::Out, 0),
-            },
-        )?;
+        allgather_blocks(prog, s, node, (counts, displs), off)?;
     }
     Ok(())
+}
+
+/// Node-local allgatherv, in place in `Out`, of the members' blocks (this rank's at `off`).
+fn allgather_blocks(
+    prog: &mut Program,
+    s: &CallSpec,
+    node: &[usize],
+    (counts, displs): (Vec<usize>, Vec<usize>),
+    off: usize,
+) -> Result<(), Error> {
+    Step {
+        coll: Collective::Allgatherv,
+        ranks: node,
+        root: 0,
+        counts,
+        displs,
+        in_place: true,
+        params: s.params,
+    }
+    .run(
+        prog,
+        s,
+        Map {
+            input: at(Buf::Out, off),
+            output: at(Buf::Out, 0),
+        },
+    )
 }
 
 /// The reduce half of [`ml`] after step 1: block j reduced among the ranks of local index j
@@ -476,7 +487,6 @@ fn reduce_scatter(prog: &mut Program, s: &CallSpec, ctx: &Ctx) -> Result<(), Err
     let total = s.total();
     let (node, n, li) = whereami(l, s.rank);
     let lead = leaders(l, None);
-    let start: Vec<usize> = prefix(&s.counts);
     let mut acc = (at(Buf::In, 0), s.in_place);
     if node.len() > 1 {
         let t = if li == 0 {
@@ -504,30 +514,11 @@ fn reduce_scatter(prog: &mut Program, s: &CallSpec, ctx: &Ctx) -> Result<(), Err
         acc = (t, false);
     }
     if li != 0 {
-        let mut sub = Program::new();
-        linear_scatter(
-            &mut sub,
-            node.len(),
-            li,
-            0,
-            &[],
-            Piece::new(Buf::Out, 0, s.counts[s.rank]),
-        );
-        sub.rounds = 1;
-        embed(prog, &sub, node, None);
+        scatter(prog, s, node, li, at(Buf::In, 0));
         return Ok(());
     }
     if !l.shape().contiguous {
-        // Node i's blocks side by side, nodes in order.
-        let by_node = prog.tmp(total);
-        let mut to = 0;
-        for q in l.members.iter().flatten() {
-            let c = s.counts[*q];
-            let src = Piece::new(acc.0 .0, acc.0 .1 + start[*q], c);
-            prog.copy(src, Piece::new(by_node, to, c));
-            to += c;
-        }
-        acc = (at(by_node, 0), false);
+        acc = (by_node(prog, s, l, acc.0), false);
     }
     let node_counts: Vec<usize> = l
         .members
@@ -558,19 +549,43 @@ fn reduce_scatter(prog: &mut Program, s: &CallSpec, ctx: &Ctx) -> Result<(), Err
         },
     )?;
     if node.len() > 1 {
-        let mut blocks = Vec::new();
-        let mut off = 0;
-        for &q in node {
-            blocks.push(Piece::new(dest.0, off, s.counts[q]));
-            off += s.counts[q];
-        }
-        let mut sub = Program::new();
-        let own = Piece::new(Buf::Out, 0, s.counts[s.rank]);
-        linear_scatter(&mut sub, node.len(), 0, 0, &blocks, own);
-        sub.rounds = 1;
-        embed(prog, &sub, node, None);
+        scatter(prog, s, node, 0, dest);
     }
     Ok(())
+}
+
+/// Node-local linear scatter from local rank 0 of each member's block (at the leader: side
+/// by side from `from`, in rank order) into its `Out`.
+fn scatter(prog: &mut Program, s: &CallSpec, node: &[usize], li: usize, from: (Buf, usize)) {
+    let mut blocks = Vec::new();
+    if li == 0 {
+        let mut off = from.1;
+        for &q in node {
+            blocks.push(Piece::new(from.0, off, s.counts[q]));
+            off += s.counts[q];
+        }
+    }
+    let mut sub = Program::new();
+    let own = Piece::new(Buf::Out, 0, s.counts[s.rank]);
+    linear_scatter(&mut sub, node.len(), li, 0, &blocks, own);
+    sub.rounds = 1;
+    embed(prog, &sub, node, None);
+}
+
+/// The leader's reduced vector rearranged: node i's blocks side by side, nodes in order.
+fn by_node(prog: &mut Program, s: &CallSpec, l: &Layout, acc: (Buf, usize)) -> (Buf, usize) {
+    let start = prefix(&s.counts);
+    let out = prog.tmp(s.total());
+    let mut to = 0;
+    for &q in l.members.iter().flatten() {
+        let c = s.counts[q];
+        prog.copy(
+            Piece::new(acc.0, acc.1 + start[q], c),
+            Piece::new(out, to, c),
+        );
+        to += c;
+    }
+    (out, 0)
 }
 
 fn prefix(counts: &[usize]) -> Vec<usize> {

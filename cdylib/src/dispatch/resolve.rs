@@ -73,31 +73,31 @@ pub(super) fn choose(
     a: &Args,
     spec: &mut CallSpec,
 ) -> Result<(Algorithm, String), c_int> {
-    let call = CallFacts {
+    let mut call = CallFacts {
         coll: spec.coll,
         p: spec.p,
         bytes: spec.bytes(),
         commutative: spec.commutative,
         in_place: a.in_place(),
         root: spec.root,
-        nodes: node_shape(g, a, spec),
+        nodes: NodeShape::default(),
     };
     let unequal = || a.unequal_counts();
     let nf = ArgFacts {
         dt: a.dt,
         unequal: &unequal,
     };
-    let d = match decide(g, &call, &nf) {
-        Ok(d) => d,
-        Err(e) => {
-            log::error!("{e}");
-            return Err(if spec.commutative {
-                consts::ERR_ARG()
-            } else {
-                consts::ERR_OP()
-            });
+    let mut d = decided(g, &call, &nf)?;
+    // The nodes only refine a decision that is not native without them: a rank can get here
+    // while others went native through the gate or the fast path (which decide without
+    // nodes), and must then go native too. A non-native decision sends every rank here.
+    if d.algorithm != Algorithm::Native {
+        let nodes = node_shape(g, a, spec);
+        if nodes != NodeShape::default() {
+            call.nodes = nodes;
+            d = decided(g, &call, &nf)?;
         }
-    };
+    }
     // The reason is only formatted when somebody reads it (a warning, the debug log).
     let why = if d.warn || log::log_enabled!(log::Level::Debug) {
         d.reason(&call, &g.table)
@@ -113,6 +113,18 @@ pub(super) fn choose(
     }
     spec.seg_elems = d.seg_elems(spec.elem_bytes);
     Ok((d.algorithm, why))
+}
+
+/// [`decide`], its error as the code to raise (every rank gets the same).
+fn decided(g: &'static Global, call: &CallFacts, nf: &dyn NativeFacts) -> Result<Decision, c_int> {
+    decide(g, call, nf).map_err(|e| {
+        log::error!("{e}");
+        if call.commutative {
+            consts::ERR_ARG()
+        } else {
+            consts::ERR_OP()
+        }
+    })
 }
 
 /// The nodes of the call's communicator as far as the decision may read them. A request
