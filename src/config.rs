@@ -16,6 +16,7 @@
 //! | `PCOLL_LOG` | a log filter (stored as is) | none |
 //! | `PCOLL_STATS` | `0`, `1`, `true`, `false`, `yes`, `no`, `on`, `off` | off |
 //! | `PCOLL_DISABLE` | same as `PCOLL_STATS` | off |
+//! | `PCOLL_NODES` | `shared`, `hostname`, or K (nodes of K consecutive world ranks) | `shared` |
 
 use crate::algo::{Collective, Pick};
 use crate::tuning::size::{parse_size, SIZE_FORMS};
@@ -80,6 +81,8 @@ pub struct Config {
     pub stats: bool,
     /// `PCOLL_DISABLE`: pure passthrough to the native collectives.
     pub disable: bool,
+    /// `PCOLL_NODES`: how ranks are grouped into nodes for `hier` / `hier_ml`.
+    pub nodes: crate::nodes::NodeMode,
 }
 
 /// The accepted spellings of an on/off variable ([`parse_bool`]).
@@ -96,7 +99,7 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 
 impl Config {
     /// Every variable `Config` reads.
-    pub const VARS: [&'static str; 12] = [
+    pub const VARS: [&'static str; 13] = [
         "PCOLL_TUNING",
         "PCOLL_REDUCE",
         "PCOLL_ALLREDUCE",
@@ -109,6 +112,7 @@ impl Config {
         "PCOLL_LOG",
         "PCOLL_STATS",
         "PCOLL_DISABLE",
+        "PCOLL_NODES",
     ];
 
     /// Parses a snapshot given as a lookup function. Returns the config and one warning per
@@ -168,6 +172,12 @@ impl Config {
                     Some(b) => *slot = b,
                     None => bad(name, &v, "", BOOL_ACCEPTED, "0"),
                 }
+            }
+        }
+        if let Some(v) = var("PCOLL_NODES") {
+            match crate::nodes::NodeMode::parse(&v) {
+                Ok(m) => cfg.nodes = m,
+                Err(acc) => bad("PCOLL_NODES", &v, "", &acc, "shared"),
             }
         }
         (cfg, warns)

@@ -345,7 +345,12 @@ fn algs(coll: Collective) -> Vec<Algorithm> {
     Algorithm::available(coll)
         .iter()
         .copied()
-        .filter(|a| *a != Algorithm::Native && only.as_ref().map_or(true, |o| o.contains(a)))
+        // The node-aware algorithms are built over a node layout: tests/hier_sim.rs.
+        .filter(|a| {
+            *a != Algorithm::Native
+                && !a.node_aware()
+                && only.as_ref().map_or(true, |o| o.contains(a))
+        })
         .collect()
 }
 

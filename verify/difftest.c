@@ -476,8 +476,11 @@ static int mpi_accepts(int op, const layout_t *l) {
 enum { C_REDUCE, C_ALLREDUCE, C_RS, C_AGV, C_NUM };
 static const char *coll_name[] = {"reduce", "allreduce", "reduce_scatter", "allgatherv"};
 static const char *alg_names[] = {"native", "binomial", "pipeline", "greedy", "greedy_uni",
-                                  "circulant", "butterfly", "ring"};
-#define NALG 8
+                                  "circulant", "butterfly", "ring", "hier", "hier_ml"};
+#define NALG 10
+/* The draw that picks a random algorithm keeps the range it had with 8 algorithms, so that
+ * every other draw of a seed (and every older reproducer) is unchanged. */
+#define NALG_DRAW 8
 static int (*p_force)(const char *, const char *);
 static int (*p_segment)(long long);
 static const char *(*p_last)(const char *);
@@ -783,11 +786,13 @@ static void draw_case(case_t *c, uint64_t seed, long idx) {
     /* algorithm */
     /* The same draws with and without pcoll, so a case is the same case in both runs. */
     c->alg = -1;
-    int a = (int)rbelow(&r, 4 * NALG);
+    int a = (int)rbelow(&r, 4 * NALG_DRAW);
     uint64_t k64 = rnext(&r);
     if (have_pcoll) {
-        if (alg_mode == 2) c->alg = fixed_alg;
-        else if (alg_mode == 0 && a >= NALG && n_avail[c->coll] > 0) {
+        /* --alg NAME: forced where the collective has it (hier_ml: reduce and allreduce),
+         * pcoll's own decision elsewhere. */
+        if (alg_mode == 2) c->alg = alg_avail[c->coll][fixed_alg] ? fixed_alg : -1;
+        else if (alg_mode == 0 && a >= NALG_DRAW && n_avail[c->coll] > 0) {
             int k = (int)(k64 % (uint64_t)n_avail[c->coll]);
             for (int j = 0; j < NALG; j++)
                 if (alg_avail[c->coll][j] && k-- == 0) { c->alg = j; break; }
@@ -1345,10 +1350,13 @@ int main(int argc, char **argv) {
             p_force(coll_name[c], NULL);
         }
         probe_algorithms();
-        if (alg_mode == 2)
+        if (alg_mode == 2) {
+            int any = 0;
             for (int c = 0; c < C_NUM; c++)
-                if (!alg_avail[c][fixed_alg] && (only_coll < 0 || only_coll == c))
-                    die("pcoll has no algorithm %s for %s", alg_names[fixed_alg], coll_name[c]);
+                if (alg_avail[c][fixed_alg] && (only_coll < 0 || only_coll == c)) any = 1;
+            if (!any) die("pcoll has no algorithm %s for %s", alg_names[fixed_alg],
+                          only_coll >= 0 ? coll_name[only_coll] : "any collective");
+        }
     } else if (alg_mode == 2) {
         if (wrank == 0) out("difftest: note: --alg %s ignored: pcoll is not loaded", alg_names[fixed_alg]);
     }

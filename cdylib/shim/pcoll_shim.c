@@ -84,3 +84,8 @@ int pcoll_c_op_is_rma_only(MPI_Op op)
 {
     return op == MPI_REPLACE || op == MPI_NO_OP;
 }
+
+/* For the node layout (PCOLL_NODES). */
+const int pcoll_c_comm_type_shared = MPI_COMM_TYPE_SHARED;
+const MPI_Info pcoll_c_info_null = MPI_INFO_NULL;
+const int pcoll_c_max_processor_name = MPI_MAX_PROCESSOR_NAME;

@@ -27,6 +27,9 @@ pub struct CommState {
     /// The program of the last call, checked before the cache (no key built, no hashing):
     /// a loop calling the same collective with the same arguments hits it every time.
     last: Mutex<Option<(ProgKey, Arc<Program>)>>,
+    /// The communicator's nodes, asked of MPI the first time a decision needs them
+    /// ([`CommState::layout`]).
+    layout: OnceCell<pcoll::nodes::Layout>,
 }
 
 /// Everything a program depends on besides the rank (the cost parameters come from the
@@ -79,6 +82,17 @@ impl ProgKey {
 }
 
 impl CommState {
+    /// The nodes of this communicator (`PCOLL_NODES`); collective on first use, so it is
+    /// called only where every rank of the communicator is in the same call.
+    pub fn layout(&self, g: &crate::state::Global) -> &pcoll::nodes::Layout {
+        self.layout
+            .get_or_init(|| crate::nodes::layout(self.shadow, self.size, self.rank, g.cfg.nodes))
+    }
+    /// The nodes if they have been asked already (no MPI call).
+    pub fn known_layout(&self) -> Option<&pcoll::nodes::Layout> {
+        self.layout.get()
+    }
+
     /// The program of `alg` for `spec`: the last call's if it is the same, else from the cache,
     /// else built (and cached).
     pub fn program(
@@ -223,6 +237,30 @@ pub fn facts(comm: MPI_Comm) -> Result<Option<(usize, usize)>, c_int> {
     Ok(Some((size as usize, rank as usize)))
 }
 
+/// The state of `comm` if it has one (never creates one; not collective).
+pub fn existing(comm: MPI_Comm) -> Option<&'static CommState> {
+    if let Some(st) = known(comm) {
+        return Some(st);
+    }
+    let kv = *KEYVAL.get()?;
+    let mut val: *mut c_void = std::ptr::null_mut();
+    let mut flag: c_int = 0;
+    // SAFETY: out-pointers; for an attribute set by us `val` is a `*mut CommState`.
+    let rc = unsafe {
+        PMPI_Comm_get_attr(
+            comm,
+            kv,
+            &mut val as *mut *mut c_void as *mut c_void,
+            &mut flag,
+        )
+    };
+    if rc != consts::SUCCESS() || flag == 0 || val.is_null() {
+        return None;
+    }
+    // SAFETY: as in `state`: the attribute lives until the communicator is freed.
+    Some(unsafe { &*(val as *const CommState) })
+}
+
 /// The state of `comm`, created (collectively) on first use.
 pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommState, c_int> {
     if let Some(st) = known(comm) {
@@ -266,6 +304,7 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
         cache: Mutex::new(HashMap::new()),
         pool: Default::default(),
         last: Mutex::new(None),
+        layout: OnceCell::new(),
     }));
     // SAFETY: hands ownership of the Box to the attribute; reclaimed in `delete_state`.
     let rc = unsafe { PMPI_Comm_set_attr(comm, kv, st as *mut c_void) };

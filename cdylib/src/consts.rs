@@ -1,7 +1,9 @@
 //! MPI constants taken from the C shim (`shim/pcoll_shim.c`), so no ABI value is hard-coded.
 #![allow(non_upper_case_globals, non_snake_case)]
 
-use mpi_sys::{MPI_Comm, MPI_Comm_copy_attr_function, MPI_Datatype, MPI_Errhandler, MPI_Op};
+use mpi_sys::{
+    MPI_Comm, MPI_Comm_copy_attr_function, MPI_Datatype, MPI_Errhandler, MPI_Info, MPI_Op,
+};
 use std::os::raw::{c_int, c_void};
 
 /// Which MPI this crate is built against, `"openmpi"` or `"mpich"` (build.rs sets the
@@ -52,6 +54,9 @@ extern "C" {
     static pcoll_c_combiner_named: c_int;
     static pcoll_c_undefined: c_int;
     static pcoll_c_comm_null_copy_fn: MPI_Comm_copy_attr_function;
+    static pcoll_c_comm_type_shared: c_int;
+    static pcoll_c_info_null: MPI_Info;
+    static pcoll_c_max_processor_name: c_int;
 }
 
 macro_rules! getter {
@@ -106,6 +111,9 @@ getter! {
     COMBINER_NAMED: c_int = pcoll_c_combiner_named;
     UNDEFINED: c_int = pcoll_c_undefined;
     comm_null_copy_fn: MPI_Comm_copy_attr_function = pcoll_c_comm_null_copy_fn;
+    COMM_TYPE_SHARED: c_int = pcoll_c_comm_type_shared;
+    info_null: MPI_Info = pcoll_c_info_null;
+    MAX_PROCESSOR_NAME: c_int = pcoll_c_max_processor_name;
 }
 
 /// Open MPI's Fortran `MPI_IN_PLACE` / `MPI_BOTTOM`: addresses of common blocks in libmpi.

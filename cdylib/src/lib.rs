@@ -18,6 +18,7 @@ pub mod dispatch;
 pub mod ffi;
 pub mod gate;
 pub mod mpi_types;
+pub mod nodes;
 pub mod pack;
 pub mod pmpi;
 pub mod standin;

@@ -5,6 +5,8 @@ use pcoll::algo::{CallSpec, Collective, CostParams};
 use pcoll::config::Config;
 use pcoll::decide::{model, CallFacts, Decision, PlainFacts, Resolver};
 use pcoll::model::native::Mpi;
+use pcoll::model::nodes::{flat_params, Levels};
+use pcoll::nodes::NodeShape;
 use pcoll::tuning::size::parse_size_list;
 use pcoll::tuning::Table;
 use serde_json::{json, Map, Value};
@@ -77,15 +79,44 @@ pub fn cell(
     bytes: usize,
     commutative: bool,
 ) -> Result<Cell, String> {
+    cell_on(cfg, table, mpi, (coll, p, bytes, commutative), 0)
+}
+
+/// [`cell`] on nodes of `ppn` consecutive ranks (0 or 1: nodes not given, one level).
+pub fn cell_on(
+    cfg: &Config,
+    table: &Table,
+    mpi: Mpi,
+    (coll, p, bytes, commutative): (Collective, usize, usize, bool),
+    ppn: usize,
+) -> Result<Cell, String> {
+    let nodes = if ppn > 1 {
+        NodeShape::blocks(p, ppn)
+    } else {
+        NodeShape::default()
+    };
     let call = CallFacts {
         commutative,
+        nodes,
         ..CallFacts::new(coll, p, bytes)
     };
     let decision = Resolver::new(cfg, table, mpi)
         .resolve(&call, &PlainFacts)
         .map_err(|e| e.to_string())?;
     let params = table.model();
-    let (prices, native) = model::prices(mpi, &params, coll, p, bytes, commutative);
+    let (prices, native) = if nodes.multi() {
+        let levels = Levels {
+            intra: params,
+            inter: table.model_net(),
+        };
+        let np = flat_params(&levels, &nodes, pcoll::Algorithm::Native);
+        (
+            model::node_prices(&levels, coll, p, bytes, commutative, &nodes),
+            pcoll::model::native::native(mpi, coll, p, bytes, commutative, &np),
+        )
+    } else {
+        model::prices(mpi, &params, coll, p, bytes, commutative)
+    };
     let alg = decision.algorithm;
     let segment = pcoll::segment::uses_segment(alg, coll).then(|| {
         if decision.segment > 0 {

@@ -111,6 +111,12 @@ enum Cmd {
         /// json (one object per line) or table.
         #[arg(long, default_value = "table")]
         format: String,
+        /// Ranks per node (nodes of consecutive ranks; two-level model with [model.net]).
+        #[arg(long, default_value_t = 0)]
+        ppn: usize,
+        /// Nodes (instead of --ppn: ppn = ceil(p / nodes)).
+        #[arg(long, default_value_t = 0)]
+        nodes: usize,
     },
     /// Predicted time against p for each collective at 8 B, 64 KiB and 16 MiB: every pcoll
     /// algorithm, native's own algorithm and the decision, as an SVG (one panel per cell).
@@ -154,7 +160,16 @@ fn env_config() -> Config {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn choose_cmd(table: &str, mpi: Mpi, colls: &str, p: &str, bytes: &str, op: &str, format: &str) {
+fn choose_cmd(
+    table: &str,
+    mpi: Mpi,
+    colls: &str,
+    p: &str,
+    bytes: &str,
+    op: &str,
+    format: &str,
+    (ppn, nodes): (usize, usize),
+) {
     let table = choose::load_table(table, mpi).unwrap_or_else(|e| fail(e));
     let cfg = env_config();
     let ps = choose::parse_p_list(p).unwrap_or_else(|e| fail(e));
@@ -178,7 +193,8 @@ fn choose_cmd(table: &str, mpi: Mpi, colls: &str, p: &str, bytes: &str, op: &str
     for coll in collectives(colls) {
         for &p in &ps {
             for &b in &sizes {
-                let c = choose::cell(&cfg, &table, mpi, coll, p, b, commutative)
+                let k = if nodes > 0 { p.div_ceil(nodes) } else { ppn };
+                let c = choose::cell_on(&cfg, &table, mpi, (coll, p, b, commutative), k)
                     .unwrap_or_else(|e| fail(e));
                 if format == "json" {
                     println!("{}", choose::to_json(&c, &table, mpi));
@@ -230,7 +246,18 @@ fn main() {
             bytes,
             op,
             format,
-        } => choose_cmd(&table, mpi, &collective, &p, &bytes, &op, &format),
+            ppn,
+            nodes,
+        } => choose_cmd(
+            &table,
+            mpi,
+            &collective,
+            &p,
+            &bytes,
+            &op,
+            &format,
+            (ppn, nodes),
+        ),
         Cmd::Scale {
             table,
             mpi,

@@ -8,6 +8,7 @@ pub mod binomial;
 pub mod butterfly;
 pub mod circulant;
 pub mod greedy;
+pub mod hier;
 pub mod pipeline;
 pub mod ring;
 pub mod util;
@@ -89,10 +90,12 @@ pub enum Algorithm {
     Circulant,
     Butterfly,
     Ring,
+    Hier,
+    HierMl,
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 8] = [
+    pub const ALL: [Algorithm; 10] = [
         Algorithm::Native,
         Algorithm::Binomial,
         Algorithm::Pipeline,
@@ -101,6 +104,8 @@ impl Algorithm {
         Algorithm::Circulant,
         Algorithm::Butterfly,
         Algorithm::Ring,
+        Algorithm::Hier,
+        Algorithm::HierMl,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -112,6 +117,8 @@ impl Algorithm {
             Algorithm::Circulant => "circulant",
             Algorithm::Butterfly => "butterfly",
             Algorithm::Ring => "ring",
+            Algorithm::Hier => "hier",
+            Algorithm::HierMl => "hier_ml",
         }
     }
     pub fn accepted() -> String {
@@ -127,19 +134,23 @@ impl Algorithm {
         use Algorithm::*;
         match coll {
             Collective::Reduce => &[
-                Native, Binomial, Pipeline, Greedy, GreedyUni, Circulant, Butterfly,
+                Native, Binomial, Pipeline, Greedy, GreedyUni, Circulant, Butterfly, Hier, HierMl,
             ],
-            Collective::Allreduce => &[Native, Binomial, Greedy, Circulant, Butterfly, Ring],
-            Collective::ReduceScatter => &[Native, Binomial, Circulant, Butterfly, Ring],
-            Collective::Allgatherv => &[Native, Binomial, Circulant, Butterfly, Ring],
+            Collective::Allreduce => &[
+                Native, Binomial, Greedy, Circulant, Butterfly, Ring, Hier, HierMl,
+            ],
+            Collective::ReduceScatter => &[Native, Binomial, Circulant, Butterfly, Ring, Hier],
+            Collective::Allgatherv => &[Native, Binomial, Circulant, Butterfly, Ring, Hier],
         }
     }
 
-    /// Does this algorithm keep canonical rank order (valid for non-commutative ops)?
+    /// Does this algorithm keep canonical rank order (valid for non-commutative ops)? The
+    /// node-aware ones do where the nodes are blocks of consecutive ranks
+    /// ([`crate::nodes::NodeShape::order_ok`], checked by their builder and the resolver).
     pub fn order_preserving(self, coll: Collective) -> bool {
         use Algorithm::*;
         match self {
-            Native | Binomial | Pipeline | Butterfly => true,
+            Native | Binomial | Pipeline | Butterfly | Hier | HierMl => true,
             Ring => coll == Collective::Allgatherv,
             Circulant => coll == Collective::Allgatherv,
             Greedy | GreedyUni => false,
@@ -161,6 +172,11 @@ impl Algorithm {
             return Err(format!("{coll} {self} needs a commutative op"));
         }
         Ok(())
+    }
+
+    /// `hier` or `hier_ml`: built over the communicator's nodes ([`hier::build_hier`]).
+    pub fn node_aware(self) -> bool {
+        matches!(self, Algorithm::Hier | Algorithm::HierMl)
     }
 
     /// Position in [`Algorithm::ALL`] (array index of per-algorithm counters).
@@ -364,6 +380,9 @@ pub fn build_plain(alg: Algorithm, spec: &CallSpec) -> Result<Program, Error> {
     use Collective::*;
     match (spec.coll, alg) {
         (_, Native) => Err(Error::Unsupported("native has no program".into())),
+        (_, Hier | HierMl) => Err(Error::Unsupported(format!(
+            "{alg} is built over the node layout (algo::hier::build_hier)"
+        ))),
         (Reduce, Binomial) => Ok(binomial::reduce(spec)),
         (Allreduce, Binomial) => Ok(binomial::allreduce(spec)),
         (ReduceScatter, Binomial) => Ok(binomial::reduce_scatter(spec)),

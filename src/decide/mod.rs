@@ -32,6 +32,7 @@ use crate::algo::{Algorithm, Collective, Pick};
 use crate::config::{Config, FallbackPolicy};
 use crate::error::Error;
 use crate::model::native::Mpi;
+use crate::nodes::NodeShape;
 use crate::tuning::Table;
 use defects::Defect;
 pub use model::{Memo, ModelPick};
@@ -51,6 +52,8 @@ pub struct CallFacts {
     pub in_place: bool,
     /// Root of a reduce (0 otherwise).
     pub root: usize,
+    /// The communicator's nodes (default: not known, one node).
+    pub nodes: NodeShape,
 }
 
 impl CallFacts {
@@ -63,7 +66,21 @@ impl CallFacts {
             commutative: true,
             in_place: false,
             root: 0,
+            nodes: NodeShape::default(),
         }
+    }
+
+    /// Can `alg` serve this call (the collective has it, the op's commutativity, and for a
+    /// node-aware algorithm the nodes' order)?
+    pub fn eligible(&self, alg: Algorithm) -> Result<(), String> {
+        alg.eligible(self.coll, self.commutative)?;
+        if alg.node_aware() && !self.nodes.order_ok(self.commutative) {
+            return Err(format!(
+                "{} {alg} needs nodes of consecutive ranks for a non-commutative op",
+                self.coll
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -296,6 +313,24 @@ impl<'a> Resolver<'a> {
     pub fn model_pick(&self, call: &CallFacts) -> ModelPick {
         let params = self.table.model();
         let margin = self.table.margin();
+        if call.nodes.multi() {
+            // Several nodes, several ranks on some: the two-level model (not memoized: the
+            // memo is per communicator size, the nodes are per communicator).
+            let levels = crate::model::nodes::Levels {
+                intra: params,
+                inter: self.table.model_net(),
+            };
+            return model::pick_nodes(
+                self.mpi,
+                &levels,
+                margin,
+                call.coll,
+                call.p,
+                call.bytes,
+                call.commutative,
+                &call.nodes,
+            );
+        }
         let at = |bytes| {
             model::pick(
                 self.mpi,
@@ -352,7 +387,7 @@ impl<'a> Resolver<'a> {
             return Ok(d);
         }
         match pick {
-            Pick::Alg(a) => match a.eligible(coll, call.commutative) {
+            Pick::Alg(a) => match call.eligible(a) {
                 Ok(()) => {
                     d.algorithm = a;
                     d.segment = seg_over.or(rule_seg).unwrap_or(0);

@@ -20,7 +20,9 @@
 
 use crate::algo::{Algorithm, Collective, CostParams};
 use crate::model::native::{self, Mpi};
+use crate::model::nodes::{self, Levels};
 use crate::model::predict;
+use crate::nodes::NodeShape;
 use std::sync::atomic::{AtomicU16, Ordering};
 
 /// Size classes per octave of bytes.
@@ -156,6 +158,7 @@ fn priced(alg: Algorithm, coll: Collective, commutative: bool) -> bool {
     alg != Algorithm::Native
         && alg.eligible(coll, commutative).is_ok()
         && alg != Algorithm::GreedyUni
+        && !alg.node_aware()
 }
 
 /// Predicted seconds of every priced pcoll algorithm for the call, in
@@ -215,6 +218,66 @@ pub fn pick(
         best,
         best_pcoll: best_pcoll.0,
     }
+}
+
+/// The model's answer for a communicator over several nodes with several ranks on some
+/// ([`NodeShape::multi`]): the two-level model ([`crate::model::nodes`]) prices the flat
+/// algorithms, `hier` / `hier_ml` (where the nodes' order allows the op) and native.
+#[allow(clippy::too_many_arguments)]
+pub fn pick_nodes(
+    mpi: Mpi,
+    levels: &Levels,
+    margin: f64,
+    coll: Collective,
+    p: usize,
+    bytes: usize,
+    commutative: bool,
+    shape: &NodeShape,
+) -> ModelPick {
+    let mut best_pcoll = (Algorithm::Binomial, f64::INFINITY);
+    for (a, t) in node_prices(levels, coll, p, bytes, commutative, shape) {
+        if t < best_pcoll.1 {
+            best_pcoll = (a, t);
+        }
+    }
+    let best = if p <= 1 || bytes == 0 {
+        Algorithm::Native
+    } else {
+        let np = nodes::flat_params(levels, shape, Algorithm::Native);
+        let t_native = native::native(mpi, coll, p, bytes, commutative, &np).time;
+        if best_pcoll.1 < (1.0 - margin) * t_native {
+            best_pcoll.0
+        } else {
+            Algorithm::Native
+        }
+    };
+    ModelPick {
+        best,
+        best_pcoll: best_pcoll.0,
+    }
+}
+
+/// Predicted seconds of every pcoll algorithm for a call over `shape`'s nodes (two levels).
+pub fn node_prices(
+    levels: &Levels,
+    coll: Collective,
+    p: usize,
+    bytes: usize,
+    commutative: bool,
+    shape: &NodeShape,
+) -> Vec<(Algorithm, f64)> {
+    let mut out = Vec::new();
+    for &a in Algorithm::available(coll) {
+        if a.node_aware() {
+            if a.eligible(coll, commutative).is_ok() && shape.order_ok(commutative) {
+                let t = nodes::node_aware_time(coll, a, shape, bytes, commutative, levels);
+                out.push((a, t));
+            }
+        } else if priced(a, coll, commutative) {
+            out.push((a, nodes::flat_time(coll, a, p, shape, bytes, levels)));
+        }
+    }
+    out
 }
 
 /// Memo of model answers for one communicator size: one cell per (collective,

@@ -22,6 +22,7 @@
 //! which send and receive in every round, pay `2α + 2βs` per round.
 
 pub mod native;
+pub mod nodes;
 pub mod paper;
 
 use crate::algo::{Algorithm, Collective, CostParams};
@@ -74,7 +75,7 @@ impl Scheme {
     /// The scheme modelling a library algorithm (None for `Native`).
     pub fn of(alg: Algorithm) -> Option<Scheme> {
         Some(match alg {
-            Algorithm::Native => return None,
+            Algorithm::Native | Algorithm::Hier | Algorithm::HierMl => return None,
             Algorithm::Binomial => Scheme::Binomial,
             Algorithm::Pipeline => Scheme::Pipeline,
             Algorithm::Greedy => Scheme::Greedy,

@@ -203,6 +203,8 @@ pub struct Choice {
 pub struct Table {
     origin: String,
     model: Option<CostParams>,
+    /// `[model.net]` (None: one level, `model` holds between nodes too).
+    model_net: Option<CostParams>,
     margin: Option<f64>,
     rules: [Vec<Rule>; 4],
     header: Vec<String>,
@@ -212,6 +214,7 @@ impl PartialEq for Table {
     /// Same model and same rules in the same order (origin, lines and comments ignored).
     fn eq(&self, o: &Table) -> bool {
         self.model == o.model
+            && self.model_net == o.model_net
             && self.margin == o.margin
             && self
                 .rules
@@ -250,6 +253,7 @@ impl Table {
             table: Table {
                 origin: "table built in code".into(),
                 model: None,
+                model_net: None,
                 margin: None,
                 rules: Default::default(),
                 header: Vec::new(),
@@ -287,6 +291,15 @@ impl Table {
     /// The cost-model parameters: the table's `[model]`, else the built-in constants.
     pub fn model(&self) -> CostParams {
         self.model.unwrap_or_default()
+    }
+    /// Cost parameters between nodes (`[model.net]`; unset: the `[model]` parameters, one
+    /// level), for the inter-node steps of `hier` / `hier_ml` and the two-level model.
+    pub fn model_net(&self) -> CostParams {
+        self.model_net.unwrap_or_else(|| self.model())
+    }
+    /// The `[model.net]` section as written (None if absent).
+    pub fn model_net_section(&self) -> Option<CostParams> {
+        self.model_net
     }
     /// The `[model]` section as written (None if absent).
     pub fn model_section(&self) -> Option<CostParams> {
@@ -343,6 +356,13 @@ impl Table {
                 let _ = writeln!(s, "margin = {g:?}");
             }
             s.push('\n');
+        }
+        if let (Some(_), Some(m)) = (self.model, self.model_net) {
+            let _ = writeln!(
+                s,
+                "[model.net]\nalpha = {:?}\nbeta = {:?}\ngamma = {:?}\n",
+                m.alpha, m.beta, m.gamma
+            );
         }
         for coll in Collective::ALL {
             for r in &self.rules[coll.index()] {

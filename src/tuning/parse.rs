@@ -34,6 +34,16 @@ struct RawModel {
     beta: Option<Spanned<f64>>,
     gamma: Option<Spanned<f64>>,
     margin: Option<Spanned<f64>>,
+    /// `[model.net]`: the parameters between nodes (node-aware algorithms).
+    net: Option<Spanned<RawNet>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNet {
+    alpha: Option<Spanned<f64>>,
+    beta: Option<Spanned<f64>>,
+    gamma: Option<Spanned<f64>>,
 }
 
 #[derive(Deserialize)]
@@ -99,9 +109,15 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
         src: &src,
         list: Vec::new(),
     };
-    let (model, margin) = match raw.model {
-        Some(m) => model_section(m.into_inner(), &mut errs),
-        None => (None, None),
+    let (model, margin, model_net) = match raw.model {
+        Some(m) => {
+            let mut m = m.into_inner();
+            let net = m.net.take().map(|n| n.into_inner());
+            let (cp, margin) = model_section(m, &mut errs);
+            let net = net.map(|n| net_section(n, &cp, &mut errs));
+            (Some(cp), margin, net)
+        }
+        None => (None, None, None),
     };
     let mut rules: [Vec<Rule>; 4] = Default::default();
     let sections = [
@@ -128,6 +144,7 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
         Ok(Table {
             origin: origin.to_string(),
             model,
+            model_net,
             margin,
             rules,
             header: Vec::new(),
@@ -157,7 +174,7 @@ fn raw_file(src: &Src) -> Result<RawFile, String> {
 }
 
 /// `[model]`: the cost parameters (defaults for missing keys) and the margin, if valid.
-fn model_section(m: RawModel, errs: &mut Errs) -> (Option<CostParams>, Option<f64>) {
+fn model_section(m: RawModel, errs: &mut Errs) -> (CostParams, Option<f64>) {
     let mut margin = None;
     if let Some(g) = &m.margin {
         match check_margin(*g.get_ref()) {
@@ -181,7 +198,27 @@ fn model_section(m: RawModel, errs: &mut Errs) -> (Option<CostParams>, Option<f6
         let off = sp.as_ref().map_or(0, |s| s.span().start);
         errs.push(off, format!("[model] {key}: {msg}"));
     }
-    (Some(cp), margin)
+    (cp, margin)
+}
+
+/// `[model.net]`: the parameters between nodes; unset keys are the node's own (`node`).
+fn net_section(n: RawNet, node: &CostParams, errs: &mut Errs) -> CostParams {
+    let get = |v: &Option<Spanned<f64>>, dflt: f64| v.as_ref().map_or(dflt, |s| *s.get_ref());
+    let np = CostParams {
+        alpha: get(&n.alpha, node.alpha),
+        beta: get(&n.beta, node.beta),
+        gamma: get(&n.gamma, node.gamma),
+    };
+    for (key, msg) in check_model(&np) {
+        let sp = match key {
+            "alpha" => &n.alpha,
+            "beta" => &n.beta,
+            _ => &n.gamma,
+        };
+        let off = sp.as_ref().map_or(0, |s| s.span().start);
+        errs.push(off, format!("[model.net] {key}: {msg}"));
+    }
+    np
 }
 
 /// Rule `idx` of `coll`'s section, when every value converts and passes the checks (the

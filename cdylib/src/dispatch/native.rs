@@ -165,6 +165,7 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
         commutative,
         in_place: sendbuf == consts::in_place(),
         root: 0,
+        nodes: Default::default(),
     };
     let unequal = || counts.windows(2).any(|w| w[0].into() != w[1].into());
     let nf = ArgFacts {

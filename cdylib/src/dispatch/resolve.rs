@@ -10,6 +10,7 @@ use crate::state::{self, Global};
 use mpi_sys::*;
 use pcoll::algo::{Algorithm, CallSpec, Collective};
 use pcoll::decide::{CallFacts, Decision, NativeFacts};
+use pcoll::nodes::NodeShape;
 use pcoll::Error;
 use std::os::raw::c_int;
 
@@ -60,6 +61,7 @@ pub(super) fn call_facts(a: &Args, p: usize, bytes: usize) -> Option<CallFacts> 
         } else {
             0
         },
+        nodes: Default::default(),
     })
 }
 
@@ -71,30 +73,31 @@ pub(super) fn choose(
     a: &Args,
     spec: &mut CallSpec,
 ) -> Result<(Algorithm, String), c_int> {
-    let call = CallFacts {
+    let mut call = CallFacts {
         coll: spec.coll,
         p: spec.p,
         bytes: spec.bytes(),
         commutative: spec.commutative,
         in_place: a.in_place(),
         root: spec.root,
+        nodes: NodeShape::default(),
     };
     let unequal = || a.unequal_counts();
     let nf = ArgFacts {
         dt: a.dt,
         unequal: &unequal,
     };
-    let d = match decide(g, &call, &nf) {
-        Ok(d) => d,
-        Err(e) => {
-            log::error!("{e}");
-            return Err(if spec.commutative {
-                consts::ERR_ARG()
-            } else {
-                consts::ERR_OP()
-            });
+    let mut d = decided(g, &call, &nf)?;
+    // The nodes only refine a decision that is not native without them: a rank can get here
+    // while others went native through the gate or the fast path (which decide without
+    // nodes), and must then go native too. A non-native decision sends every rank here.
+    if d.algorithm != Algorithm::Native {
+        let nodes = node_shape(g, a, spec);
+        if nodes != NodeShape::default() {
+            call.nodes = nodes;
+            d = decided(g, &call, &nf)?;
         }
-    };
+    }
     // The reason is only formatted when somebody reads it (a warning, the debug log).
     let why = if d.warn || log::log_enabled!(log::Level::Debug) {
         d.reason(&call, &g.table)
@@ -112,10 +115,45 @@ pub(super) fn choose(
     Ok((d.algorithm, why))
 }
 
+/// [`decide`], its error as the code to raise (every rank gets the same).
+fn decided(g: &'static Global, call: &CallFacts, nf: &dyn NativeFacts) -> Result<Decision, c_int> {
+    decide(g, call, nf).map_err(|e| {
+        log::error!("{e}");
+        if call.commutative {
+            consts::ERR_ARG()
+        } else {
+            consts::ERR_OP()
+        }
+    })
+}
+
+/// The nodes of the call's communicator as far as the decision may read them. A request
+/// for `hier` / `hier_ml` asks MPI (collective: such a request never goes native, so every
+/// rank is here in this call, as for the state any pcoll algorithm needs). Otherwise only
+/// a layout already known counts (asked when pcoll first served a call on the communicator,
+/// on every rank alike): a rank must not start a collective step that other ranks, sent to
+/// native by the C gate, never take.
+fn node_shape(g: &'static Global, a: &Args, spec: &CallSpec) -> NodeShape {
+    if spec.p <= 1 {
+        return NodeShape::default();
+    }
+    let (pick, _, _) =
+        state::resolver(g, spec.coll, spec.p).request(spec.coll, spec.p, spec.bytes());
+    if matches!(pick, pcoll::Pick::Alg(alg) if alg.node_aware()) {
+        return match crate::comm::state(a.comm, spec.p, spec.rank) {
+            Ok(st) => st.layout(g).shape(),
+            Err(_) => NodeShape::default(),
+        };
+    }
+    crate::comm::existing(a.comm)
+        .and_then(|st| st.known_layout())
+        .map_or(NodeShape::default(), |l| l.shape())
+}
+
 fn warn_once(coll: Collective, alg: Algorithm, msg: &str) {
     use std::sync::atomic::{AtomicU64, Ordering};
     static SEEN: AtomicU64 = AtomicU64::new(0);
-    let bit = 1u64 << (coll.index() * 8 + Algorithm::ALL.iter().position(|a| *a == alg).unwrap());
+    let bit = 1u64 << (coll.index() * 16 + Algorithm::ALL.iter().position(|a| *a == alg).unwrap());
     if SEEN.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
         log::warn!("{coll}: {msg}");
     }

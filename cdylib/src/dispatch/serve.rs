@@ -11,6 +11,7 @@ use crate::mpi_types::TypeFacts;
 use crate::pack;
 use crate::pmpi::{Chunking, PmpiTransport, Scratch};
 use crate::state::Global;
+use pcoll::algo::hier::{build_hier, Ctx};
 use pcoll::algo::{build, Algorithm, Collective};
 use pcoll::{exec, Error, Program};
 use std::os::raw::{c_int, c_void};
@@ -23,9 +24,21 @@ pub(super) fn run(g: &Global, a: &Args, v: &Valid, alg: Algorithm) -> Result<usi
     let st = comm::state(a.comm, v.spec.p, v.spec.rank)
         .map_err(|c| Error::Mpi(c, "communicator setup".into()))?;
     let spec = &v.spec;
+    if spec.p > 1 {
+        // Every rank runs a pcoll program in this call: ask for the nodes now (once per
+        // communicator), so that later decisions can weigh the node-aware algorithms.
+        st.layout(g);
+    }
     let prog = st.program(alg, spec, || {
         if spec.total() == 0 {
             return Ok(Program::new());
+        }
+        if alg.node_aware() {
+            let ctx = Ctx {
+                layout: st.layout(g),
+                inter: g.table.model_net(),
+            };
+            return build_hier(alg, spec, &ctx);
         }
         build(alg, spec)
     })?;

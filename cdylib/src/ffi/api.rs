@@ -95,6 +95,8 @@ fn static_name(a: Algorithm) -> *const c_char {
         Algorithm::Circulant => c"circulant".as_ptr(),
         Algorithm::Butterfly => c"butterfly".as_ptr(),
         Algorithm::Ring => c"ring".as_ptr(),
+        Algorithm::Hier => c"hier".as_ptr(),
+        Algorithm::HierMl => c"hier_ml".as_ptr(),
     }
 }
 

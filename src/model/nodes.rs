@@ -1,0 +1,190 @@
+//! The two-level cost model: a communicator of `n` nodes with up to `k` ranks each, α, β, γ
+//! inside a node (the table's `[model]`) and α, β between nodes (`[model.net]`), where a
+//! node's ranks share its link.
+//!
+//! * A **flat** algorithm on such a communicator is priced with the inter-node α and β
+//!   times `k`: in a round, every rank of a node may send off the node at once, through the
+//!   one link (an upper bound). The exception is `ring` on nodes of consecutive ranks, where
+//!   one rank per node crosses the link per step: β once.
+//! * **Native** is priced as its own flat algorithm under the same parameters as a flat one.
+//! * **`hier`**: the node-local step (the cheapest pcoll algorithm for `k` ranks under the
+//!   node's parameters), the leaders' step (the cheapest for `n` ranks under the inter-node
+//!   parameters: one rank per node uses the link), and the node-local broadcast, scatter or
+//!   gather.
+//! * **`hier_ml`** with width `w` (the smallest node's size): node-local reduce_scatter, `w`
+//!   concurrent inter-node steps of `m/w` bytes sharing the link (β times `w`), node-local
+//!   allgatherv (allreduce) or linear gather (reduce).
+//!
+//! The builders ([`crate::algo::hier`]) choose their steps' algorithms with the same
+//! parameters ([`leaders`], [`multi_leaders`]), so what is priced is what runs.
+
+use crate::algo::hier::pick_sub;
+use crate::algo::{Algorithm, Collective, CostParams};
+use crate::nodes::NodeShape;
+use crate::sched::blocks::ceil_log2;
+
+/// Parameters inside a node and between nodes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Levels {
+    pub intra: CostParams,
+    pub inter: CostParams,
+}
+
+/// The leaders' step of `hier`: one rank per node on the link.
+pub fn leaders(inter: &CostParams) -> CostParams {
+    *inter
+}
+
+/// One of the `w` concurrent inter-node steps of `hier_ml`: `w` ranks share the link.
+pub fn multi_leaders(inter: &CostParams, w: usize) -> CostParams {
+    CostParams {
+        beta: inter.beta * w.max(1) as f64,
+        ..*inter
+    }
+}
+
+/// A flat algorithm (or native, `alg = Native`) over the whole communicator.
+pub fn flat_params(l: &Levels, shape: &NodeShape, alg: Algorithm) -> CostParams {
+    let share = if alg == Algorithm::Ring && shape.contiguous {
+        1.0
+    } else {
+        shape.max_ppn.max(1) as f64
+    };
+    CostParams {
+        alpha: l.inter.alpha,
+        beta: l.inter.beta * share,
+        gamma: l.intra.gamma,
+    }
+}
+
+/// Predicted seconds of pcoll's cheapest algorithm for `coll` on `q` ranks.
+fn step(coll: Collective, q: usize, bytes: usize, commutative: bool, c: &CostParams) -> f64 {
+    if q <= 1 {
+        // One rank: a local copy at most.
+        return 0.0;
+    }
+    let alg = pick_sub(coll, q, bytes, commutative, c);
+    crate::model::predict(coll, alg, q, bytes, c).time
+}
+
+/// Binomial broadcast of `bytes` over `q` ranks.
+fn bcast(q: usize, bytes: usize, c: &CostParams) -> f64 {
+    ceil_log2(q) as f64 * (c.alpha + c.beta * bytes as f64)
+}
+
+/// Linear gather or scatter of `bytes` in all over `q` ranks (at the root).
+fn linear(q: usize, bytes: usize, c: &CostParams) -> f64 {
+    if q <= 1 {
+        return 0.0;
+    }
+    let qf = q as f64;
+    (qf - 1.0) * c.alpha + c.beta * bytes as f64 * (qf - 1.0) / qf
+}
+
+/// Predicted seconds of `hier` / `hier_ml` for the call (infinite where it does not exist).
+pub fn node_aware_time(
+    coll: Collective,
+    alg: Algorithm,
+    shape: &NodeShape,
+    bytes: usize,
+    commutative: bool,
+    l: &Levels,
+) -> f64 {
+    use Collective::*;
+    let (n, k) = (shape.nodes.max(1), shape.max_ppn.max(1));
+    let w = shape.min_ppn.max(1);
+    let intra = &l.intra;
+    let lead = leaders(&l.inter);
+    let ml = multi_leaders(&l.inter, w);
+    let c = commutative;
+    let per_node = bytes / n;
+    match (coll, alg) {
+        (Reduce, Algorithm::Hier) => {
+            step(Reduce, k, bytes, c, intra) + step(Reduce, n, bytes, c, &lead)
+        }
+        (Allreduce, Algorithm::Hier) => {
+            step(Reduce, k, bytes, c, intra)
+                + step(Allreduce, n, bytes, c, &lead)
+                + bcast(k, bytes, intra)
+        }
+        (Reduce, Algorithm::HierMl) => {
+            step(ReduceScatter, k, bytes, c, intra)
+                + step(Reduce, n, bytes.div_ceil(w), c, &ml)
+                + linear(k, bytes, intra)
+        }
+        (Allreduce, Algorithm::HierMl) => {
+            step(ReduceScatter, k, bytes, c, intra)
+                + step(Allreduce, n, bytes.div_ceil(w), c, &ml)
+                + step(Allgatherv, k, bytes, true, intra)
+        }
+        (ReduceScatter, Algorithm::Hier) => {
+            step(Reduce, k, bytes, c, intra)
+                + step(ReduceScatter, n, bytes, c, &lead)
+                + linear(k, per_node, intra)
+        }
+        (Allgatherv, Algorithm::Hier) => {
+            linear(k, per_node, intra)
+                + step(Allgatherv, n, bytes, true, &lead)
+                + bcast(k, bytes, intra)
+        }
+        _ => f64::INFINITY,
+    }
+}
+
+/// Predicted seconds of a flat pcoll algorithm over the whole communicator.
+pub fn flat_time(
+    coll: Collective,
+    alg: Algorithm,
+    p: usize,
+    shape: &NodeShape,
+    bytes: usize,
+    l: &Levels,
+) -> f64 {
+    crate::model::predict(coll, alg, p, bytes, &flat_params(l, shape, alg)).time
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The arithmetic: 2 nodes x 2 ranks, a bandwidth-bound link; hier_ml's link
+    /// carries m per direction, a flat butterfly 2m (both ranks of a node cross at once).
+    #[test]
+    fn two_by_two_bandwidth_bound() {
+        let intra = CostParams {
+            alpha: 1e-6,
+            beta: 1e-11,
+            gamma: 1e-11,
+        };
+        let inter = CostParams {
+            alpha: 2e-5,
+            beta: 1.6e-8,
+            gamma: 1e-11,
+        };
+        let l = Levels { intra, inter };
+        let shape = NodeShape::blocks(4, 2);
+        let m = 16 << 20;
+        let ml = node_aware_time(
+            Collective::Allreduce,
+            Algorithm::HierMl,
+            &shape,
+            m,
+            true,
+            &l,
+        );
+        let bf = flat_time(
+            Collective::Allreduce,
+            Algorithm::Butterfly,
+            4,
+            &shape,
+            m,
+            &l,
+        );
+        let link = m as f64 * inter.beta;
+        assert!(ml > link && ml < 1.2 * link, "hier_ml {ml} vs link {link}");
+        assert!(bf > 1.8 * link, "butterfly {bf} vs link {link}");
+        // Ring on consecutive nodes: 1.5 m through the link.
+        let ring = flat_time(Collective::Allreduce, Algorithm::Ring, 4, &shape, m, &l);
+        assert!(ring > 1.4 * link && ring < 1.7 * link, "ring {ring}");
+    }
+}
