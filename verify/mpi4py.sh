@@ -13,7 +13,10 @@
 #
 #   full  : test_cco_buf test_cco_vec test_cco_nb_buf test_cco_nb_vec test_op test_cco_obj,
 #           p = 1..5 (Open MPI), p = 1, 2 (MPICH)
-#   quick : test_cco_buf test_cco_vec (the collective buffer tests), p = 1, 2, 3 (Open MPI), p = 1, 2 (MPICH)
+#   quick : test_cco_buf test_cco_vec (the collective buffer tests), p = 1, 2, 3 (Open MPI), p = 1, 2 (MPICH);
+#           the native run (the reference) only where the pcoll run is not clean (a test failed
+#           or errored, or the exit status is not 0): a clean run equals native's by definition
+#           of mpi4py's own checks, and Open MPI at p = 3 on 2 cores takes 2-3 minutes a run
 #   setup : only create the venv
 # Last line: "N passed, M failed" (one test = one (p, module set) comparison).
 set -uo pipefail
@@ -137,9 +140,27 @@ failed=0
 native_fail_notes=()
 printf '| p | rank | native ran/fail/err/skip | pcoll ran/fail/err/skip | native s | pcoll s | same |\n'
 printf '|---|------|--------------------------|-------------------------|----------|---------|------|\n'
+# A pcoll run with exit 0 and, on every rank, tests run and none failed or errored.
+clean() {
+  local p=$1 r s
+  [ "$(cat "$OUT/p$p-pcoll/rc")" = 0 ] || return 1
+  for ((r = 0; r < p; r++)); do
+    [ -f "$OUT/p$p-pcoll/rank.$r" ] || return 1
+    s=$(summary "$OUT/p$p-pcoll/rank.$r")
+    set -- $s
+    [ "$1" != none ] && [ "$2" = 0 ] && [ "$3" = 0 ] || return 1
+  done
+}
 for p in "${PS[@]}"; do
-  run "$p" native
   run "$p" pcoll
+  if [ "$MODE" = quick ] && clean "$p"; then
+    for ((r = 0; r < p; r++)); do
+      printf '| %s | %s | (not run: pcoll clean) | %s | - | %s | yes |\n' "$p" "$r" \
+        "$(summary "$OUT/p$p-pcoll/rank.$r" | tr ' ' /)" "$(cat "$OUT/p$p-pcoll/secs")"
+    done
+    passed=$((passed + 1))
+  else
+  run "$p" native
   ok=1
   for ((r = 0; r < p; r++)); do
     nf=$OUT/p$p-native/rank.$r
@@ -170,6 +191,7 @@ for p in "${PS[@]}"; do
       diff <(failing "$OUT/p$p-native/rank.$r" 2>/dev/null) <(failing "$OUT/p$p-pcoll/rank.$r" 2>/dev/null) | sed "s/^/  rank $r: /" | head -20
     done
     tail -5 "$OUT/p$p-pcoll/launcher" "$OUT/p$p-pcoll/rank.0" 2>/dev/null | sed 's/^/  /'
+  fi
   fi
   # pcoll's statistics (rank 0, at MPI_Finalize): proof that pcoll served the calls.
   stats=$(cat "$OUT/p$p-pcoll"/rank.* "$OUT/p$p-pcoll/stdout" "$OUT/p$p-pcoll/launcher" 2>/dev/null | grep 'pcoll: stats' | sort -u)

@@ -15,7 +15,8 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LIB=$(readlink -f "${1:-$ROOT/build/mpich/libpcoll.so}")
-BENCH=$(dirname "$LIB")/pcoll-bench
+# pcoll-bench: NET_SMOKE_BENCH (make test: the one its ctest step built), else beside the library.
+BENCH=${NET_SMOKE_BENCH:-$(dirname "$LIB")/pcoll-bench}
 NC=$ROOT/scripts/netcluster.sh
 NAME=smk
 T0=$SECONDS

@@ -17,6 +17,13 @@
 #include <mpi.h>
 #include <stddef.h>
 
+/* The gate's fast paths are inlined into each entry point and its slow paths (cache misses:
+ * PMPI queries) kept out of line: a forwarded call then costs a few dozen instructions and no
+ * calls of pcoll's own (measured in a loop over MPI_Reduce on MPI_COMM_SELF, Open MPI:
+ * +90-100 ns a call with every helper a function of its own, see README). */
+#define HOT static inline __attribute__((always_inline))
+#define COLD static __attribute__((noinline, cold))
+
 #define PCOLL_GATE_P 64
 #define PCOLL_GATE_R 8
 #define PCOLL_GATE_DECLINED (-0x7ffe1234)
@@ -32,15 +39,29 @@ enum {
     PCOLL_GUARD_USER_OP = 8,
     PCOLL_GUARD_IN_PLACE = 16,
 };
-static unsigned guard_flags[G_NCOLL];
-static unsigned long long guard_root_above[G_NCOLL];
+/* Modes per collective (gate_mode below). */
+enum { PCOLL_MODE_CELLS = 0, PCOLL_MODE_NATIVE = 1, PCOLL_MODE_DECLINE = 2 };
+
+/* Everything a forwarded call of one collective reads or writes besides its communicator,
+ * datatype and size cell, in one cache line: a forwarded call runs between the caller's
+ * own work and the MPI's, with this file's data cold (after a barrier, say), so it should
+ * touch as few lines as it can. */
+struct gate_hot {
+    unsigned char open;                /* 0: decline everything (pcoll_gate_close) */
+    unsigned char mode;                /* PCOLL_MODE_* */
+    unsigned char hit;                 /* the last call went through the gate */
+    unsigned flags;                    /* PCOLL_GUARD_* */
+    unsigned long long root_above;     /* bytes bound of PCOLL_GUARD_ROOT_NONZERO_ABOVE */
+    unsigned long long calls, bytes;   /* forwarded calls and bytes (pcoll's stats) */
+} __attribute__((aligned(64)));
+static struct gate_hot hot[G_NCOLL];
 
 void pcoll_gate_guard(int coll, unsigned flags, unsigned long long root_above)
 {
     if (coll < 0 || coll >= G_NCOLL)
         return;
-    guard_flags[coll] = flags;
-    guard_root_above[coll] = root_above;
+    hot[coll].flags = flags;
+    hot[coll].root_above = root_above;
 }
 
 /* The constants Rust must agree with (cdylib/src/gate.rs tests). */
@@ -60,6 +81,9 @@ long long pcoll_gate_abi(int what)
     case 22: return PCOLL_GUARD_TRUE_LB;
     case 23: return PCOLL_GUARD_USER_OP;
     case 24: return PCOLL_GUARD_IN_PLACE;
+    case 30: return PCOLL_MODE_CELLS;
+    case 31: return PCOLL_MODE_NATIVE;
+    case 32: return PCOLL_MODE_DECLINE;
     default: return -1;
     }
 }
@@ -68,12 +92,12 @@ extern int pcoll_c_logical_op_on_float(MPI_Op op, MPI_Datatype dt);
 extern int pcoll_c_op_is_predefined(MPI_Op op);
 
 /* 1 if a guard of `coll` holds for the call (decline it). */
-static int guarded(int coll, int p, int root, unsigned long long bytes, int tlb_pos, MPI_Op op, const void *sendbuf)
+HOT int guarded(int coll, int p, int root, unsigned long long bytes, int tlb_pos, MPI_Op op, const void *sendbuf)
 {
-    unsigned f = guard_flags[coll];
+    unsigned f = hot[coll].flags;
     if (!f)
         return 0;
-    if ((f & PCOLL_GUARD_ROOT_NONZERO_ABOVE) && root > 0 && bytes > guard_root_above[coll])
+    if ((f & PCOLL_GUARD_ROOT_NONZERO_ABOVE) && root > 0 && bytes > hot[coll].root_above)
         return 1;
     if ((f & PCOLL_GUARD_ONE_RANK) && p == 1)
         return 1;
@@ -88,22 +112,66 @@ static int guarded(int coll, int p, int root, unsigned long long bytes, int tlb_
 
 struct gate_cell {
     int n; /* ranges in use; 0: never native */
-    unsigned long long lo[PCOLL_GATE_R], hi[PCOLL_GATE_R]; /* native iff lo <= bytes < hi */
-};
+    struct {
+        unsigned long long lo, hi; /* native iff lo <= bytes < hi */
+    } r[PCOLL_GATE_R];             /* the first three share the line of n */
+} __attribute__((aligned(64)));
 
 static struct gate_cell gate[G_NCOLL][PCOLL_GATE_P + 1];
-static int gate_open;
 
-/* Calls and bytes the gate forwarded, per collective (read and reset by the Rust stats), and
- * whether the last call of each collective went through the gate (pcoll_last_algorithm).
- * Bumped with a relaxed load and store, not a locked add: exact for one thread, may miss
- * counts when several threads run collectives at the same moment. */
-unsigned long long pcoll_gate_calls[G_NCOLL], pcoll_gate_bytes[G_NCOLL];
-unsigned char pcoll_gate_hit[G_NCOLL];
+/* Run-time forcing (pcoll_force, pcoll-bench's variants) per collective, one byte so that
+ * switching costs a store, not a republication of the cells: PCOLL_MODE_CELLS the published
+ * cells decide; PCOLL_MODE_NATIVE every plain call goes native (forced `native`, of every
+ * size and p); PCOLL_MODE_DECLINE every call is declined (another algorithm or `model` was
+ * forced: the Rust path decides). */
 
-void pcoll_gate_close(void) { __atomic_store_n(&gate_open, 0, __ATOMIC_SEQ_CST); }
+void pcoll_gate_mode(int coll, int mode)
+{
+    if (coll < 0 || coll >= G_NCOLL || mode < PCOLL_MODE_CELLS || mode > PCOLL_MODE_DECLINE)
+        return;
+    __atomic_store_n(&hot[coll].mode, (unsigned char)mode, __ATOMIC_RELEASE);
+}
 
-void pcoll_gate_open(void) { __atomic_store_n(&gate_open, 1, __ATOMIC_RELEASE); }
+void pcoll_gate_close(void)
+{
+    for (int c = 0; c < G_NCOLL; c++)
+        __atomic_store_n(&hot[c].open, 0, __ATOMIC_SEQ_CST);
+}
+
+void pcoll_gate_open(void)
+{
+    for (int c = 0; c < G_NCOLL; c++)
+        __atomic_store_n(&hot[c].open, 1, __ATOMIC_RELEASE);
+}
+
+/* Calls and bytes the gate forwarded for `coll` (read by the Rust stats; reset: 1 zeroes
+ * them). Bumped with a relaxed load and store, not a locked add: exact for one thread, may
+ * miss counts when several threads run collectives at the same moment. */
+void pcoll_gate_counts(int coll, unsigned long long *calls, unsigned long long *bytes, int reset)
+{
+    if (coll < 0 || coll >= G_NCOLL)
+        return;
+    *calls = __atomic_load_n(&hot[coll].calls, __ATOMIC_RELAXED);
+    *bytes = __atomic_load_n(&hot[coll].bytes, __ATOMIC_RELAXED);
+    if (reset) {
+        __atomic_store_n(&hot[coll].calls, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&hot[coll].bytes, 0, __ATOMIC_RELAXED);
+    }
+}
+
+/* Whether the last call of `coll` went through the gate (pcoll_last_algorithm); clear: 1
+ * records that the Rust path took the last one. */
+int pcoll_gate_hit(int coll, int clear)
+{
+    if (coll < 0 || coll >= G_NCOLL)
+        return 0;
+    if (clear) {
+        if (__atomic_load_n(&hot[coll].hit, __ATOMIC_RELAXED))
+            __atomic_store_n(&hot[coll].hit, 0, __ATOMIC_RELAXED);
+        return 0;
+    }
+    return __atomic_load_n(&hot[coll].hit, __ATOMIC_RELAXED);
+}
 
 /* Ranges of bytes (half-open) for which `coll` at `p` ranks goes native; more than
  * PCOLL_GATE_R ranges, or p out of range: the gate declines that cell. A cell may be written
@@ -118,29 +186,31 @@ void pcoll_gate_set(int coll, int p, int n, const unsigned long long *lo, const 
         n = 0;
     __atomic_store_n(&c->n, 0, __ATOMIC_RELEASE);
     for (int i = 0; i < n; i++) {
-        c->lo[i] = lo[i];
-        c->hi[i] = hi[i];
+        c->r[i].lo = lo[i];
+        c->r[i].hi = hi[i];
     }
     __atomic_store_n(&c->n, n, __ATOMIC_RELEASE);
 }
 
-static int native_at(int coll, int p, unsigned long long bytes)
+HOT int native_at(int coll, int p, unsigned long long bytes)
 {
+    int mode = __atomic_load_n(&hot[coll].mode, __ATOMIC_ACQUIRE);
+    if (mode != PCOLL_MODE_CELLS)
+        return mode == PCOLL_MODE_NATIVE;
     const struct gate_cell *c = &gate[coll][p];
     int n = __atomic_load_n(&c->n, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++)
-        if (c->lo[i] <= bytes && bytes < c->hi[i])
+        if (c->r[i].lo <= bytes && bytes < c->r[i].hi)
             return 1;
     return 0;
 }
 
-static void counted(int coll, unsigned long long bytes)
+HOT void counted(int coll, unsigned long long bytes)
 {
-    __atomic_store_n(&pcoll_gate_calls[coll], __atomic_load_n(&pcoll_gate_calls[coll], __ATOMIC_RELAXED) + 1,
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&pcoll_gate_bytes[coll], __atomic_load_n(&pcoll_gate_bytes[coll], __ATOMIC_RELAXED) + bytes,
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&pcoll_gate_hit[coll], 1, __ATOMIC_RELAXED);
+    struct gate_hot *h = &hot[coll];
+    __atomic_store_n(&h->calls, __atomic_load_n(&h->calls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->bytes, __atomic_load_n(&h->bytes, __ATOMIC_RELAXED) + bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->hit, 1, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------ caches
@@ -171,7 +241,7 @@ static struct comm_entry comm_cache[CACHE_N];
 static struct type_entry type_cache[CACHE_N];
 static int comm_keyval = MPI_KEYVAL_INVALID;
 
-static unsigned slot_of(const void *h, size_t n)
+HOT unsigned slot_of(const void *h, size_t n)
 {
     unsigned long long x = 0;
     __builtin_memcpy(&x, h, n < sizeof x ? n : sizeof x);
@@ -180,8 +250,8 @@ static unsigned slot_of(const void *h, size_t n)
     return (unsigned)(x >> 58) & (CACHE_N - 1);
 }
 
-static int same_comm(MPI_Comm a, MPI_Comm b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
-static int same_type(MPI_Datatype a, MPI_Datatype b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
+HOT int same_comm(MPI_Comm a, MPI_Comm b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
+HOT int same_type(MPI_Datatype a, MPI_Datatype b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
 
 static int comm_forget(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
@@ -194,11 +264,15 @@ static int comm_forget(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
+
+COLD int small_intra_miss(MPI_Comm comm, struct comm_entry *e, int *rank);
+COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_pos);
+
 /* Size of an intracommunicator of at most PCOLL_GATE_P ranks (and this process's rank in
  * it), else 0. */
-static int small_intra(MPI_Comm comm, int *rank)
+HOT int small_intra(int coll, MPI_Comm comm, int *rank)
 {
-    if (!__atomic_load_n(&gate_open, __ATOMIC_ACQUIRE) || comm == MPI_COMM_NULL)
+    if (!__atomic_load_n(&hot[coll].open, __ATOMIC_ACQUIRE) || comm == MPI_COMM_NULL)
         return 0;
     struct comm_entry *e = &comm_cache[slot_of(&comm, sizeof comm)];
     if (__atomic_load_n(&e->used, __ATOMIC_ACQUIRE) && same_comm(e->key, comm)) {
@@ -209,6 +283,11 @@ static int small_intra(MPI_Comm comm, int *rank)
             return size;
         }
     }
+    return small_intra_miss(comm, e, rank);
+}
+
+COLD int small_intra_miss(MPI_Comm comm, struct comm_entry *e, int *rank)
+{
     int inter = 1, p = 0, r = -1;
     if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || PMPI_Comm_size(comm, &p) != MPI_SUCCESS ||
         PMPI_Comm_rank(comm, &r) != MPI_SUCCESS)
@@ -233,7 +312,7 @@ static int small_intra(MPI_Comm comm, int *rank)
 }
 
 /* Size of a datatype (and whether its true lower bound is > 0), or -1. */
-static long long type_size(MPI_Datatype dt, int *tlb_pos)
+HOT long long type_size(MPI_Datatype dt, int *tlb_pos)
 {
     if (dt == MPI_DATATYPE_NULL)
         return -1;
@@ -246,6 +325,11 @@ static long long type_size(MPI_Datatype dt, int *tlb_pos)
             return size;
         }
     }
+    return type_size_miss(dt, e, tlb_pos);
+}
+
+COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_pos)
+{
     MPI_Count s = -1;
     MPI_Aint tlb = 0, text = 0;
     if (PMPI_Type_size_x(dt, &s) != MPI_SUCCESS || PMPI_Type_get_true_extent(dt, &tlb, &text) != MPI_SUCCESS)
@@ -264,10 +348,10 @@ static long long type_size(MPI_Datatype dt, int *tlb_pos)
 
 
 /* Reduce and allreduce (root < 0: allreduce): 1 if the call goes native here (counted). */
-static int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                        int root, MPI_Comm comm)
 {
-    int rank = -1, p = small_intra(comm, &rank), tlb_pos = 0;
+    int rank = -1, p = small_intra(coll, comm, &rank), tlb_pos = 0;
     long long size;
     if (!p || count < 0 || (size = type_size(dt, &tlb_pos)) < 0 || op == MPI_OP_NULL)
         return 0;
@@ -309,7 +393,7 @@ int pcoll_gate_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
 }
 
 /* Sum of p non-negative counts, or -1. */
-static long long sum_counts(const int *c, int p)
+HOT long long sum_counts(const int *c, int p)
 {
     long long s = 0;
     if (c == NULL)
@@ -325,7 +409,7 @@ static long long sum_counts(const int *c, int p)
 int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm)
 {
-    int rank, p = small_intra(comm, &rank), tlb_pos = 0;
+    int rank, p = small_intra(G_REDUCE_SCATTER, comm, &rank), tlb_pos = 0;
     long long size, elems;
     if (!p || op == MPI_OP_NULL || (size = type_size(dt, &tlb_pos)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
         return PCOLL_GATE_DECLINED;
@@ -346,7 +430,7 @@ int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *rec
 int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                           const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int rank, p = small_intra(comm, &rank), tlb_pos = 0;
+    int rank, p = small_intra(G_ALLGATHERV, comm, &rank), tlb_pos = 0;
     long long size, elems;
     if (!p || (size = type_size(recvtype, &tlb_pos)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
         return PCOLL_GATE_DECLINED;

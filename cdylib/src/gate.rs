@@ -14,9 +14,9 @@ use crate::state::Global;
 use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Op};
 use pcoll::config::Config;
 use pcoll::decide::defects::{self, Guard};
-use pcoll::Collective;
-use std::os::raw::{c_int, c_uchar, c_uint, c_ulonglong, c_void};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use pcoll::{Algorithm, Collective, Pick};
+use std::os::raw::{c_int, c_uint, c_ulonglong, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Largest communicator the gate serves (`PCOLL_GATE_P` in the C file).
 pub const GATE_P: usize = 64;
@@ -24,11 +24,16 @@ pub const GATE_P: usize = 64;
 const GATE_R: usize = 8;
 /// What a gate function returns when it did not make the call (`PCOLL_GATE_DECLINED`).
 pub const DECLINED: c_int = -0x7ffe1234;
+/// The gate's modes per collective (`PCOLL_MODE_*`): see [`set_forced`].
+const MODE_CELLS: c_int = 0;
+const MODE_NATIVE: c_int = 1;
+const MODE_DECLINE: c_int = 2;
 
 extern "C" {
     fn pcoll_gate_close();
     fn pcoll_gate_open();
     fn pcoll_gate_guard(coll: c_int, flags: c_uint, root_above: c_ulonglong);
+    fn pcoll_gate_mode(coll: c_int, mode: c_int);
     #[cfg(test)]
     fn pcoll_gate_abi(what: c_int) -> i64;
     fn pcoll_gate_set(
@@ -74,9 +79,13 @@ extern "C" {
         recvtype: MPI_Datatype,
         comm: MPI_Comm,
     ) -> c_int;
-    static mut pcoll_gate_calls: [c_ulonglong; 4];
-    static mut pcoll_gate_bytes: [c_ulonglong; 4];
-    static mut pcoll_gate_hit: [c_uchar; 4];
+    fn pcoll_gate_counts(
+        coll: c_int,
+        calls: *mut c_ulonglong,
+        bytes: *mut c_ulonglong,
+        reset: c_int,
+    );
+    fn pcoll_gate_hit(coll: c_int, clear: c_int) -> c_int;
 }
 
 /// Bits of the guards a collective's gate cell checks (`PCOLL_GUARD_*` in the C file): one per
@@ -139,17 +148,19 @@ pub fn ensure(g: &'static Global, p: usize) {
     PUBLISHED[p].store(true, Ordering::Release);
 }
 
-/// Republish one collective's published cells after its run-time forced algorithm changed.
-pub fn republish(g: &'static Global, coll: Collective) {
-    if !wanted(&g.cfg) {
-        return;
-    }
-    let _w = WRITER.lock();
-    for p in 1..=GATE_P {
-        if PUBLISHED[p].load(Ordering::Acquire) {
-            set_cell(g, coll, p);
-        }
-    }
+/// What the gate does with `coll` under the run-time forced pick (`pcoll_force`): the cells
+/// decide (none), every plain call goes native (`native`), or every call is declined (any
+/// other algorithm, `model`: the Rust path decides). One byte store: pcoll-bench switches the
+/// forced algorithm between every timed call, and republishing the cells there (the model
+/// over every size class) cost milliseconds that disturbed the next call's timing.
+pub fn set_forced(coll: Collective, pick: Option<Pick>) {
+    let mode = match pick {
+        None => MODE_CELLS,
+        Some(Pick::Alg(Algorithm::Native)) => MODE_NATIVE,
+        Some(_) => MODE_DECLINE,
+    };
+    // SAFETY: a plain C call on the gate's own static state.
+    unsafe { pcoll_gate_mode(coll.index() as c_int, mode) };
 }
 
 /// The gate opens unless the Rust path must see every call.
@@ -157,11 +168,14 @@ fn wanted(cfg: &Config) -> bool {
     !(cfg.disable || cfg.stats || log::max_level() >= log::LevelFilter::Debug)
 }
 
-/// Write the cell of (`coll`, `p`): the byte ranges the resolver sends to native
+/// Write the cell of (`coll`, `p`): the byte ranges the resolver (without the run-time
+/// force, which [`set_forced`] handles) sends to native
 /// ([`pcoll::decide::Resolver::native_ranges`]); more than [`GATE_R`] ranges: none (the gate
 /// declines the cell).
 fn set_cell(g: &'static Global, coll: Collective, p: usize) {
-    let r = crate::state::resolver(g, coll, p).native_ranges(coll, p);
+    let mut resolver = crate::state::resolver(g, coll, p);
+    resolver.over.algorithm = None; // the run-time force is the gate's mode byte
+    let r = resolver.native_ranges(coll, p);
     let n = if r.len() > GATE_R { 0 } else { r.len() };
     let mut lo = [0 as c_ulonglong; GATE_R];
     let mut hi = [0 as c_ulonglong; GATE_R];
@@ -180,56 +194,43 @@ fn set_cell(g: &'static Global, coll: Collective, p: usize) {
     };
 }
 
-/// The gate's counters as atomics (the C side updates them with `__atomic` builtins).
-fn cell(a: *mut c_ulonglong) -> &'static AtomicU64 {
-    // SAFETY: a C global of 8 aligned bytes, alive for the process, only accessed atomically.
-    unsafe { &*(a as *const AtomicU64) }
+/// Calls and bytes the gate forwarded for `coll`; `reset`: zero them.
+fn read_counts(coll: Collective, reset: bool) -> (u64, u64) {
+    let (mut calls, mut bytes): (c_ulonglong, c_ulonglong) = (0, 0);
+    // SAFETY: two valid out-pointers; the C side checks the index.
+    unsafe {
+        pcoll_gate_counts(
+            coll.index() as c_int,
+            &mut calls,
+            &mut bytes,
+            reset as c_int,
+        )
+    };
+    (calls, bytes)
 }
 
 /// Calls and bytes the gate forwarded for `coll`.
 pub fn counts(coll: Collective) -> (u64, u64) {
-    let i = coll.index();
-    // SAFETY: addresses of elements of the C arrays (no reference to the `static mut`).
-    let (c, b) = unsafe {
-        (
-            std::ptr::addr_of_mut!(pcoll_gate_calls[i]),
-            std::ptr::addr_of_mut!(pcoll_gate_bytes[i]),
-        )
-    };
-    (
-        cell(c).load(Ordering::Relaxed),
-        cell(b).load(Ordering::Relaxed),
-    )
+    read_counts(coll, false)
 }
 
 /// Zero the gate's counts.
 pub fn reset() {
-    for i in 0..Collective::ALL.len() {
-        // SAFETY: as in `counts`.
-        let (c, b) = unsafe {
-            (
-                std::ptr::addr_of_mut!(pcoll_gate_calls[i]),
-                std::ptr::addr_of_mut!(pcoll_gate_bytes[i]),
-            )
-        };
-        cell(c).store(0, Ordering::Relaxed);
-        cell(b).store(0, Ordering::Relaxed);
+    for coll in Collective::ALL {
+        read_counts(coll, true);
     }
-}
-
-fn hit_flag(coll: Collective) -> &'static AtomicU8 {
-    // SAFETY: address of a byte of the C array, accessed atomically on both sides.
-    unsafe { &*(std::ptr::addr_of_mut!(pcoll_gate_hit[coll.index()]) as *const AtomicU8) }
 }
 
 /// Whether the last call of `coll` went through the gate.
 pub fn last_hit(coll: Collective) -> bool {
-    hit_flag(coll).load(Ordering::Relaxed) != 0
+    // SAFETY: a plain C call on the gate's own static state.
+    unsafe { pcoll_gate_hit(coll.index() as c_int, 0) != 0 }
 }
 
 /// The Rust path is recording a call of `coll`, which is now the last.
 pub fn clear_hit(coll: Collective) {
-    hit_flag(coll).store(0, Ordering::Relaxed);
+    // SAFETY: as above.
+    unsafe { pcoll_gate_hit(coll.index() as c_int, 1) };
 }
 
 #[cfg(test)]
@@ -261,5 +262,8 @@ mod tests {
         {
             assert_eq!(abi(20 + k as i32), guard_bit(g) as i64, "{g:?}");
         }
+        assert_eq!(abi(30), MODE_CELLS as i64);
+        assert_eq!(abi(31), MODE_NATIVE as i64);
+        assert_eq!(abi(32), MODE_DECLINE as i64);
     }
 }

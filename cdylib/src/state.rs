@@ -142,12 +142,8 @@ pub fn force(coll: Collective, pick: Option<Pick>) {
         Some(Pick::Model) => MODEL,
         Some(Pick::Alg(a)) => a.index() as u8,
     };
-    let old = FORCED[coll.index()].swap(v, Ordering::Relaxed);
-    if old != v {
-        if let Some(g) = GLOBAL.get() {
-            crate::gate::republish(g, coll);
-        }
-    }
+    FORCED[coll.index()].store(v, Ordering::Relaxed);
+    crate::gate::set_forced(coll, pick);
 }
 
 pub fn forced(coll: Collective) -> Option<Pick> {
