@@ -199,7 +199,7 @@ fn leaders(l: &Layout, root: Option<usize>) -> Vec<usize> {
 fn reduce(prog: &mut Program, s: &CallSpec, ctx: &Ctx) -> Result<(), Error> {
     let l = ctx.layout;
     let m = s.counts[0];
-    let (node, n, li) = whereami(l, s.rank);
+    let (node, n, _) = whereami(l, s.rank);
     let lead = leaders(l, Some(s.root));
     let is_root = s.rank == s.root;
     // Where this rank's node partial lives (for a leader).
@@ -233,7 +233,6 @@ fn reduce(prog: &mut Program, s: &CallSpec, ctx: &Ctx) -> Result<(), Error> {
         )?;
         acc_in_place = is_root;
     }
-    let _ = li;
     if s.rank == lead[n] && l.nodes() > 1 {
         Step {
             coll: Collective::Reduce,

@@ -336,7 +336,9 @@ impl Case {
             return Ok(alg);
         }
         alg.check(&spec)?;
-        if spec.total() == 0 {
+        // A node-aware program needs the communicator's nodes, which the library asks of MPI
+        // (it checks them itself, falling back like any forced algorithm that cannot serve).
+        if spec.total() == 0 || alg.node_aware() {
             return Ok(alg);
         }
         pcoll::algo::build(alg, &spec)
