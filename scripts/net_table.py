@@ -6,7 +6,7 @@
 
 One row per (collective, size): native median (ms), auto / native (and what auto ran), the best
 pcoll algorithm / native, its median (ms), the link bound m*beta (the whole message once over
-one link at the shaped rate) and best / bound. --predicted adds the cost model's prediction
+one link at the shaped rate), best / bound and auto / best. --predicted adds the cost model's prediction
 for the best algorithm and for auto's choice as predicted / measured (the CSV's predicted_us
 column, i.e. the [model] of the table pcoll-bench ran with)."""
 import argparse
@@ -53,6 +53,7 @@ def row(coll, size, rows, mbit, predicted):
     else:
         cells.append("-")
     cells += [f"{best['variant']} {ratio(tb, tn)}", f"{tb / 1e3:.1f}", f"{bound / 1e3:.1f}", ratio(tb, bound)]
+    cells.append(ratio(float(auto["median_us"]), tb) if auto else "-")
     if predicted:
         for r in (best, auto):
             p = r and r.get("predicted_us")
@@ -72,7 +73,7 @@ def main():
     sizes = {int(s) for s in a.sizes.split(",") if s}
     colls = [c for c in a.collectives.split(",") if c]
     head = ["collective", "size", "native ms", "auto / native (ran)", "best algorithm / native",
-            "best ms", "link bound m·β ms", "best / bound"]
+            "best ms", "link bound m·β ms", "best / bound", "auto / best"]
     if a.predicted:
         head += ["best: predicted / measured", "auto: predicted / measured"]
     print("| " + " | ".join(head) + " |")
