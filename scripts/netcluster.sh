@@ -296,8 +296,11 @@ cmd_rank() {
     "$NAME-node$node" "$@"
 }
 
-# MPICH 4.0.2 + UCX 1.13 over TCP hang in MPI_Finalize unless UCX keeps progressing there:
-# see scripts/netcluster/ucx_finalize_progress.c. Built on first use into build/net/.
+# MPICH 4.0.2 + UCX 1.13 over TCP hang in MPI_Finalize unless UCX keeps progressing there,
+# and MPICH's busy-polling ranks (more of them than cores) make every message wait for a
+# scheduler tick: scripts/netcluster/ucx_finalize_progress.c fixes both (the second: an idle
+# rank sleeps on UCX's event fd; PCOLL_NET_SPIN=0 turns that off). Built on first use into
+# build/net/ (needs UCX's headers, libucx-dev).
 finalize_fix() {
   local src=$ROOT/scripts/netcluster/ucx_finalize_progress.c so=$ROOT/build/net/ucx_finalize_progress.so
   if [ ! -f "$so" ] || [ "$src" -nt "$so" ]; then

@@ -1,5 +1,7 @@
 /* Preloaded into every MPICH rank by scripts/netcluster.sh: keeps UCX progressing through
- * MPICH 4.0.2's finalize so that no rank waits forever for a peer that stopped progressing.
+ * MPICH 4.0.2's finalize so that no rank waits forever for a peer that stopped progressing,
+ * and (second part, "idle waiting" below) lets a rank that waits for a message sleep on
+ * UCX's event fd instead of spinning.
  *
  * Why: MPICH 4.0.2 (ch4:ucx, src/mpid/ch4/netmod/ucx/ucx_init.c, MPIDI_UCX_mpi_finalize_hook)
  * closes every endpoint with ucp_disconnect_nb (= a flushing close), calls
@@ -22,17 +24,17 @@
  * ucp_worker_progress call. Nothing else changes: closes still flush, so no data is dropped.
  *
  * Build: cc -shared -fPIC -O2 -pthread -o ucx_finalize_progress.so ucx_finalize_progress.c -ldl
+ * (UCX's headers, libucx-dev; ucp_worker_get_efd/ucp_worker_arm resolve in the MPICH process)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-typedef void *ucp_worker_h;
-typedef void *ucp_ep_h;
+#include <ucp/api/ucp.h>
 
 static unsigned (*real_progress)(ucp_worker_h);
 static void *(*real_disconnect)(ucp_ep_h);
@@ -67,11 +69,61 @@ static void *helper_main(void *worker) {
     return NULL;
 }
 
+/* --- idle waiting (the second fix, see README "Emulated cluster": the small-message floor) ---
+ * MPICH's ch4:ucx waits for a message by calling ucp_worker_progress in a loop. With more
+ * busy ranks than cores (4 ranks, 2 cores, other jobs) a rank that waits keeps its core until
+ * the scheduler's tick takes it away, and the rank a message is for gets the core only at a
+ * tick (4 ms here): every message round of a collective cost 4-40 ms. Here, after
+ * PCOLL_NET_SPIN (default 200) empty progress calls in a row, the rank arms the worker's
+ * event fd (ucp_worker_arm) and sleeps in poll() on it for at most PCOLL_NET_WAIT_US (default
+ * 1000) microseconds: the kernel wakes it when a TCP segment for it arrives, and a woken task
+ * preempts spinning ones. The context is created with UCP_FEATURE_WAKEUP for that
+ * (ucp_init_version below). PCOLL_NET_SPIN=0 turns it off. */
+static ucs_status_t (*real_init)(unsigned, unsigned, const ucp_params_t *, const ucp_config_t *,
+                                 ucp_context_h *);
+static int spin_limit = -1, wait_ms = 1, efd = -1, efd_failed;
+
+ucs_status_t ucp_init_version(unsigned major, unsigned minor, const ucp_params_t *params,
+                              const ucp_config_t *config, ucp_context_h *context) {
+    if (!real_init) real_init = sym("ucp_init_version");
+    const char *s = getenv("PCOLL_NET_SPIN"), *w = getenv("PCOLL_NET_WAIT_US");
+    spin_limit = s ? atoi(s) : 200;
+    wait_ms = w ? (atoi(w) + 999) / 1000 : 1;
+    if (spin_limit <= 0 || !params || !(params->field_mask & UCP_PARAM_FIELD_FEATURES))
+        return real_init(major, minor, params, config, context);
+    ucp_params_t p = *params;
+    p.features |= UCP_FEATURE_WAKEUP;
+    ucs_status_t st = real_init(major, minor, &p, config, context);
+    if (st != UCS_OK) { /* no transport with events: spin as before */
+        spin_limit = 0;
+        st = real_init(major, minor, params, config, context);
+    }
+    return st;
+}
+
+static void idle_wait(ucp_worker_h worker) {
+    if (efd < 0 && !efd_failed && ucp_worker_get_efd(worker, &efd) != UCS_OK) efd_failed = 1;
+    if (efd_failed) return;
+    if (ucp_worker_arm(worker) != UCS_OK) return; /* UCS_ERR_BUSY: events pending */
+    struct pollfd pfd = {efd, POLLIN, 0};
+    poll(&pfd, 1, wait_ms);
+}
+
 unsigned ucp_worker_progress(ucp_worker_h worker) {
+    static int idle;
     if (!real_progress) real_progress = sym("ucp_worker_progress");
     if (!atomic_load_explicit(&finalizing, memory_order_relaxed)) {
         last_worker = worker;
-        return real_progress(worker);
+        unsigned n = real_progress(worker);
+        if (n || spin_limit <= 0) {
+            idle = 0;
+            return n;
+        }
+        if (++idle >= spin_limit) {
+            idle = 0;
+            idle_wait(worker);
+        }
+        return n;
     }
     pthread_mutex_lock(&lock);
     unsigned n = real_progress(worker);
