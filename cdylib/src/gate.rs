@@ -1,4 +1,4 @@
-//! The native gate (`shim/pcoll_gate.c`): the C entry points of the four collectives ask it
+//! The native gate (`shim/pcoll_gate.c`): the C entry points of the collectives ask it
 //! first, and it forwards a call to the MPI's own collective without entering the Rust code
 //! when the decision is `native` for the call's (collective, p, bytes) and the arguments are
 //! plain. This module publishes the decision it needs — for each collective and p up to
@@ -22,6 +22,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 pub const GATE_P: usize = 64;
 /// Ranges per (collective, p) the gate holds (`PCOLL_GATE_R`); a cell with more declines.
 const GATE_R: usize = 8;
+/// Collectives (the C file's `G_NCOLL`).
+const NCOLL: usize = Collective::ALL.len();
 /// What a gate function returns when it did not make the call (`PCOLL_GATE_DECLINED`).
 pub const DECLINED: c_int = -0x7ffe1234;
 
@@ -74,9 +76,33 @@ extern "C" {
         recvtype: MPI_Datatype,
         comm: MPI_Comm,
     ) -> c_int;
-    static mut pcoll_gate_calls: [c_ulonglong; 4];
-    static mut pcoll_gate_bytes: [c_ulonglong; 4];
-    static mut pcoll_gate_hit: [c_uchar; 4];
+    pub fn pcoll_gate_bcast(
+        buf: *mut c_void,
+        count: c_int,
+        dt: MPI_Datatype,
+        root: c_int,
+        comm: MPI_Comm,
+    ) -> c_int;
+    pub fn pcoll_gate_allgather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: MPI_Datatype,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: MPI_Datatype,
+        comm: MPI_Comm,
+    ) -> c_int;
+    pub fn pcoll_gate_reduce_scatter_block(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        dt: MPI_Datatype,
+        op: MPI_Op,
+        comm: MPI_Comm,
+    ) -> c_int;
+    static mut pcoll_gate_calls: [c_ulonglong; NCOLL];
+    static mut pcoll_gate_bytes: [c_ulonglong; NCOLL];
+    static mut pcoll_gate_hit: [c_uchar; NCOLL];
 }
 
 /// Bits of the guards a collective's gate cell checks (`PCOLL_GUARD_*` in the C file): one per

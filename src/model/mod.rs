@@ -46,10 +46,11 @@ pub enum Scheme {
     Circulant,
     Butterfly,
     Ring,
+    ScatterAllgather,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 8] = [
+    pub const ALL: [Scheme; 9] = [
         Scheme::Binomial,
         Scheme::Pipeline,
         Scheme::Binary,
@@ -58,6 +59,7 @@ impl Scheme {
         Scheme::Circulant,
         Scheme::Butterfly,
         Scheme::Ring,
+        Scheme::ScatterAllgather,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -69,6 +71,7 @@ impl Scheme {
             Scheme::Circulant => "circulant",
             Scheme::Butterfly => "butterfly",
             Scheme::Ring => "ring",
+            Scheme::ScatterAllgather => "scatter_allgather",
         }
     }
     /// The scheme modelling a library algorithm (None for `Native`).
@@ -82,6 +85,7 @@ impl Scheme {
             Algorithm::Circulant => Scheme::Circulant,
             Algorithm::Butterfly => Scheme::Butterfly,
             Algorithm::Ring => Scheme::Ring,
+            Algorithm::ScatterAllgather => Scheme::ScatterAllgather,
         })
     }
     /// Does the time depend on a segment/block count `n`?
@@ -89,7 +93,7 @@ impl Scheme {
         match self {
             Scheme::Pipeline | Scheme::Binary | Scheme::GreedyUni => true,
             Scheme::Greedy => matches!(coll, Collective::Reduce | Collective::Allreduce),
-            Scheme::Circulant => coll == Collective::Reduce,
+            Scheme::Circulant => matches!(coll, Collective::Reduce | Collective::Bcast),
             _ => false,
         }
     }
@@ -134,6 +138,8 @@ pub fn time_with_segments(
     if p <= 1 {
         return 0.0;
     }
+    // allgather / reduce_scatter_block run the allgatherv / reduce_scatter programs.
+    let coll = coll.base();
     let (a, b, g) = (c.alpha, c.beta, c.gamma);
     let m = bytes as f64;
     let pf = p as f64;
@@ -217,6 +223,13 @@ pub fn time_with_segments(
             }
         }
         (Allgatherv, Ring) => (pf - 1.0) * (ax + bx * m / pf),
+        (Bcast, Binomial) => bin_bcast,
+        (Bcast, Pipeline) => (pf + nf - 2.0) * (a + b * s),
+        (Bcast, Circulant) => (nf - 1.0 + q) * (ax + bx * s),
+        // binomial scatter (q rounds, (p−1)/p·m from the root) + ring allgather.
+        (Bcast, ScatterAllgather) => {
+            q * a + (pf - 1.0) / pf * b * m + (pf - 1.0) * (ax + bx * m / pf)
+        }
         _ => inf,
     }
 }
@@ -362,14 +375,15 @@ pub fn lower_bound(
     let frac = (pf - 1.0) / pf;
     let comp = frac * c.gamma * m;
     let half = duplex == Duplex::Half;
-    match coll {
+    match coll.base() {
         Collective::Reduce => {
             let bw = if half && p >= 3 { 2.0 } else { 1.0 } * c.beta * m;
             lat + bw + comp
         }
+        Collective::Bcast => lat + c.beta * m,
         Collective::Allreduce => lat + 2.0 * frac * c.beta * m + comp,
         Collective::ReduceScatter => lat + frac * c.beta * m + comp,
-        Collective::Allgatherv => lat + frac * c.beta * m,
+        _ => lat + frac * c.beta * m,
     }
 }
 

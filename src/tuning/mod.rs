@@ -204,7 +204,7 @@ pub struct Table {
     origin: String,
     model: Option<CostParams>,
     margin: Option<f64>,
-    rules: [Vec<Rule>; 4],
+    rules: [Vec<Rule>; Collective::ALL.len()],
     header: Vec<String>,
 }
 

@@ -95,6 +95,7 @@ fn static_name(a: Algorithm) -> *const c_char {
         Algorithm::Circulant => c"circulant".as_ptr(),
         Algorithm::Butterfly => c"butterfly".as_ptr(),
         Algorithm::Ring => c"ring".as_ptr(),
+        Algorithm::ScatterAllgather => c"scatter_allgather".as_ptr(),
     }
 }
 
