@@ -112,6 +112,14 @@ pub(crate) fn allgather_entry(
     native: &mut dyn FnMut() -> c_int,
 ) -> c_int {
     let coll = Collective::Allgather;
+    if comm == consts::comm_null() {
+        // Open MPI 4.1.4's own MPI_Allgather crashes on MPI_COMM_NULL: report the class the
+        // standard names, through MPI_COMM_WORLD's error handler (no communicator to use).
+        log::error!("allgather: invalid argument: MPI_COMM_NULL");
+        // SAFETY: MPI_COMM_WORLD is valid while MPI is initialised.
+        unsafe { PMPI_Comm_call_errhandler(consts::comm_world(), consts::ERR_COMM()) };
+        return consts::ERR_COMM();
+    }
     let op = consts::op_null();
     let fast = (sendbuf, recvbuf as *const c_void, recvcount, sendcount);
     if let Some(rc) = regular_native(coll, fast, recvtype, op, comm, native) {
