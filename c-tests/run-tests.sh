@@ -76,7 +76,10 @@ ALGS_reduce="native binomial pipeline greedy greedy_uni circulant butterfly"
 ALGS_allreduce="native binomial greedy circulant butterfly ring"
 ALGS_reduce_scatter="native binomial circulant butterfly ring"
 ALGS_allgatherv="native binomial circulant butterfly ring"
-ALL_ALGS="native binomial pipeline greedy greedy_uni circulant butterfly ring"
+ALGS_bcast="native binomial pipeline scatter_allgather circulant"
+ALGS_allgather="native binomial circulant butterfly ring"
+ALGS_reduce_scatter_block="native binomial circulant butterfly ring"
+ALL_ALGS="native binomial pipeline greedy greedy_uni circulant butterfly ring scatter_allgather"
 ORDER_PRESERVING="native binomial pipeline butterfly" # for the reducing collectives
 
 has_alg() { # has_alg <coll> <alg>
@@ -127,7 +130,7 @@ prog_args() {
 }
 
 # ---------------------------------------------------------------- build
-C_PROGS="reduce allreduce reduce_scatter allgatherv noncommutative derived isolation errors example"
+C_PROGS="reduce allreduce reduce_scatter allgatherv family noncommutative derived isolation errors example"
 F_PROGS="fortran_mpif fortran_usempi fortran_f08"
 BUILT=""
 
@@ -300,6 +303,23 @@ else
             [ $alg = native ] && avoid=1
             for p in $ps; do
                 check_run "$coll p=$p $(env_var $coll)=$alg" "$p" "$coll" "$avoid" "$coll:$alg:0" \
+                    "${PRE[@]}" "$(env_var $coll)=$alg"
+            done
+            i=$((i + 1))
+        done
+    done
+
+    # -- family.c (issue 15): bcast, allgather, reduce_scatter_block; one of them forced per run
+    for coll in bcast allgather reduce_scatter_block; do
+        i=0
+        eval "algs=\$ALGS_$coll"
+        for alg in $algs; do
+            ps=$(p_for $i $([ $QUICK = 1 ] && echo 2 || echo 99))
+            [ $QUICK = 1 ] && [ $i = 1 ] && ps="1 $ps"
+            avoid=0
+            [ $alg = native ] && avoid=1
+            for p in $ps; do
+                check_run "family p=$p $(env_var $coll)=$alg" "$p" family "$avoid" "$coll:$alg:0" \
                     "${PRE[@]}" "$(env_var $coll)=$alg"
             done
             i=$((i + 1))

@@ -66,7 +66,7 @@ pub struct Config {
     /// `PCOLL_TUNING`: tuning table file.
     pub tuning: Option<PathBuf>,
     /// `PCOLL_<COLL>`: forced algorithm (or `model`), indexed by [`Collective::index`].
-    pub force: [Option<Pick>; 4],
+    pub force: [Option<Pick>; Collective::ALL.len()],
     /// `PCOLL_SEGMENT`: segment bytes (> 0), overrides the table.
     pub segment: Option<usize>,
     /// `PCOLL_CHUNK`: messages are sent in chunks of at most this many bytes (0: whole).

@@ -11,12 +11,14 @@
 //! | reduce | greedy_uni | m | uni-greedy optimum, at most 256 |
 //! | reduce | circulant | m | `√((q−1)(β+γ)m/α)` (§5.7) |
 //! | allreduce | circulant | ⌈m/p⌉ | 1 (§5.8) |
-//! | reduce_scatter | circulant | largest count | `√((q−1)(β+γ)c_max/α)` (§8.12) |
+//! | reduce_scatter, reduce_scatter_block | circulant | largest count | `√((q−1)(β+γ)c_max/α)` (§8.12) |
+//! | bcast | pipeline | m | `√((p−2)βm/α)` |
+//! | bcast | circulant | m | `√((q−1)βm/α)` (§5.6) |
 //!
 //! Every other (collective, algorithm) ignores the segment (circulant allgatherv always uses
 //! whole contributions, §8.12).
 
-use crate::algo::{circulant, greedy, pipeline, Algorithm, CallSpec, Collective};
+use crate::algo::{bcast, circulant, greedy, pipeline, Algorithm, CallSpec, Collective};
 
 /// Does `alg` of `coll` read `CallSpec::seg_elems`?
 pub fn uses_segment(alg: Algorithm, coll: Collective) -> bool {
@@ -26,7 +28,8 @@ pub fn uses_segment(alg: Algorithm, coll: Collective) -> bool {
         (coll, alg),
         (Reduce, Pipeline | Greedy | GreedyUni | Circulant)
             | (Allreduce, Greedy | Circulant)
-            | (ReduceScatter, Circulant)
+            | (ReduceScatter | ReduceScatterBlock, Circulant)
+            | (Bcast, Pipeline | Circulant)
     )
 }
 
@@ -43,7 +46,9 @@ pub fn segmented(coll: Collective) -> Vec<Algorithm> {
 fn split_len(alg: Algorithm, s: &CallSpec) -> usize {
     match (s.coll, alg) {
         (Collective::Allreduce, Algorithm::Circulant) => s.counts[0].div_ceil(s.p.max(1)),
-        (Collective::ReduceScatter, _) => s.counts.iter().copied().max().unwrap_or(0),
+        (Collective::ReduceScatter | Collective::ReduceScatterBlock, _) => {
+            s.counts.iter().copied().max().unwrap_or(0)
+        }
         _ => s.counts[0],
     }
 }
@@ -55,6 +60,7 @@ pub fn segment_count(alg: Algorithm, s: &CallSpec) -> Option<usize> {
         return None;
     }
     Some(match alg {
+        Algorithm::Pipeline if s.coll == Collective::Bcast => bcast::pipeline_segments(s),
         Algorithm::Pipeline => pipeline::segments(s),
         Algorithm::Greedy => greedy::segments(s, true),
         Algorithm::GreedyUni => greedy::segments(s, false),
@@ -124,7 +130,8 @@ mod tests {
 
     fn spec(coll: Collective, p: usize, n: usize, eb: usize) -> CallSpec {
         let counts = match coll {
-            Collective::Reduce | Collective::Allreduce => vec![n],
+            Collective::Reduce | Collective::Allreduce | Collective::Bcast => vec![n],
+            Collective::Allgather | Collective::ReduceScatterBlock => vec![n / p; p],
             _ => (0..p).map(|j| n / p + (j < n % p) as usize).collect(),
         };
         CallSpec {
@@ -183,7 +190,7 @@ mod tests {
                 for p in [2, 3, 5] {
                     let s = spec(coll, p, 997, 8);
                     let s = CallSpec {
-                        displs: if coll == Collective::Allgatherv {
+                        displs: if coll.base() == Collective::Allgatherv {
                             (0..p).map(|j| s.counts[..j].iter().sum()).collect()
                         } else {
                             vec![]

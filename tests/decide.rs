@@ -236,7 +236,7 @@ fn fallbacks_go_to_the_model() {
             for &forced in Algorithm::available(coll) {
                 let c = Config {
                     force: {
-                        let mut f = [None; 4];
+                        let mut f = [None; Collective::ALL.len()];
                         f[coll.index()] = Some(Pick::Alg(forced));
                         f
                     },

@@ -7,9 +7,10 @@ use pcoll::plan::{Buf, Op, Program};
 
 fn spec(coll: Collective, p: usize, rank: usize, m: usize, commutative: bool) -> CallSpec {
     let (counts, displs) = match coll {
-        Collective::Reduce | Collective::Allreduce => (vec![m], vec![]),
+        Collective::Reduce | Collective::Allreduce | Collective::Bcast => (vec![m], vec![]),
         Collective::ReduceScatter => ((0..p).map(|j| m / p + j % 2).collect(), vec![]),
-        Collective::Allgatherv => (
+        Collective::ReduceScatterBlock => (vec![m / p; p], vec![]),
+        Collective::Allgatherv | Collective::Allgather => (
             vec![m / p + 1; p],
             (0..p).map(|j| j * (m / p + 1)).collect(),
         ),

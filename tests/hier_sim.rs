@@ -227,6 +227,10 @@ fn check(c: &Case) {
                     );
                 }
             }
+            // hier serves the four collectives above only.
+            Collective::Bcast | Collective::Allgather | Collective::ReduceScatterBlock => {
+                panic!("{what}: hier does not serve {}", c.coll)
+            }
         }
     }
 }

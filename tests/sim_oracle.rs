@@ -56,7 +56,13 @@ struct Case {
 
 fn counts_for(c: &Case, rng: &mut Rng) -> (Vec<usize>, Vec<usize>) {
     match c.coll {
-        Collective::Reduce | Collective::Allreduce => (vec![c.count], vec![]),
+        Collective::Reduce | Collective::Allreduce | Collective::Bcast => (vec![c.count], vec![]),
+        // Regular counts: p blocks of count / p (allgather: packed, displs j·n).
+        Collective::ReduceScatterBlock => (vec![c.count / c.p; c.p], vec![]),
+        Collective::Allgather => {
+            let n = c.count / c.p;
+            (vec![n; c.p], (0..c.p).map(|j| j * n).collect())
+        }
         _ => {
             // Irregular counts with zeros; around `count` in total.
             let counts: Vec<usize> = (0..c.p)
@@ -113,9 +119,12 @@ fn check(c: Case) {
     }
     let inputs: Vec<Vec<u8>> = (0..c.p)
         .map(|r| {
-            (0..spec.for_rank(r).in_len())
-                .flat_map(|_| elem(&*op, &mut rng))
-                .collect()
+            let len = if c.coll == Collective::Bcast {
+                counts[0] // the root's data, in Out before the call
+            } else {
+                spec.for_rank(r).in_len()
+            };
+            (0..len).flat_map(|_| elem(&*op, &mut rng)).collect()
         })
         .collect();
     let mut io = Vec::new();
@@ -124,6 +133,9 @@ fn check(c: Case) {
         let out_len = s.out_len();
         let mut out = out_len.map(|n| vec![SENTINEL; n * eb]);
         let mut in_alias = None;
+        if c.coll == Collective::Bcast && r == c.root {
+            out = Some(inputs[r].clone());
+        }
         if c.in_place {
             // MPI_IN_PLACE: the input lives in the receive buffer.
             match c.coll {
@@ -135,11 +147,11 @@ fn check(c: Case) {
                     out = Some(inputs[r].clone());
                     in_alias = Some(0);
                 }
-                Collective::ReduceScatter => {
+                Collective::ReduceScatter | Collective::ReduceScatterBlock => {
                     out = Some(inputs[r].clone());
                     in_alias = Some(0);
                 }
-                Collective::Allgatherv => {
+                Collective::Allgatherv | Collective::Allgather => {
                     let o = out.as_mut().unwrap();
                     o[displs[r] * eb..(displs[r] + counts[r]) * eb].copy_from_slice(&inputs[r]);
                     in_alias = Some(displs[r]);
@@ -177,7 +189,11 @@ fn check(c: Case) {
                     "{c:?}: wrong result at rank {r}"
                 );
             }
-            Collective::ReduceScatter => {
+            Collective::Bcast => {
+                let got = rr.out.as_ref().unwrap();
+                assert_eq!(got, &inputs[c.root], "{c:?}: wrong data at rank {r}");
+            }
+            Collective::ReduceScatter | Collective::ReduceScatterBlock => {
                 let lo: usize = counts[..r].iter().sum();
                 let want = &total_fold
                     .get(lo * eb..(lo + counts[r]) * eb)
@@ -192,7 +208,7 @@ fn check(c: Case) {
                     assert!(got[counts[r] * eb..].iter().all(|&b| b == SENTINEL));
                 }
             }
-            Collective::Allgatherv => {
+            Collective::Allgatherv | Collective::Allgather => {
                 let got = rr.out.as_ref().unwrap();
                 let mut covered = vec![false; got.len() / eb];
                 for j in 0..c.p {
@@ -278,6 +294,7 @@ fn max_rounds(c: &Case) -> Option<usize> {
             };
             Some(q + nseg - 1 + bcast)
         }
+        (Collective::Bcast, alg) => Some(bcast_rounds(c, alg, q)),
         (coll, Algorithm::Circulant) => {
             // n as ALGORITHMS.md §5.6–5.9 chooses it; rounds n−1+q (allreduce: twice that).
             let d = pcoll::CostParams::default();
@@ -338,6 +355,33 @@ fn max_rounds(c: &Case) -> Option<usize> {
     }
 }
 
+/// Rounds the broadcast programs promise: binomial ⌈log2 p⌉, chain p + n − 2,
+/// scatter + ring allgather ⌈log2 p⌉ + p − 1, circulant n − 1 + ⌈log2 p⌉ (n blocks).
+fn bcast_rounds(c: &Case, alg: Algorithm, q: usize) -> usize {
+    let spec = CallSpec {
+        coll: Collective::Bcast,
+        p: c.p,
+        rank: 0,
+        root: c.root,
+        counts: vec![c.count],
+        displs: vec![],
+        commutative: true,
+        elem_bytes: if c.commutative { 8 } else { 16 },
+        seg_elems: c.seg,
+        params: CostParams::default(),
+        in_place: false,
+    };
+    if c.p == 1 || c.count == 0 {
+        return 0;
+    }
+    match alg {
+        Algorithm::Binomial => q,
+        Algorithm::Pipeline => c.p + pcoll::algo::bcast::pipeline_segments(&spec) - 2,
+        Algorithm::ScatterAllgather => q + c.p - 1,
+        _ => pcoll::algo::bcast::circulant_blocks(&spec) - 1 + q,
+    }
+}
+
 fn algs(coll: Collective) -> Vec<Algorithm> {
     let only: Option<Vec<Algorithm>> = std::env::var("PCOLL_SIM_ALGS")
         .ok()
@@ -361,13 +405,14 @@ fn sweep(coll: Collective, ps: impl Iterator<Item = usize>) {
             for (ci, &count) in counts.iter().enumerate() {
                 for commutative in [true, false] {
                     for in_place in [false, true] {
-                        let roots: Vec<usize> = if coll == Collective::Reduce {
-                            let mut v = vec![0, p - 1, p / 2];
-                            v.dedup();
-                            v
-                        } else {
-                            vec![0]
-                        };
+                        let roots: Vec<usize> =
+                            if matches!(coll, Collective::Reduce | Collective::Bcast) {
+                                let mut v = vec![0, p - 1, p / 2];
+                                v.dedup();
+                                v
+                            } else {
+                                vec![0]
+                            };
                         for root in roots {
                             for seg in [0, 3] {
                                 check(Case {
@@ -409,4 +454,16 @@ fn reduce_scatter_all_algorithms() {
 #[test]
 fn allgatherv_all_algorithms() {
     sweep(Collective::Allgatherv, ps());
+}
+#[test]
+fn bcast_all_algorithms() {
+    sweep(Collective::Bcast, ps());
+}
+#[test]
+fn allgather_all_algorithms() {
+    sweep(Collective::Allgather, ps());
+}
+#[test]
+fn reduce_scatter_block_all_algorithms() {
+    sweep(Collective::ReduceScatterBlock, ps());
 }

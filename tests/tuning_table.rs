@@ -129,8 +129,20 @@ fn unknown_keys_and_sections() {
             "`bytes`",
         ],
     );
-    let e = err("[[bcast]]\nalgorithm = \"binomial\"\n");
-    assert_has(&e, &["t.toml:1:", "bcast", "[[allgatherv]]", "[model]"]);
+    let e = err("[[gather]]\nalgorithm = \"binomial\"\n");
+    assert_has(
+        &e,
+        &[
+            "t.toml:1:",
+            "gather",
+            "[[allgatherv]]",
+            "[[bcast]]",
+            "[model]",
+        ],
+    );
+    // A bcast algorithm the section does not have.
+    let e = err("[[bcast]]\nalgorithm = \"ring\"\n");
+    assert_has(&e, &["t.toml:2:", "ring", "scatter_allgather"]);
     let e = err("[model]\ndelta = 1e-9\n");
     assert_has(&e, &["t.toml:2:", "delta", "`alpha`", "`gamma`"]);
     let e = err("[reduce]\nalgorithm = \"binomial\"\n");

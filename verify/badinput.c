@@ -112,6 +112,33 @@ static int t_rs_null_recvbuf_one_big(void) { return MPI_Reduce_scatter(bsb, me =
 static int t_rs_inplace_null_recvbuf_one_big(void) { return MPI_Reduce_scatter(MPI_IN_PLACE, me == 0 ? NULL : brb, bcnt, MPI_INT, MPI_SUM, W); }
 static int t_agv_null_recvbuf_one_big(void) { return MPI_Allgatherv(bsb, bcnt[me], MPI_INT, me == 0 ? NULL : brb, bcnt, bdsp, MPI_INT, W); }
 static int t_agv_sendcount_mismatch(void) { return MPI_Allgatherv(sb, 3, MPI_INT, rb, cnt, dsp, MPI_INT, W); }
+/* MPI_Bcast, MPI_Allgather, MPI_Reduce_scatter_block (issue 15). */
+static int t_bcast_neg_count(void) { return MPI_Bcast(rb, -1, MPI_INT, 0, W); }
+static int t_bcast_root_p(void) { return MPI_Bcast(rb, 4, MPI_INT, p, W); }
+static int t_bcast_root_neg(void) { return MPI_Bcast(rb, 4, MPI_INT, -5, W); }
+static int t_bcast_comm_null(void) { return MPI_Bcast(rb, 4, MPI_INT, 0, MPI_COMM_NULL); }
+static int t_bcast_freed_comm(void) { return MPI_Bcast(rb, 4, MPI_INT, 0, freed_comm()); }
+static int t_bcast_type_null(void) { return MPI_Bcast(rb, 4, MPI_DATATYPE_NULL, 0, W); }
+static int t_bcast_uncommitted(void) { return MPI_Bcast(rb, 2, uncommitted(), 0, W); }
+static int t_bcast_null_buf(void) { return MPI_Bcast(NULL, 4, MPI_INT, 0, W); }
+static int t_bcast_null_buf_one_big(void) { return MPI_Bcast(me == p - 1 ? NULL : brb, BIG, MPI_INT, 0, W); }
+static int t_ag_neg_recvcount(void) { return MPI_Allgather(sb, 2, MPI_INT, rb, -2, MPI_INT, W); }
+static int t_ag_neg_sendcount(void) { return MPI_Allgather(sb, -1, MPI_INT, rb, 2, MPI_INT, W); }
+static int t_ag_comm_null(void) { return MPI_Allgather(sb, 2, MPI_INT, rb, 2, MPI_INT, MPI_COMM_NULL); }
+static int t_ag_freed_comm(void) { return MPI_Allgather(sb, 2, MPI_INT, rb, 2, MPI_INT, freed_comm()); }
+static int t_ag_type_null(void) { return MPI_Allgather(sb, 2, MPI_DATATYPE_NULL, rb, 2, MPI_DATATYPE_NULL, W); }
+static int t_ag_null_recvbuf(void) { return MPI_Allgather(sb, 2, MPI_INT, NULL, 2, MPI_INT, W); }
+static int t_ag_inplace_recvbuf(void) { return MPI_Allgather(sb, 2, MPI_INT, MPI_IN_PLACE, 2, MPI_INT, W); }
+static int t_ag_sendcount_mismatch(void) { return MPI_Allgather(sb, 3, MPI_INT, rb, 2, MPI_INT, W); }
+static int t_ag_null_recvbuf_one_big(void) { return MPI_Allgather(bsb, BIG / 64, MPI_INT, me == 0 ? NULL : brb, BIG / 64, MPI_INT, W); }
+static int t_rsb_neg_count(void) { return MPI_Reduce_scatter_block(sb, rb, -1, MPI_INT, MPI_SUM, W); }
+static int t_rsb_comm_null(void) { return MPI_Reduce_scatter_block(sb, rb, 2, MPI_INT, MPI_SUM, MPI_COMM_NULL); }
+static int t_rsb_type_null(void) { return MPI_Reduce_scatter_block(sb, rb, 2, MPI_DATATYPE_NULL, MPI_SUM, W); }
+static int t_rsb_op_null(void) { return MPI_Reduce_scatter_block(sb, rb, 2, MPI_INT, MPI_OP_NULL, W); }
+static int t_rsb_bxor_float(void) { return MPI_Reduce_scatter_block(sb, rb, 2, MPI_FLOAT, MPI_BXOR, W); }
+static int t_rsb_null_recvbuf(void) { return MPI_Reduce_scatter_block(sb, NULL, 2, MPI_INT, MPI_SUM, W); }
+static int t_rsb_inplace_recvbuf(void) { return MPI_Reduce_scatter_block(sb, MPI_IN_PLACE, 2, MPI_INT, MPI_SUM, W); }
+static int t_rsb_null_recvbuf_one_big(void) { return MPI_Reduce_scatter_block(bsb, me == 0 ? NULL : brb, BIG / 64, MPI_INT, MPI_SUM, W); }
 
 static const struct { const char *name; case_fn fn; } cases[] = {
 #define E(x) {#x, t_##x}
@@ -131,6 +158,12 @@ static const struct { const char *name; case_fn fn; } cases[] = {
     E(reduce_null_recvbuf_root_big), E(allreduce_null_sendbuf_one), E(allreduce_null_sendbuf_one_big),
     E(allreduce_null_recvbuf_one_big), E(rs_null_recvbuf_one_big), E(rs_inplace_null_recvbuf_one_big),
     E(agv_null_recvbuf_one_big),
+    E(bcast_neg_count), E(bcast_root_p), E(bcast_root_neg), E(bcast_comm_null), E(bcast_freed_comm),
+    E(bcast_type_null), E(bcast_uncommitted), E(bcast_null_buf), E(bcast_null_buf_one_big),
+    E(ag_neg_recvcount), E(ag_neg_sendcount), E(ag_comm_null), E(ag_freed_comm), E(ag_type_null),
+    E(ag_null_recvbuf), E(ag_inplace_recvbuf), E(ag_sendcount_mismatch), E(ag_null_recvbuf_one_big),
+    E(rsb_neg_count), E(rsb_comm_null), E(rsb_type_null), E(rsb_op_null), E(rsb_bxor_float),
+    E(rsb_null_recvbuf), E(rsb_inplace_recvbuf), E(rsb_null_recvbuf_one_big),
 #undef E
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))

@@ -1,5 +1,7 @@
 /* difftest: randomized differential tester for MPI_Reduce, MPI_Allreduce, MPI_Reduce_scatter
- * and MPI_Allgatherv (issue 7).
+ * and MPI_Allgatherv (issue 7), MPI_Bcast, MPI_Allgather and MPI_Reduce_scatter_block (issue 15:
+ * allgather and reduce_scatter_block are checked as allgatherv / reduce_scatter with regular
+ * counts; bcast checks every rank's buffer against the root's data, any root).
  *
  * Every rank draws the same sequence of random cases from a shared seed (case N uses only
  * (seed, N), so `--case N` reruns exactly one case). A case picks a collective, a datatype
@@ -473,14 +475,21 @@ static int mpi_accepts(int op, const layout_t *l) {
 
 /* ---------------------------------------------------------------- collectives, algorithms */
 
-enum { C_REDUCE, C_ALLREDUCE, C_RS, C_AGV, C_NUM };
-static const char *coll_name[] = {"reduce", "allreduce", "reduce_scatter", "allgatherv"};
+enum { C_REDUCE, C_ALLREDUCE, C_RS, C_AGV, C_BCAST, C_AG, C_RSB, C_NUM };
+static const char *coll_name[] = {"reduce", "allreduce", "reduce_scatter", "allgatherv",
+                                  "bcast", "allgather", "reduce_scatter_block"};
 static const char *alg_names[] = {"native", "binomial", "pipeline", "greedy", "greedy_uni",
-                                  "circulant", "butterfly", "ring", "hier", "hier_ml"};
-#define NALG 10
+                                  "circulant", "butterfly", "ring", "hier", "hier_ml",
+                                  "scatter_allgather"};
+#define NALG 11
 /* The draw that picks a random algorithm keeps the range it had with 8 algorithms, so that
  * every other draw of a seed (and every older reproducer) is unchanged. */
 #define NALG_DRAW 8
+/* Allgather is checked as an allgatherv, reduce_scatter_block as a reduce_scatter. */
+static int agv_like(int coll) { return coll == C_AGV || coll == C_AG; }
+static int rs_like(int coll) { return coll == C_RS || coll == C_RSB; }
+/* Collectives without an op. */
+static int no_op(int coll) { return agv_like(coll) || coll == C_BCAST; }
 static int (*p_force)(const char *, const char *);
 static int (*p_segment)(long long);
 static const char *(*p_last)(const char *);
@@ -759,7 +768,7 @@ static void draw_case(case_t *c, uint64_t seed, long idx) {
     rng_t r = {splitmix(seed * 0x2545F4914F6CDD1Dull + (uint64_t)idx)};
     c->coll = only_coll >= 0 ? only_coll : (int)rbelow(&r, C_NUM);
     (void)rnext(&r);
-    if (c->coll == C_AGV) {
+    if (no_op(c->coll)) {
         c->op = -1;
         c->li = rpct(&r, 50) ? (int)rbelow(&r, npredef) : npredef + (int)rbelow(&r, nlayouts - npredef);
     } else {
@@ -782,7 +791,7 @@ static void draw_case(case_t *c, uint64_t seed, long idx) {
     c->count = pick_count(&r);
     long cap = max_bytes / l->extent;
     if (c->count > cap) c->count = cap;
-    c->inplace = rpct(&r, 30);
+    c->inplace = rpct(&r, 30) && c->coll != C_BCAST;
     /* algorithm */
     /* The same draws with and without pcoll, so a case is the same case in both runs. */
     c->alg = -1;
@@ -816,14 +825,14 @@ static void draw_case(case_t *c, uint64_t seed, long idx) {
     c->rootdraw = rnext(&r);
     c->nullrecv = rpct(&r, 50);
     c->nullzero = rpct(&r, 50);
-    c->altsend = c->coll == C_AGV && l->derived && rpct(&r, 30);
+    c->altsend = agv_like(c->coll) && l->derived && rpct(&r, 30);
 #if MPI_VERSION >= 4
     c->bigc = rpct(&r, 30);
 #else
     (void)rnext(&r);
 #endif
     c->dseed = rnext(&r);
-    c->mixrecv = c->coll == C_AGV && l->derived && rpct(&r, 30);
+    c->mixrecv = no_op(c->coll) && l->derived && rpct(&r, 30);
 }
 
 /* The part of a case that depends on the communicator size (same on all its ranks). */
@@ -837,9 +846,10 @@ static void draw_comm_part(case_t *c, MPI_Comm comm) {
     c->displs = xmalloc(sizeof(long) * p);
     c->total = 0;
     c->rspan = 0;
-    if (c->coll == C_RS || c->coll == C_AGV) {
+    if (rs_like(c->coll) || agv_like(c->coll)) {
         long avg = c->count / p;
         int style = (int)rbelow(&r, 4);
+        if (c->coll == C_AG || c->coll == C_RSB) style = 0; /* regular counts */
         for (int k = 0; k < p; k++) {
             long n;
             if (style == 0) n = avg;                           /* regular */
@@ -855,7 +865,7 @@ static void draw_comm_part(case_t *c, MPI_Comm comm) {
             c->total = 0;
             for (int k = 0; k < p; k++) { c->counts[k] /= 2; c->total += c->counts[k]; }
         }
-        if (c->coll == C_AGV) {
+        if (c->coll == C_AGV) { /* (allgather: packed, displs k·count, the else branch) */
             int *perm = xmalloc(sizeof(int) * p);
             for (int k = 0; k < p; k++) perm[k] = k;
             if (rpct(&r, 50))
@@ -875,6 +885,7 @@ static void draw_comm_part(case_t *c, MPI_Comm comm) {
         } else {
             long at = 0;
             for (int k = 0; k < p; k++) { c->displs[k] = at; at += c->counts[k]; }
+            c->rspan = at;
         }
     } else {
         c->total = c->count;
@@ -901,7 +912,7 @@ static void draw_comm_part(case_t *c, MPI_Comm comm) {
     /* MPICH 4.0.2's own MPI_Reduce_scatter with a non-commutative op on a non-contiguous
      * datatype corrupts the heap (munmap_chunk()/free(): invalid pointer) and computes wrong
      * results, any count: use the commutative user op there. */
-    if (is_mpich && !full_range && c->coll == C_RS && L[c->li].extent != L[c->li].size &&
+    if (is_mpich && !full_range && rs_like(c->coll) && L[c->li].extent != L[c->li].size &&
         (c->op == OP_USUMNC || c->op == OP_AFFINE || c->op == OP_MATMUL) && !(have_pcoll && c->alg > 0)) {
         c->op = OP_UCOMM;
         c->avoided = 5;
@@ -937,11 +948,11 @@ static long nbad_cases, cap_bad_cases;
 static void report(const case_t *c, check_t *ck, const char *served_s) {
     if (!ck->nbad) return;
     char counts[160] = "";
-    if (c->coll == C_RS || c->coll == C_AGV) {
+    if (rs_like(c->coll) || agv_like(c->coll)) {
         int n = snprintf(counts, sizeof counts, " counts=");
         for (int k = 0; k < c->p && n < (int)sizeof counts - 24; k++)
             n += snprintf(counts + n, sizeof counts - n, "%s%ld", k ? "," : "", c->counts[k]);
-        if (c->coll == C_AGV) {
+        if (agv_like(c->coll)) {
             n += snprintf(counts + n, sizeof counts - n, " displs=");
             for (int k = 0; k < c->p && n < (int)sizeof counts - 24; k++)
                 n += snprintf(counts + n, sizeof counts - n, "%s%ld", k ? "," : "", c->displs[k]);
@@ -951,7 +962,7 @@ static void report(const case_t *c, check_t *ck, const char *served_s) {
         " comm=%s%s rank=%d served=%s bigcount=%d%s%s%s%s%s: %s (%d problems)",
         c->seed, c->idx, coll_name[c->coll], type_name(c), c->op >= 0 ? op_name[c->op] : "-",
         c->coll == C_REDUCE || c->coll == C_ALLREDUCE ? c->count : c->total,
-        c->coll == C_REDUCE ? c->root : -1, c->inplace, c->alg_s, c->seg, c->p, comm_name[c->cm],
+        c->coll == C_REDUCE || c->coll == C_BCAST ? c->root : -1, c->inplace, c->alg_s, c->seg, c->p, comm_name[c->cm],
         c->fresh ? "+fresh-dup" : "", c->rank, served_s, c->bigc, counts,
         c->real ? " data=real" : "", c->altsend ? " sendtype=base" : "",
         c->mixrecv ? " recvtype=base-on-odd-ranks" : "", case_flags, ck->first, ck->nbad);
@@ -978,6 +989,9 @@ static int call_coll(const case_t *c, const void *sb, void *rb, MPI_Datatype sty
         case C_ALLREDUCE: rc = MPI_Allreduce_c(sb, rb, c->count, l->dt, op, comm); break;
         case C_RS: rc = MPI_Reduce_scatter_c(sb, rb, cc, l->dt, op, comm); break;
         case C_AGV: rc = MPI_Allgatherv_c(sb, scount, stype, rb, cc, dd, rtype, comm); break;
+        case C_BCAST: rc = MPI_Bcast_c(rb, c->count * scale, rtype, c->root, comm); break;
+        case C_AG: rc = MPI_Allgather_c(sb, scount, stype, rb, cc[0], rtype, comm); break;
+        case C_RSB: rc = MPI_Reduce_scatter_block_c(sb, rb, cc[0], l->dt, op, comm); break;
         }
         free(cc);
         free(dd);
@@ -992,10 +1006,63 @@ static int call_coll(const case_t *c, const void *sb, void *rb, MPI_Datatype sty
     case C_ALLREDUCE: rc = MPI_Allreduce(sb, rb, (int)c->count, l->dt, op, comm); break;
     case C_RS: rc = MPI_Reduce_scatter(sb, rb, ci, l->dt, op, comm); break;
     case C_AGV: rc = MPI_Allgatherv(sb, (int)scount, stype, rb, ci, di, rtype, comm); break;
+    case C_BCAST: rc = MPI_Bcast(rb, (int)(c->count * scale), rtype, c->root, comm); break;
+    case C_AG: rc = MPI_Allgather(sb, (int)scount, stype, rb, ci[0], rtype, comm); break;
+    case C_RSB: rc = MPI_Reduce_scatter_block(sb, rb, ci[0], l->dt, op, comm); break;
     }
     free(ci);
     free(di);
     return rc;
+}
+
+/* Bcast: the root's buffer holds the root's input (in the receive layout `rl`, `scale`
+ * receive elements per element), every other rank's the receive pattern. */
+static void bcast_fill(const case_t *c, buf_t *rb, const layout_t *rl, long scale) {
+    const layout_t *l = &L[c->li];
+    const size_t rext = (size_t)rl->extent;
+    buf_init(rb, (size_t)c->count * scale * rext, 1);
+    if (c->rank != c->root) return;
+    unsigned char *e = xmalloc((size_t)l->extent);
+    for (long i = 0; i < c->count; i++) {
+        if (rl != l) {
+            gen_elem(c, l, c->root, i, e);
+            to_base(l, e, rb->p + (size_t)i * scale * rext);
+        } else {
+            gen_elem(c, l, c->root, i, rb->p + (size_t)i * rext);
+        }
+    }
+    free(e);
+}
+
+/* Bcast: every field of every element equals the root's input; holes and guards untouched. */
+static void bcast_check(const case_t *c, check_t *ck, const buf_t *rb, const layout_t *rl, long scale) {
+    const layout_t *l = &L[c->li];
+    const size_t rext = (size_t)rl->extent;
+    unsigned char *e = xmalloc((size_t)l->extent), *want = xmalloc((size_t)l->extent + rext * scale);
+    for (long j = 0; j < c->count * scale && ck->nbad < 50; j++) {
+        long i = j / scale;
+        if (rl != l) {
+            gen_elem(c, l, c->root, i, e);
+            to_base(l, e, want);
+        } else {
+            gen_elem(c, l, c->root, i, want);
+        }
+        const unsigned char *w = want + (j % scale) * rext;
+        for (int f = 0; f < rl->nf; f++) {
+            int sk = rl->sk[f];
+            const unsigned char *g = rb->p + j * rext + rl->off[f];
+            if (memcmp(g, w + rl->off[f], sk_size[sk]) != 0) {
+                char gs[64], ws[64];
+                fmt_field(gs, sizeof gs, g, sk);
+                fmt_field(ws, sizeof ws, w + rl->off[f], sk);
+                bad(ck, "element %ld field %d: got %s want %s", i, f, gs, ws);
+            }
+        }
+        check_holes(ck, rl, rb, j * rext, j);
+    }
+    if (rb->alloc) check_guards(ck, rb);
+    free(e);
+    free(want);
 }
 
 static void run_case(uint64_t seed, long idx) {
@@ -1024,7 +1091,7 @@ static void run_case(uint64_t seed, long idx) {
     }
     if ((verbose && c->rank == 0) || trace) {
         char cs[200] = "";
-        if (c->coll == C_RS || c->coll == C_AGV) {
+        if (rs_like(c->coll) || agv_like(c->coll)) {
             int n = 0;
             for (int k = 0; k < c->p && n < 150; k++)
                 n += snprintf(cs + n, sizeof cs - n, "%s%ld@%ld", k ? "," : " counts@displs=", c->counts[k], c->displs[k]);
@@ -1053,8 +1120,11 @@ static void run_case(uint64_t seed, long idx) {
     for (int k = 0; k < me; k++) own_off += c->counts[k];
 
     /* Inputs: element i of my input (global index gi). */
-    long nin = c->coll == C_AGV ? c->counts[me] : c->total;
-    if (c->coll == C_AGV) {
+    long nin = agv_like(c->coll) ? c->counts[me] : c->coll == C_BCAST ? 0 : c->total;
+    if (c->coll == C_BCAST) {
+        bcast_fill(c, &rb, rl, scale);
+        recvp = rb.p;
+    } else if (agv_like(c->coll)) {
         rb.len = (size_t)c->rspan * scale * rext;
         buf_init(&rb, rb.len, 1);
         if (inplace && altrecv) {
@@ -1089,7 +1159,7 @@ static void run_case(uint64_t seed, long idx) {
         }
         recvp = rb.p;
     } else {
-        long nrecv = c->coll == C_RS ? (inplace ? c->total : c->counts[me]) : c->count;
+        long nrecv = rs_like(c->coll) ? (inplace ? c->total : c->counts[me]) : c->count;
         int want_recv = !(c->coll == C_REDUCE && me != c->root && c->nullrecv);
         if (want_recv) buf_init(&rb, (size_t)nrecv * ext, 1);
         if (inplace) {
@@ -1140,7 +1210,9 @@ static void run_case(uint64_t seed, long idx) {
                 check_guards(&ck, &rb);
             }
             break;
-        case C_RS: {
+        case C_BCAST: bcast_check(c, &ck, &rb, rl, scale); break;
+        case C_RS:
+        case C_RSB: {
             long n = c->counts[me];
             for (long i = 0; i < n && ck.nbad < 50; i++) {
                 check_elem(&ck, l, rb.p + i * ext, own_off + i, i, acc, tmp);
@@ -1149,6 +1221,7 @@ static void run_case(uint64_t seed, long idx) {
             if (rb.alloc) check_guards(&ck, &rb); /* in place: the rest of recvbuf is undefined */
             break;
         }
+        case C_AG:
         case C_AGV: {
             /* owner map over the receive span, in receive-type elements: -1 = gap */
             long span = c->rspan * scale;
@@ -1240,6 +1313,9 @@ static void probe_algorithms(void) {
             case C_ALLREDUCE: rc = MPI_Allreduce(sb, rb, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD); break;
             case C_RS: rc = MPI_Reduce_scatter(sb, rb, cnt, MPI_INT, MPI_SUM, MPI_COMM_WORLD); break;
             case C_AGV: rc = MPI_Allgatherv(sb, 2, MPI_INT, rb, cnt, dsp, MPI_INT, MPI_COMM_WORLD); break;
+            case C_BCAST: rc = MPI_Bcast(sb, n, MPI_INT, 0, MPI_COMM_WORLD); break;
+            case C_AG: rc = MPI_Allgather(sb, 2, MPI_INT, rb, 2, MPI_INT, MPI_COMM_WORLD); break;
+            case C_RSB: rc = MPI_Reduce_scatter_block(sb, rb, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD); break;
             }
             p_force(coll_name[c], NULL);
             fflush(stderr);

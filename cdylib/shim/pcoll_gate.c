@@ -29,7 +29,16 @@
 #define PCOLL_GATE_DECLINED (-0x7ffe1234)
 
 /* Collective indices: pcoll::Collective::index(). */
-enum { G_REDUCE = 0, G_ALLREDUCE = 1, G_REDUCE_SCATTER = 2, G_ALLGATHERV = 3, G_NCOLL = 4 };
+enum {
+    G_REDUCE = 0,
+    G_ALLREDUCE = 1,
+    G_REDUCE_SCATTER = 2,
+    G_ALLGATHERV = 3,
+    G_BCAST = 4,
+    G_ALLGATHER = 5,
+    G_REDUCE_SCATTER_BLOCK = 6,
+    G_NCOLL = 7
+};
 
 /* Guards (gate.rs guard_bit): decline a call that may match a native defect. */
 enum {
@@ -76,6 +85,9 @@ long long pcoll_gate_abi(int what)
     case 11: return G_ALLREDUCE;
     case 12: return G_REDUCE_SCATTER;
     case 13: return G_ALLGATHERV;
+    case 14: return G_BCAST;
+    case 15: return G_ALLGATHER;
+    case 16: return G_REDUCE_SCATTER_BLOCK;
     case 20: return PCOLL_GUARD_ROOT_NONZERO_ABOVE;
     case 21: return PCOLL_GUARD_ONE_RANK;
     case 22: return PCOLL_GUARD_TRUE_LB;
@@ -443,4 +455,59 @@ int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendt
         return PCOLL_GATE_DECLINED;
     counted(G_ALLGATHERV, bytes);
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+}
+
+int pcoll_gate_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+    int rank, p = small_intra(G_BCAST, comm, &rank), tlb_pos = 0;
+    long long size;
+    if (!p || count < 0 || root < 0 || root >= p || (size = type_size(dt, &tlb_pos)) < 0)
+        return PCOLL_GATE_DECLINED;
+    if (count > 0 && buf == NULL)
+        return PCOLL_GATE_DECLINED;
+    unsigned long long bytes = (unsigned long long)count * (unsigned long long)size;
+    if (guarded(G_BCAST, p, root, bytes, tlb_pos, MPI_OP_NULL, buf) || !native_at(G_BCAST, p, bytes))
+        return PCOLL_GATE_DECLINED;
+    counted(G_BCAST, bytes);
+    return PMPI_Bcast(buf, count, dt, root, comm);
+}
+
+int pcoll_gate_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                         MPI_Datatype recvtype, MPI_Comm comm)
+{
+    int rank, p = small_intra(G_ALLGATHER, comm, &rank), tlb_pos = 0;
+    long long size;
+    if (!p || recvcount < 0 || (size = type_size(recvtype, &tlb_pos)) < 0)
+        return PCOLL_GATE_DECLINED;
+    if (sendbuf != MPI_IN_PLACE && sendcount < 0)
+        return PCOLL_GATE_DECLINED;
+    if (recvcount > 0 && (sendbuf == NULL || recvbuf == NULL))
+        return PCOLL_GATE_DECLINED;
+    unsigned long long bytes = (unsigned long long)recvcount * (unsigned long long)p * (unsigned long long)size;
+    if (guarded(G_ALLGATHER, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHER, p, bytes))
+        return PCOLL_GATE_DECLINED;
+    counted(G_ALLGATHER, bytes);
+    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+int pcoll_gate_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
+                                    MPI_Comm comm)
+{
+    int rank, p = small_intra(G_REDUCE_SCATTER_BLOCK, comm, &rank), tlb_pos = 0;
+    long long size;
+    if (!p || recvcount < 0 || op == MPI_OP_NULL || (size = type_size(dt, &tlb_pos)) < 0)
+        return PCOLL_GATE_DECLINED;
+    if (recvcount > 0 && (sendbuf == NULL || recvbuf == NULL))
+        return PCOLL_GATE_DECLINED;
+#if !(defined(OPEN_MPI) && OPEN_MPI)
+    /* MPICH 4.0.2 aborts on logical ops on floating types (bad input: pcoll reports it). */
+    if (pcoll_c_logical_op_on_float(op, dt))
+        return PCOLL_GATE_DECLINED;
+#endif
+    unsigned long long bytes = (unsigned long long)recvcount * (unsigned long long)p * (unsigned long long)size;
+    if (guarded(G_REDUCE_SCATTER_BLOCK, p, 0, bytes, tlb_pos, op, sendbuf) ||
+        !native_at(G_REDUCE_SCATTER_BLOCK, p, bytes))
+        return PCOLL_GATE_DECLINED;
+    counted(G_REDUCE_SCATTER_BLOCK, bytes);
+    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm);
 }

@@ -16,7 +16,7 @@ mod serve;
 mod validate;
 
 pub use call::{Args, Counts, SMALL};
-pub use native::vector_native;
+pub use native::{regular_native, vector_native};
 
 use crate::consts;
 use crate::standin;

@@ -1,4 +1,4 @@
-//! The native gate (`shim/pcoll_gate.c`): the C entry points of the four collectives ask it
+//! The native gate (`shim/pcoll_gate.c`): the C entry points of the collectives ask it
 //! first, and it forwards a call to the MPI's own collective without entering the Rust code
 //! when the decision is `native` for the call's (collective, p, bytes) and the arguments are
 //! plain. This module publishes the decision it needs — for each collective and p up to
@@ -77,6 +77,30 @@ extern "C" {
         recvcounts: *const c_int,
         displs: *const c_int,
         recvtype: MPI_Datatype,
+        comm: MPI_Comm,
+    ) -> c_int;
+    pub fn pcoll_gate_bcast(
+        buf: *mut c_void,
+        count: c_int,
+        dt: MPI_Datatype,
+        root: c_int,
+        comm: MPI_Comm,
+    ) -> c_int;
+    pub fn pcoll_gate_allgather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: MPI_Datatype,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: MPI_Datatype,
+        comm: MPI_Comm,
+    ) -> c_int;
+    pub fn pcoll_gate_reduce_scatter_block(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        dt: MPI_Datatype,
+        op: MPI_Op,
         comm: MPI_Comm,
     ) -> c_int;
     fn pcoll_gate_counts(

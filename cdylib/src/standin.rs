@@ -52,14 +52,16 @@ fn base_offset(dt: MPI_Datatype) -> usize {
 /// Bytes a stand-in receive buffer of `a` needs (`None`: cannot be sized, e.g. negative
 /// displacements).
 pub fn recv_bytes(a: &Args, rank: usize) -> Option<usize> {
-    match a.coll {
-        Collective::Reduce | Collective::Allreduce => span(a.dt, *a.counts.first()?),
+    match a.coll.base() {
+        Collective::Reduce | Collective::Allreduce | Collective::Bcast => {
+            span(a.dt, *a.counts.first()?)
+        }
         // In place, the receive buffer holds every block of the input.
         Collective::ReduceScatter if a.sendbuf == crate::consts::in_place() => {
             span(a.dt, a.counts.iter().sum())
         }
         Collective::ReduceScatter => span(a.dt, *a.counts.get(rank)?),
-        Collective::Allgatherv => {
+        _ => {
             let mut end = 0i64;
             for (c, d) in a.counts.iter().zip(a.displs.iter()) {
                 if *c > 0 {
@@ -76,10 +78,11 @@ pub fn recv_bytes(a: &Args, rank: usize) -> Option<usize> {
 
 /// Bytes a stand-in send buffer of `a` needs.
 pub fn send_bytes(a: &Args) -> Option<usize> {
-    match a.coll {
+    match a.coll.base() {
         Collective::Allgatherv => span(a.sendtype, a.sendcount),
         Collective::Reduce | Collective::Allreduce => span(a.dt, *a.counts.first()?),
-        Collective::ReduceScatter => span(a.dt, a.counts.iter().sum()),
+        Collective::Bcast => Some(0),
+        _ => span(a.dt, a.counts.iter().sum()),
     }
 }
 
@@ -109,19 +112,25 @@ pub fn participate(
         Some(None) => return false,
         other => other.flatten(),
     };
-    let send_type = if a.coll == Collective::Allgatherv {
+    let send_type = if a.coll.base() == Collective::Allgatherv {
         a.sendtype
     } else {
         a.dt
     };
+    let recvbuf = recv_mem.as_mut().map_or(a.recvbuf, |m| {
+        (m.as_mut_ptr() as *mut u8).wrapping_add(base_offset(a.dt)) as *mut c_void
+    });
     let b = Args {
         coll: a.coll,
-        sendbuf: send_mem.as_mut().map_or(a.sendbuf, |m| {
-            (m.as_mut_ptr() as *mut u8).wrapping_add(base_offset(send_type)) as *const c_void
-        }),
-        recvbuf: recv_mem.as_mut().map_or(a.recvbuf, |m| {
-            (m.as_mut_ptr() as *mut u8).wrapping_add(base_offset(a.dt)) as *mut c_void
-        }),
+        sendbuf: match send_mem.as_mut() {
+            // A bcast's one buffer is the receive buffer.
+            _ if a.coll == Collective::Bcast => recvbuf as *const c_void,
+            None => a.sendbuf,
+            Some(m) => {
+                (m.as_mut_ptr() as *mut u8).wrapping_add(base_offset(send_type)) as *const c_void
+            }
+        },
+        recvbuf,
         counts: Counts::Many(a.counts.to_vec()),
         displs: a.displs.clone(),
         sendcount: a.sendcount,
@@ -139,7 +148,8 @@ pub fn participate(
 /// The native collective for `a` with the given `PMPI_` functions and count types (used only
 /// on this error path, so it may allocate).
 macro_rules! forward {
-    ($a:expr, $count:ty, $disp:ty, $reduce:ident, $allreduce:ident, $rs:ident, $agv:ident) => {{
+    ($a:expr, $count:ty, $disp:ty, $reduce:ident, $allreduce:ident, $rs:ident, $agv:ident,
+     $bcast:ident, $ag:ident, $rsb:ident) => {{
         let a = $a;
         let cnt: Vec<$count> = a.counts.iter().map(|&c| c as $count).collect();
         let dsp: Vec<$disp> = a.displs.iter().map(|&d| d as $disp).collect();
@@ -168,6 +178,19 @@ macro_rules! forward {
                     a.dt,
                     a.comm,
                 ),
+                Collective::Bcast => $bcast(a.recvbuf, cnt[0], a.dt, root, a.comm),
+                Collective::Allgather => $ag(
+                    a.sendbuf,
+                    a.sendcount as $count,
+                    a.sendtype,
+                    a.recvbuf,
+                    cnt[0],
+                    a.dt,
+                    a.comm,
+                ),
+                Collective::ReduceScatterBlock => {
+                    $rsb(a.sendbuf, a.recvbuf, cnt[0], a.dt, a.op, a.comm)
+                }
             }
         }
     }};
@@ -183,7 +206,10 @@ fn native(a: &Args) -> c_int {
             PMPI_Reduce_c,
             PMPI_Allreduce_c,
             PMPI_Reduce_scatter_c,
-            PMPI_Allgatherv_c
+            PMPI_Allgatherv_c,
+            PMPI_Bcast_c,
+            PMPI_Allgather_c,
+            PMPI_Reduce_scatter_block_c
         );
     }
     forward!(
@@ -193,6 +219,9 @@ fn native(a: &Args) -> c_int {
         PMPI_Reduce,
         PMPI_Allreduce,
         PMPI_Reduce_scatter,
-        PMPI_Allgatherv
+        PMPI_Allgatherv,
+        PMPI_Bcast,
+        PMPI_Allgather,
+        PMPI_Reduce_scatter_block
     )
 }

@@ -64,7 +64,8 @@ pub fn block_count(s: &CallSpec) -> usize {
     let q = rounds_per_phase(s.p);
     let CostParams { alpha, beta, gamma } = s.params;
     let eb = s.elem_bytes.max(1);
-    match s.coll {
+    match s.coll.base() {
+        Bcast => super::bcast::circulant_blocks(s),
         Reduce => {
             let m = s.counts[0];
             blocks_for(s.seg_elems, m, || {
@@ -77,13 +78,9 @@ pub fn block_count(s: &CallSpec) -> usize {
         // contribution could differ between ranks; whole contributions cannot. n = 1 is also
         // the model's optimum for regular counts (ALGORITHMS.md §5.8).
         Allgatherv => 1,
-        ReduceScatter => {
+        ReduceScatter | ReduceScatterBlock | Allgather => {
             let cmax = s.counts.iter().copied().max().unwrap_or(0);
-            let per = if s.coll == ReduceScatter {
-                beta + gamma
-            } else {
-                beta
-            };
+            let per = beta + gamma;
             blocks_for(s.seg_elems, cmax, || {
                 model_blocks(q, cmax * eb, per, alpha, cmax)
             })

@@ -4,6 +4,7 @@
 //! Every builder of every algorithm is run end to end on the simulated transport against a
 //! sequential rank-order oracle (see `tests` in [`crate::transport::sim`]).
 
+pub mod bcast;
 pub mod binomial;
 pub mod butterfly;
 pub mod circulant;
@@ -19,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// The four collectives pcoll serves.
+/// The collectives pcoll serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum Collective {
@@ -27,14 +28,20 @@ pub enum Collective {
     Allreduce,
     ReduceScatter,
     Allgatherv,
+    Bcast,
+    Allgather,
+    ReduceScatterBlock,
 }
 
 impl Collective {
-    pub const ALL: [Collective; 4] = [
+    pub const ALL: [Collective; 7] = [
         Collective::Reduce,
         Collective::Allreduce,
         Collective::ReduceScatter,
         Collective::Allgatherv,
+        Collective::Bcast,
+        Collective::Allgather,
+        Collective::ReduceScatterBlock,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -42,6 +49,9 @@ impl Collective {
             Collective::Allreduce => "allreduce",
             Collective::ReduceScatter => "reduce_scatter",
             Collective::Allgatherv => "allgatherv",
+            Collective::Bcast => "bcast",
+            Collective::Allgather => "allgather",
+            Collective::ReduceScatterBlock => "reduce_scatter_block",
         }
     }
     /// Environment variable that forces an algorithm for this collective.
@@ -51,6 +61,9 @@ impl Collective {
             Collective::Allreduce => "PCOLL_ALLREDUCE",
             Collective::ReduceScatter => "PCOLL_REDUCE_SCATTER",
             Collective::Allgatherv => "PCOLL_ALLGATHERV",
+            Collective::Bcast => "PCOLL_BCAST",
+            Collective::Allgather => "PCOLL_ALLGATHER",
+            Collective::ReduceScatterBlock => "PCOLL_REDUCE_SCATTER_BLOCK",
         }
     }
     pub fn index(self) -> usize {
@@ -58,7 +71,19 @@ impl Collective {
     }
     /// True for the collectives that combine data with an op.
     pub fn reduces(self) -> bool {
-        self != Collective::Allgatherv
+        !matches!(
+            self,
+            Collective::Allgatherv | Collective::Allgather | Collective::Bcast
+        )
+    }
+    /// The collective whose programs serve this one: the regular-count forms run the
+    /// allgatherv / reduce_scatter builders (their `CallSpec` has p equal counts).
+    pub fn base(self) -> Collective {
+        match self {
+            Collective::Allgather => Collective::Allgatherv,
+            Collective::ReduceScatterBlock => Collective::ReduceScatter,
+            c => c,
+        }
     }
 }
 
@@ -74,7 +99,7 @@ impl FromStr for Collective {
         Collective::ALL
             .into_iter()
             .find(|c| c.name() == s)
-            .ok_or_else(|| format!("unknown collective '{s}' (accepted: reduce, allreduce, reduce_scatter, allgatherv)"))
+            .ok_or_else(|| format!("unknown collective '{s}' (accepted: reduce, allreduce, reduce_scatter, allgatherv, bcast, allgather, reduce_scatter_block)"))
     }
 }
 
@@ -92,10 +117,11 @@ pub enum Algorithm {
     Ring,
     Hier,
     HierMl,
+    ScatterAllgather,
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 10] = [
+    pub const ALL: [Algorithm; 11] = [
         Algorithm::Native,
         Algorithm::Binomial,
         Algorithm::Pipeline,
@@ -106,6 +132,7 @@ impl Algorithm {
         Algorithm::Ring,
         Algorithm::Hier,
         Algorithm::HierMl,
+        Algorithm::ScatterAllgather,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -119,6 +146,7 @@ impl Algorithm {
             Algorithm::Ring => "ring",
             Algorithm::Hier => "hier",
             Algorithm::HierMl => "hier_ml",
+            Algorithm::ScatterAllgather => "scatter_allgather",
         }
     }
     pub fn accepted() -> String {
@@ -141,6 +169,9 @@ impl Algorithm {
             ],
             Collective::ReduceScatter => &[Native, Binomial, Circulant, Butterfly, Ring, Hier],
             Collective::Allgatherv => &[Native, Binomial, Circulant, Butterfly, Ring, Hier],
+            Collective::Allgather => &[Native, Binomial, Circulant, Butterfly, Ring],
+            Collective::ReduceScatterBlock => &[Native, Binomial, Circulant, Butterfly, Ring],
+            Collective::Bcast => &[Native, Binomial, Pipeline, ScatterAllgather, Circulant],
         }
     }
 
@@ -150,9 +181,8 @@ impl Algorithm {
     pub fn order_preserving(self, coll: Collective) -> bool {
         use Algorithm::*;
         match self {
-            Native | Binomial | Pipeline | Butterfly | Hier | HierMl => true,
-            Ring => coll == Collective::Allgatherv,
-            Circulant => coll == Collective::Allgatherv,
+            Native | Binomial | Pipeline | Butterfly | ScatterAllgather | Hier | HierMl => true,
+            Ring | Circulant => !coll.reduces(),
             Greedy | GreedyUni => false,
         }
     }
@@ -298,10 +328,11 @@ pub struct CallSpec {
     /// Communicator size and this process's rank.
     pub p: usize,
     pub rank: usize,
-    /// Root of a reduce (0 otherwise).
+    /// Root of a reduce or bcast (0 otherwise).
     pub root: usize,
-    /// reduce/allreduce: `[count]`; reduce_scatter: `recvcounts` (p entries); allgatherv:
-    /// `recvcounts` (p entries). Elements.
+    /// reduce/allreduce/bcast: `[count]`; reduce_scatter: `recvcounts` (p entries);
+    /// allgatherv: `recvcounts` (p entries); allgather / reduce_scatter_block: p equal
+    /// counts (and allgather's displs `j·count`). Elements.
     pub counts: Vec<usize>,
     /// allgatherv: `displs` (p entries, elements); empty otherwise.
     pub displs: Vec<usize>,
@@ -321,7 +352,7 @@ impl CallSpec {
     /// Element count of a reduce/allreduce, or the sum of counts otherwise.
     pub fn total(&self) -> usize {
         match self.coll {
-            Collective::Reduce | Collective::Allreduce => self.counts[0],
+            Collective::Reduce | Collective::Allreduce | Collective::Bcast => self.counts[0],
             _ => self.counts.iter().sum(),
         }
     }
@@ -330,19 +361,21 @@ impl CallSpec {
         self.total() * self.elem_bytes
     }
     /// Length of `In` on this rank.
+    /// Bcast has no `In`: the root's data is in `Out` before the call.
     pub fn in_len(&self) -> usize {
-        match self.coll {
+        match self.coll.base() {
+            Collective::Bcast => 0,
             Collective::Reduce | Collective::Allreduce | Collective::ReduceScatter => self.total(),
-            Collective::Allgatherv => self.counts[self.rank],
+            _ => self.counts[self.rank],
         }
     }
     /// Length of `Out` on this rank (None: not bound).
     pub fn out_len(&self) -> Option<usize> {
-        match self.coll {
+        match self.coll.base() {
             Collective::Reduce => (self.rank == self.root).then_some(self.counts[0]),
-            Collective::Allreduce => Some(self.counts[0]),
+            Collective::Allreduce | Collective::Bcast => Some(self.counts[0]),
             Collective::ReduceScatter => Some(self.counts[self.rank]),
-            Collective::Allgatherv => Some(
+            _ => Some(
                 (0..self.p)
                     .map(|j| self.displs[j] + self.counts[j])
                     .max()
@@ -378,11 +411,15 @@ pub fn build_plain(alg: Algorithm, spec: &CallSpec) -> Result<Program, Error> {
     alg.check(spec).map_err(Error::Unsupported)?;
     use Algorithm::*;
     use Collective::*;
-    match (spec.coll, alg) {
+    match (spec.coll.base(), alg) {
         (_, Native) => Err(Error::Unsupported("native has no program".into())),
         (_, Hier | HierMl) => Err(Error::Unsupported(format!(
             "{alg} is built over the node layout (algo::hier::build_hier)"
         ))),
+        (Bcast, Binomial) => Ok(bcast::binomial(spec)),
+        (Bcast, Pipeline) => Ok(bcast::pipeline(spec)),
+        (Bcast, ScatterAllgather) => Ok(bcast::scatter_allgather(spec)),
+        (Bcast, Circulant) => Ok(bcast::circulant(spec)),
         (Reduce, Binomial) => Ok(binomial::reduce(spec)),
         (Allreduce, Binomial) => Ok(binomial::allreduce(spec)),
         (ReduceScatter, Binomial) => Ok(binomial::reduce_scatter(spec)),

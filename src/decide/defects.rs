@@ -52,7 +52,7 @@ impl PartialEq for Defect {
 }
 
 /// The known native defects.
-pub static DEFECTS: [Defect; 5] = [
+pub static DEFECTS: [Defect; 6] = [
     Defect {
         name: "mpich-reduce-inplace-root",
         mpi: Mpi::Mpich,
@@ -66,6 +66,14 @@ pub static DEFECTS: [Defect; 5] = [
         mpi: Mpi::Mpich,
         coll: Collective::ReduceScatter,
         reason: "MPICH 4.0.2 MPI_Reduce_scatter with a non-commutative op on a datatype with holes corrupts the heap",
+        guard: Guard::UserOp,
+        fires: |c, f| !c.commutative && f.holes(),
+    },
+    Defect {
+        name: "mpich-reduce-scatter-block-noncommutative-holes",
+        mpi: Mpi::Mpich,
+        coll: Collective::ReduceScatterBlock,
+        reason: "MPICH 4.0.2 MPI_Reduce_scatter_block with a non-commutative op on a datatype with holes computes wrong blocks or crashes (verify/difftest.c, p = 2 and 4)",
         guard: Guard::UserOp,
         fires: |c, f| !c.commutative && f.holes(),
     },

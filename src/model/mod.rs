@@ -47,10 +47,11 @@ pub enum Scheme {
     Circulant,
     Butterfly,
     Ring,
+    ScatterAllgather,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 8] = [
+    pub const ALL: [Scheme; 9] = [
         Scheme::Binomial,
         Scheme::Pipeline,
         Scheme::Binary,
@@ -59,6 +60,7 @@ impl Scheme {
         Scheme::Circulant,
         Scheme::Butterfly,
         Scheme::Ring,
+        Scheme::ScatterAllgather,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -70,6 +72,7 @@ impl Scheme {
             Scheme::Circulant => "circulant",
             Scheme::Butterfly => "butterfly",
             Scheme::Ring => "ring",
+            Scheme::ScatterAllgather => "scatter_allgather",
         }
     }
     /// The scheme modelling a library algorithm (None for `Native`).
@@ -83,6 +86,7 @@ impl Scheme {
             Algorithm::Circulant => Scheme::Circulant,
             Algorithm::Butterfly => Scheme::Butterfly,
             Algorithm::Ring => Scheme::Ring,
+            Algorithm::ScatterAllgather => Scheme::ScatterAllgather,
         })
     }
     /// Is the best segment/block count `n` searched for? For the library's algorithms exactly
@@ -137,11 +141,14 @@ pub fn time_with_segments(
         return 0.0;
     }
     let x = Terms::new(p, bytes, c, duplex, n);
-    match coll {
+    // allgather / reduce_scatter_block run the allgatherv / reduce_scatter programs.
+    match coll.base() {
         Collective::Reduce => x.reduce(scheme),
         Collective::Allreduce => x.allreduce(scheme),
         Collective::ReduceScatter => x.reduce_scatter(scheme),
         Collective::Allgatherv => x.allgatherv(scheme),
+        Collective::Bcast => x.bcast(scheme),
+        Collective::Allgather | Collective::ReduceScatterBlock => f64::INFINITY, // not a base
     }
 }
 
@@ -335,6 +342,31 @@ impl Terms {
             _ => f64::INFINITY,
         }
     }
+
+    fn bcast(&self, scheme: Scheme) -> f64 {
+        let Terms {
+            a,
+            b,
+            pf,
+            q,
+            ax,
+            bx,
+            m,
+            nf,
+            s,
+            ..
+        } = *self;
+        match scheme {
+            Scheme::Binomial => self.bin_bcast,
+            Scheme::Pipeline => (pf + nf - 2.0) * (a + b * s),
+            Scheme::Circulant => (nf - 1.0 + q) * (ax + bx * s),
+            // binomial scatter (q rounds, (p−1)/p·m from the root) + ring allgather.
+            Scheme::ScatterAllgather => {
+                q * a + (pf - 1.0) / pf * b * m + (pf - 1.0) * (ax + bx * m / pf)
+            }
+            _ => f64::INFINITY,
+        }
+    }
 }
 
 /// Uni-greedy reduce time by simulating its schedule (§3) with `n` equal segments of
@@ -478,14 +510,15 @@ pub fn lower_bound(
     let frac = (pf - 1.0) / pf;
     let comp = frac * c.gamma * m;
     let half = duplex == Duplex::Half;
-    match coll {
+    match coll.base() {
         Collective::Reduce => {
             let bw = if half && p >= 3 { 2.0 } else { 1.0 } * c.beta * m;
             lat + bw + comp
         }
+        Collective::Bcast => lat + c.beta * m,
         Collective::Allreduce => lat + 2.0 * frac * c.beta * m + comp,
         Collective::ReduceScatter => lat + frac * c.beta * m + comp,
-        Collective::Allgatherv => lat + frac * c.beta * m,
+        _ => lat + frac * c.beta * m,
     }
 }
 

@@ -206,7 +206,7 @@ pub struct Table {
     /// `[model.net]` (None: one level, `model` holds between nodes too).
     model_net: Option<CostParams>,
     margin: Option<f64>,
-    rules: [Vec<Rule>; 4],
+    rules: [Vec<Rule>; Collective::ALL.len()],
     header: Vec<String>,
 }
 

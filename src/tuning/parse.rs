@@ -25,6 +25,12 @@ struct RawFile {
     reduce_scatter: Vec<Spanned<RawRule>>,
     #[serde(default)]
     allgatherv: Vec<Spanned<RawRule>>,
+    #[serde(default)]
+    bcast: Vec<Spanned<RawRule>>,
+    #[serde(default)]
+    allgather: Vec<Spanned<RawRule>>,
+    #[serde(default)]
+    reduce_scatter_block: Vec<Spanned<RawRule>>,
 }
 
 #[derive(Deserialize)]
@@ -119,12 +125,15 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
         }
         None => (None, None, None),
     };
-    let mut rules: [Vec<Rule>; 4] = Default::default();
+    let mut rules: [Vec<Rule>; Collective::ALL.len()] = Default::default();
     let sections = [
         (Collective::Reduce, raw.reduce),
         (Collective::Allreduce, raw.allreduce),
         (Collective::ReduceScatter, raw.reduce_scatter),
         (Collective::Allgatherv, raw.allgatherv),
+        (Collective::Bcast, raw.bcast),
+        (Collective::Allgather, raw.allgather),
+        (Collective::ReduceScatterBlock, raw.reduce_scatter_block),
     ];
     for (coll, raws) in sections {
         for (idx, sr) in raws.into_iter().enumerate() {
@@ -164,7 +173,7 @@ fn raw_file(src: &Src) -> Result<RawFile, String> {
             );
         }
         if msg.starts_with("unknown field") && !msg.contains("`algorithm`") && !msg.contains("`alpha`") {
-            msg.push_str(" (sections: [model], [[reduce]], [[allreduce]], [[reduce_scatter]], [[allgatherv]])");
+            msg.push_str(" (sections: [model], [[reduce]], [[allreduce]], [[reduce_scatter]], [[allgatherv]], [[bcast]], [[allgather]], [[reduce_scatter_block]])");
         }
         match e.span() {
             Some(sp) => format!("{}: {msg}{}", src.at(sp.start), src.snippet(sp.start)),

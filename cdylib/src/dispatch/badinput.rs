@@ -49,7 +49,7 @@ fn negative_count(a: &Args) -> Option<OwnError> {
     if let Some(c) = a.counts.iter().find(|&&c| c < 0) {
         return count_err(format!("negative count {c}"));
     }
-    if a.coll == Collective::Allgatherv && !a.in_place() && a.sendcount < 0 {
+    if a.coll.base() == Collective::Allgatherv && !a.in_place() && a.sendcount < 0 {
         return count_err(format!("negative sendcount {}", a.sendcount));
     }
     None
@@ -128,22 +128,27 @@ fn null_buffers(a: &Args, p: usize, rank: usize) -> Option<(bool, bool)> {
     };
     let null = |ptr: *const c_void, n: i64, dt: MPI_Datatype| ptr.is_null() && n > 0 && plain(dt);
     let counts_ok = a.counts.len()
-        == if matches!(a.coll, Collective::Reduce | Collective::Allreduce) {
+        == if matches!(
+            a.coll,
+            Collective::Reduce | Collective::Allreduce | Collective::Bcast
+        ) {
             1
         } else {
             p
         };
-    if !counts_ok || (a.coll == Collective::Allgatherv && a.displs.len() != p) {
+    if !counts_ok || (a.coll.base() == Collective::Allgatherv && a.displs.len() != p) {
         return None;
     }
     let in_place = a.in_place();
     let total: i64 = a.counts.iter().sum();
-    let (send_n, recv_n, send_dt) = match a.coll {
+    let (send_n, recv_n, send_dt) = match a.coll.base() {
         Collective::Reduce => (total, if a.root == rank as i64 { total } else { 0 }, a.dt),
         Collective::Allreduce => (total, total, a.dt),
         // In place, the input (all blocks) lives in the receive buffer.
         Collective::ReduceScatter => (total, if in_place { total } else { a.counts[rank] }, a.dt),
-        Collective::Allgatherv => (a.sendcount, total, a.sendtype),
+        // One buffer: reported as the receive buffer.
+        Collective::Bcast => (0, total, a.dt),
+        _ => (a.sendcount, total, a.sendtype),
     };
     let null_send = !in_place && null(a.sendbuf, send_n, send_dt);
     let null_recv = null(a.recvbuf as *const c_void, recv_n, a.dt);

@@ -70,13 +70,13 @@ fn sizes(a: &Args) -> Option<(c_int, MPI_Count)> {
 /// some MPIs crash on them).
 fn plain_elems(a: &Args, size: MPI_Count) -> Option<i64> {
     let elems: i64 = match a.coll {
-        Collective::Reduce | Collective::Allreduce => *a.counts.first()?,
+        Collective::Reduce | Collective::Allreduce | Collective::Bcast => *a.counts.first()?,
         _ => a.counts.iter().sum(),
     };
     if elems < 0
         || size < 0
         || a.counts.iter().any(|&c| c < 0)
-        || (a.coll == Collective::Allgatherv && a.sendcount < 0)
+        || (a.coll.base() == Collective::Allgatherv && a.sendcount < 0)
     {
         return None;
     }
@@ -152,7 +152,58 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
     if elems > 0 && (sendbuf.is_null() || recvbuf.is_null()) {
         return None; // possibly a NULL buffer error (or MPI_BOTTOM): the full path decides
     }
-    let bytes = elems as usize * size;
+    let unequal = || counts.windows(2).any(|w| w[0].into() != w[1].into());
+    let fast = (sendbuf, elems as usize * size, t0);
+    native_decided(g, coll, p, fast, (dt, op), &unequal, native)
+}
+
+/// One rank's side of an allgather / reduce_scatter_block: `(sendbuf, recvbuf, recvcount,
+/// sendcount)` (sendcount 0 for reduce_scatter_block).
+pub type Regular = (*const c_void, *const c_void, i64, i64);
+
+/// The native fast path of the regular-count forms `MPI_Allgather` /
+/// `MPI_Reduce_scatter_block`, as [`vector_native`] with p equal counts: no count array is
+/// read or built. `Some(rc)`: the call went to native.
+pub fn regular_native(
+    coll: Collective,
+    (sendbuf, recvbuf, count, sendcount): Regular,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    native: &mut dyn FnMut() -> c_int,
+) -> Option<c_int> {
+    debug_assert!(matches!(
+        coll,
+        Collective::ReduceScatterBlock | Collective::Allgather
+    ));
+    if state::disabled() {
+        return Some(native());
+    }
+    if comm == consts::comm_null() || count < 0 {
+        return None;
+    }
+    let g = state::global();
+    let t0 = stat_time(g);
+    let (p, size) = vector_sizes(coll, sendcount, dt, op, comm)?;
+    let elems = count.checked_mul(p as i64)?;
+    if elems > 0 && (sendbuf.is_null() || recvbuf.is_null()) {
+        return None; // possibly a NULL buffer error (or MPI_BOTTOM): the full path decides
+    }
+    let fast = (sendbuf, elems as usize * size, t0);
+    native_decided(g, coll, p, fast, (dt, op), &|| false, native)
+}
+
+/// The shared end of the fast paths: `fast` = (send buffer, bytes, start time). If the
+/// resolver says native, make the call and record it.
+fn native_decided(
+    g: &'static Global,
+    coll: Collective,
+    p: usize,
+    (sendbuf, bytes, t0): (*const c_void, usize, f64),
+    (dt, op): (MPI_Datatype, MPI_Op),
+    unequal: &dyn Fn() -> bool,
+    native: &mut dyn FnMut() -> c_int,
+) -> Option<c_int> {
     let commutative = if coll.reduces() {
         mpi_types::op_commutative(op).ok()?
     } else {
@@ -167,11 +218,7 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
         root: 0,
         nodes: Default::default(),
     };
-    let unequal = || counts.windows(2).any(|w| w[0].into() != w[1].into());
-    let nf = ArgFacts {
-        dt,
-        unequal: &unequal,
-    };
+    let nf = ArgFacts { dt, unequal };
     let d = decide(g, &call, &nf).ok()?;
     if d.algorithm != Algorithm::Native {
         return None;
@@ -202,11 +249,11 @@ fn vector_sizes(
             return None;
         }
     }
-    if p <= 0 || size < 0 || (coll == Collective::Allgatherv && sendcount < 0) {
+    if p <= 0 || size < 0 || (coll.base() == Collective::Allgatherv && sendcount < 0) {
         return None;
     }
     if cfg!(pcoll_mpich)
-        && coll == Collective::ReduceScatter
+        && coll.base() == Collective::ReduceScatter
         && mpi_types::logical_op_on_float(op, dt)
     {
         return None; // MPICH aborts on it: the full path reports MPI_ERR_OP

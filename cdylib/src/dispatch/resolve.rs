@@ -151,10 +151,17 @@ fn node_shape(g: &'static Global, a: &Args, spec: &CallSpec) -> NodeShape {
 }
 
 fn warn_once(coll: Collective, alg: Algorithm, msg: &str) {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static SEEN: AtomicU64 = AtomicU64::new(0);
-    let bit = 1u64 << (coll.index() * 16 + Algorithm::ALL.iter().position(|a| *a == alg).unwrap());
-    if SEEN.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+    use std::sync::Mutex;
+    static SEEN: Mutex<u128> = Mutex::new(0);
+    let nalg = Algorithm::ALL.len();
+    let bit =
+        1u128 << (coll.index() * nalg + Algorithm::ALL.iter().position(|a| *a == alg).unwrap());
+    let first = SEEN.lock().map_or(false, |mut s| {
+        let first = *s & bit == 0;
+        *s |= bit;
+        first
+    });
+    if first {
         log::warn!("{coll}: {msg}");
     }
 }

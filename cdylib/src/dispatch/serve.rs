@@ -42,8 +42,15 @@ pub(super) fn run(g: &Global, a: &Args, v: &Valid, alg: Algorithm) -> Result<usi
         }
         build(alg, spec)
     })?;
-    // Allgatherv with a receive type with holes: the blocks meet in a packed staging buffer.
-    if spec.coll == Collective::Allgatherv && v.bytes == Some(true) {
+    // Allgather(v) or bcast with a type with holes: the data meet in a packed staging buffer.
+    if spec.coll == Collective::Bcast && v.bytes == Some(true) {
+        let mut buf = stage_bcast(a, v, st)?;
+        let base = buf.ptr() as *mut c_void;
+        let out = execute(g, a, v, st, &prog, (base as *const c_void, base))
+            .and_then(|()| unstage_bcast(a, v, st, &buf));
+        st.pool.give(buf);
+        out?;
+    } else if spec.coll.base() == Collective::Allgatherv && v.bytes == Some(true) {
         let (buf, bases) = stage(a, v, st)?;
         let out = execute(g, a, v, st, &prog, bases).and_then(|()| unstage(a, v, st, &buf));
         st.pool.give(buf);
@@ -87,7 +94,7 @@ fn execute(
 /// into the receive buffer first if the send type differs).
 fn bases(a: &Args, v: &Valid, st: &CommState) -> Result<Bases, Error> {
     let spec = &v.spec;
-    if spec.coll != Collective::Allgatherv {
+    if spec.coll.base() != Collective::Allgatherv {
         let input = if v.in_place {
             a.recvbuf as *const c_void
         } else {
@@ -164,6 +171,46 @@ fn unstage(a: &Args, v: &Valid, st: &CommState, buf: &Scratch) -> Result<(), Err
         };
     }
     Ok(())
+}
+
+/// Bcast staged: a packed buffer of the data, packed from the user's buffer at the root.
+fn stage_bcast(a: &Args, v: &Valid, st: &CommState) -> Result<Scratch, Error> {
+    let spec = &v.spec;
+    let mut buf = st.pool.take(spec.total())?;
+    if spec.rank == spec.root {
+        // SAFETY: the root's buffer holds `count` elements of `dt` (validated); the staging
+        // buffer has their packed size.
+        unsafe {
+            pack::pack(
+                a.recvbuf,
+                a.counts[0] as c_int,
+                a.dt,
+                buf.ptr() as *mut c_void,
+                spec.total() as c_int,
+                st.shadow,
+            )?
+        };
+    }
+    Ok(buf)
+}
+
+/// Unpack the broadcast data into the user's buffer (every rank but the root).
+fn unstage_bcast(a: &Args, v: &Valid, st: &CommState, buf: &Scratch) -> Result<(), Error> {
+    let spec = &v.spec;
+    if spec.rank == spec.root {
+        return Ok(());
+    }
+    // SAFETY: `buf` holds the packed bytes; the user's buffer `count` elements of `dt`.
+    unsafe {
+        pack::unpack(
+            buf.ptr_const() as *const c_void,
+            spec.total() as c_int,
+            a.recvbuf,
+            a.counts[0] as c_int,
+            a.dt,
+            st.shadow,
+        )
+    }
 }
 
 /// Chunk bytes and the largest chunked message when the environment does not say: below

@@ -89,11 +89,13 @@ fn shape(a: &Args, p: usize) -> Option<Shape> {
     let counts = nonneg(&a.counts)?;
     Some(match a.coll {
         Collective::Reduce | Collective::Allreduce => (counts, vec![]),
+        // The buffer as one block (`in_bytes` makes it bytes).
+        Collective::Bcast => (counts, vec![0]),
         _ => {
             if counts.len() != p {
                 return None;
             }
-            let displs = if a.coll == Collective::Allgatherv {
+            let displs = if a.coll.base() == Collective::Allgatherv {
                 nonneg(&a.displs)?
             } else {
                 vec![]
@@ -120,14 +122,19 @@ fn buffers_ok(a: &Args, p: usize, rank: usize, counts: &[usize], facts: &TypeFac
     let in_place = a.in_place();
     let null = |ptr: *const c_void, n: usize| ptr.is_null() && n > 0;
     // The same buffer as input and output without MPI_IN_PLACE is erroneous; the MPI decides
-    // how to report it (Open MPI: MPI_ERR_BUFFER for allreduce).
-    if !in_place && a.sendbuf == a.recvbuf as *const c_void && !a.sendbuf.is_null() {
+    // how to report it (Open MPI: MPI_ERR_BUFFER for allreduce). A bcast has one buffer.
+    if a.coll != Collective::Bcast
+        && !in_place
+        && a.sendbuf == a.recvbuf as *const c_void
+        && !a.sendbuf.is_null()
+    {
         let is_root_or_all = a.coll != Collective::Reduce || a.root == rank as i64;
         if is_root_or_all {
             return false;
         }
     }
-    match a.coll {
+    match a.coll.base() {
+        Collective::Bcast => (0..p as i64).contains(&a.root) && !null(a.recvbuf, counts[0]),
         Collective::Reduce => {
             if a.root < 0 || a.root >= p as i64 {
                 return false;
@@ -147,7 +154,7 @@ fn buffers_ok(a: &Args, p: usize, rank: usize, counts: &[usize], facts: &TypeFac
                 || (!in_place && null(a.sendbuf, total))
                 || null(a.recvbuf, counts[rank]))
         }
-        Collective::Allgatherv => allgatherv_ok(a, rank, counts, facts),
+        _ => allgatherv_ok(a, rank, counts, facts),
     }
 }
 
@@ -180,16 +187,20 @@ fn valid(
     facts: TypeFacts,
 ) -> Valid {
     let in_place = a.in_place();
-    let bytes = if a.coll == Collective::Allgatherv {
+    // Allgather(v) and bcast: ranks may describe the same bytes with different types.
+    let bytes = if !a.coll.reduces() {
         in_bytes(&mut counts, &mut displs, &facts)
     } else {
         None
     };
+    if a.coll == Collective::Bcast {
+        displs.clear();
+    }
     let spec = CallSpec {
         coll: a.coll,
         p,
         rank,
-        root: if a.coll == Collective::Reduce {
+        root: if matches!(a.coll, Collective::Reduce | Collective::Bcast) {
             a.root as usize
         } else {
             0
@@ -204,7 +215,8 @@ fn valid(
         // receive buffer because the send type differs, or packed into the staging buffer
         // (see `serve::run`).
         in_place: in_place
-            || (a.coll == Collective::Allgatherv && (a.sendtype != a.dt || bytes == Some(true))),
+            || (a.coll.base() == Collective::Allgatherv
+                && (a.sendtype != a.dt || bytes == Some(true))),
     };
     Valid {
         spec,

@@ -15,9 +15,9 @@ use mpi_sys::*;
 use pcoll::Collective;
 use std::os::raw::{c_int, c_void};
 
-type Fint = RSMPI_Fint;
+pub(super) type Fint = RSMPI_Fint;
 
-fn buf_in(p: *const c_void) -> *const c_void {
+pub(super) fn buf_in(p: *const c_void) -> *const c_void {
     if p == consts::fortran::in_place() {
         consts::in_place()
     } else if p == consts::fortran::bottom() {
@@ -27,7 +27,7 @@ fn buf_in(p: *const c_void) -> *const c_void {
     }
 }
 
-fn buf_out(p: *mut c_void) -> *mut c_void {
+pub(super) fn buf_out(p: *mut c_void) -> *mut c_void {
     if p as *const c_void == consts::fortran::bottom() {
         consts::bottom() as *mut c_void
     } else {
@@ -37,7 +37,7 @@ fn buf_out(p: *mut c_void) -> *mut c_void {
 
 /// # Safety
 /// `ierr` is null or writable.
-unsafe fn set_ierr(ierr: *mut Fint, rc: c_int) {
+pub(super) unsafe fn set_ierr(ierr: *mut Fint, rc: c_int) {
     if !ierr.is_null() {
         // SAFETY: checked non-null; Fortran passes a writable INTEGER.
         unsafe { *ierr = rc as Fint };

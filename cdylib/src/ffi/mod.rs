@@ -4,8 +4,11 @@
 
 pub mod api;
 pub mod c;
+pub mod family;
 #[cfg(pcoll_openmpi)]
 pub mod fortran;
+#[cfg(pcoll_openmpi)]
+pub mod fortran_family;
 
 use crate::consts;
 use std::os::raw::c_int;

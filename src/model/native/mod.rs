@@ -45,11 +45,14 @@
 //!   root's number of sends, which is the critical path for that order.
 //! * MPICH's recursive-doubling reduce_scatter on non-powers of two omits its extra
 //!   `nprocs_completed` sends (the MPICH comment's own cost formula, with ⌈log2 p⌉ rounds).
-//! * Unreachable from the four collectives but priced for completeness: Open MPI's split binary
-//!   and scatter-allgather bcasts (approximate closed forms).
+//! * Open MPI's split binary and scatter-allgather bcasts: approximate closed forms.
+//! * MPI_Bcast, MPI_Allgather, MPI_Reduce_scatter_block: see [`family`].
 
+mod family;
 mod mpich;
 mod ompi;
+
+pub use family::{OMPI_ALLGATHER, OMPI_REDUCE_SCATTER_BLOCK};
 
 use super::{time_with_segments, Duplex, Scheme};
 use crate::algo::{Collective, CostParams};
@@ -60,7 +63,7 @@ pub use ompi::{
     OMPI_ALLREDUCE_NONCOMMUTATIVE, OMPI_BCAST, OMPI_KNOMIAL_RADIX, OMPI_REDUCE,
     OMPI_REDUCE_NONCOMMUTATIVE, OMPI_REDUCE_SCATTER,
 };
-use ompi::{ompi_allgatherv, ompi_allreduce, ompi_reduce, ompi_reduce_scatter};
+use ompi::{ompi_allgatherv, ompi_allreduce, ompi_bcast_cx, ompi_reduce, ompi_reduce_scatter, ANY};
 
 /// Element size assumed for the MPIs' count-based tests (`MPI_DOUBLE`).
 pub const ELEMENT_BYTES: usize = 8;
@@ -134,12 +137,18 @@ pub fn native(
             Collective::Reduce => ompi_reduce(&x, commutative),
             Collective::ReduceScatter => ompi_reduce_scatter(&x, commutative),
             Collective::Allgatherv => ompi_allgatherv(&x),
+            Collective::Bcast => ompi_bcast_cx(&x, x.count),
+            Collective::Allgather => family::ompi_allgather(&x),
+            Collective::ReduceScatterBlock => family::ompi_reduce_scatter_block(&x, commutative),
         },
         Mpi::Mpich => match coll {
             Collective::Allreduce => mpich_allreduce(&x, commutative),
             Collective::Reduce => mpich_reduce(&x, commutative),
             Collective::ReduceScatter => mpich_reduce_scatter(&x, commutative),
             Collective::Allgatherv => mpich_allgatherv(&x),
+            Collective::Bcast => family::mpich_bcast(&x),
+            Collective::Allgather => family::mpich_allgather(&x),
+            Collective::ReduceScatterBlock => family::mpich_reduce_scatter_block(&x, commutative),
         },
     };
     NativeChoice { algorithm, time }

@@ -103,7 +103,7 @@ pub const OMPI_KNOMIAL_RADIX: usize = 4;
 
 /// One p range of a fixed decision function.
 pub type Row = (usize, &'static [(usize, u8)], u8);
-const ANY: usize = usize::MAX;
+pub(super) const ANY: usize = usize::MAX;
 
 /// allreduce, commutative. 1 basic_linear, 2 nonoverlapping, 3 recursive_doubling, 4 ring,
 /// 5 segmented_ring, 6 rabenseifner.
@@ -393,7 +393,7 @@ pub fn ompi_bcast(p: usize, bytes: usize, elems: usize, c: &CostParams) -> Nativ
 }
 
 /// The tuned bcast of `x.bytes` from root 0, the message being `elems` elements.
-fn ompi_bcast_cx(x: &Cx, elems: usize) -> (&'static str, f64) {
+pub(super) fn ompi_bcast_cx(x: &Cx, elems: usize) -> (&'static str, f64) {
     let one = x.msg(x.m);
     match lookup(OMPI_BCAST, x.p, x.bytes) {
         2 => ("chain", (x.pf - 1.0) * one),

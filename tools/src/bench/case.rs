@@ -6,6 +6,7 @@ use super::kind::{DType, OpKind};
 use mpi_sys::*;
 use pcoll::{Algorithm, CallSpec, Collective, Pick};
 use pcoll_mpi::ffi::c as pc;
+use pcoll_mpi::ffi::family as pf;
 use pcoll_mpi::state;
 use std::os::raw::{c_int, c_void};
 
@@ -136,10 +137,21 @@ impl Case {
         dt: DType,
         op: OpKind,
     ) -> Case {
-        let (counts, displs) = split_counts(n, p);
+        let (counts, displs, n) = match coll {
+            // Regular counts: p blocks of n / p.
+            Collective::Allgather | Collective::ReduceScatterBlock => {
+                let per = n / p;
+                (vec![per; p], (0..p).map(|j| j * per).collect(), per * p)
+            }
+            _ => {
+                let (c, d) = split_counts(n, p);
+                (c, d, n)
+            }
+        };
         let es = dt.size();
-        let send_elems = match coll {
+        let send_elems = match coll.base() {
             Collective::Allgatherv => counts[rank],
+            Collective::Bcast => 0,
             _ => n,
         };
         let mut c = Case {
@@ -157,14 +169,28 @@ impl Case {
         };
         let sb = c.send_bytes_mut();
         for i in 0..send_elems {
-            let gi = if coll == Collective::Allgatherv {
+            let gi = if coll.base() == Collective::Allgatherv {
                 displs[rank] + i
             } else {
                 i
             };
             dt.encode(op.value(rank, gi), &mut sb[i * es..(i + 1) * es]);
         }
+        c.root_data();
         c
+    }
+
+    /// Bcast: the root's (rank 0's) buffer holds its data before every call.
+    fn root_data(&mut self) {
+        if self.coll != Collective::Bcast || self.rank != 0 {
+            return;
+        }
+        let es = self.dt.size();
+        for i in 0..self.n {
+            let v = self.op.value(0, i);
+            self.dt
+                .encode(v, &mut self.recv_bytes_mut()[i * es..(i + 1) * es]);
+        }
     }
 
     /// The message size as the tuning table keys it.
@@ -196,8 +222,14 @@ impl Case {
         let es = self.dt.size();
         match self.coll {
             Collective::Reduce if self.rank != 0 => 0..0,
-            Collective::Reduce | Collective::Allreduce | Collective::Allgatherv => 0..self.n * es,
-            Collective::ReduceScatter => 0..self.counts[self.rank] as usize * es,
+            Collective::Reduce
+            | Collective::Allreduce
+            | Collective::Allgatherv
+            | Collective::Allgather
+            | Collective::Bcast => 0..self.n * es,
+            Collective::ReduceScatter | Collective::ReduceScatterBlock => {
+                0..self.counts[self.rank] as usize * es
+            }
         }
     }
 
@@ -209,6 +241,7 @@ impl Case {
     /// not small integers in any type), so a stale result cannot pass the check.
     pub fn poison(&mut self) {
         self.recv_bytes_mut().fill(0xA5);
+        self.root_data();
     }
 
     /// The expected result on this rank, from a sequential rank-order fold of every rank's
@@ -220,14 +253,15 @@ impl Case {
                 self.op.apply(a, self.op.value(r, i))
             })
         };
-        let range: Vec<i64> = match self.coll {
+        let range: Vec<i64> = match self.coll.base() {
             Collective::Reduce if self.rank != 0 => vec![],
             Collective::Reduce | Collective::Allreduce => (0..self.n).map(fold).collect(),
+            Collective::Bcast => (0..self.n).map(|i| self.op.value(0, i)).collect(),
             Collective::ReduceScatter => {
                 let d = self.displs[self.rank] as usize;
                 (d..d + self.counts[self.rank] as usize).map(fold).collect()
             }
-            Collective::Allgatherv => {
+            _ => {
                 let mut v = Vec::with_capacity(self.n);
                 for j in 0..self.p {
                     let d = self.displs[j] as usize;
@@ -249,10 +283,10 @@ impl Case {
     /// whether an algorithm can serve it, and for the model).
     pub fn spec(&self) -> CallSpec {
         let counts = match self.coll {
-            Collective::Reduce | Collective::Allreduce => vec![self.n],
+            Collective::Reduce | Collective::Allreduce | Collective::Bcast => vec![self.n],
             _ => self.counts.iter().map(|&c| c as usize).collect(),
         };
-        let displs = match self.coll {
+        let displs = match self.coll.base() {
             Collective::Allgatherv => self.displs.iter().map(|&d| d as usize).collect(),
             _ => vec![],
         };
@@ -313,6 +347,20 @@ impl Case {
                 }
                 (Collective::Allgatherv, false) => {
                     pc::MPI_Allgatherv(sbuf, mine, dt, rbuf, counts, displs, dt, comm)
+                }
+                (Collective::Bcast, true) => PMPI_Bcast(rbuf, n, dt, 0, comm),
+                (Collective::Bcast, false) => pf::MPI_Bcast(rbuf, n, dt, 0, comm),
+                (Collective::Allgather, true) => {
+                    PMPI_Allgather(sbuf, mine, dt, rbuf, mine, dt, comm)
+                }
+                (Collective::Allgather, false) => {
+                    pf::MPI_Allgather(sbuf, mine, dt, rbuf, mine, dt, comm)
+                }
+                (Collective::ReduceScatterBlock, true) => {
+                    PMPI_Reduce_scatter_block(sbuf, rbuf, mine, dt, op, comm)
+                }
+                (Collective::ReduceScatterBlock, false) => {
+                    pf::MPI_Reduce_scatter_block(sbuf, rbuf, mine, dt, op, comm)
                 }
             }
         }

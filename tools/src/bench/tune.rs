@@ -65,9 +65,11 @@ pub fn probe_spec(
     params: CostParams,
 ) -> CallSpec {
     let (counts, displs) = match coll {
-        Collective::Reduce | Collective::Allreduce => (vec![n], vec![]),
+        Collective::Reduce | Collective::Allreduce | Collective::Bcast => (vec![n], vec![]),
         Collective::ReduceScatter => (split_counts(n, p).0, vec![]),
         Collective::Allgatherv => split_counts(n, p),
+        Collective::ReduceScatterBlock => (vec![n / p; p], vec![]),
+        Collective::Allgather => (vec![n / p; p], (0..p).map(|j| j * (n / p)).collect()),
     };
     CallSpec {
         coll,
