@@ -83,6 +83,7 @@ ctest-%:
 verify-%:
 	bash verify/run-difftest.sh $* build/$*/libpcoll.so --quick
 	bash verify/gate.sh $* build/$*/libpcoll.so
+	HIER_PS=4 bash verify/hier-difftest.sh $* build/$*/libpcoll.so 40
 	bash verify/choose.sh $* build/$*/libpcoll.so
 	bash verify/mpi4py.sh $* build/$*/libpcoll.so --quick
 

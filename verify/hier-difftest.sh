@@ -6,6 +6,7 @@
 # random: the model then weighs hier / hier_ml over the nodes), with PCOLL_STATS=1.
 #
 #   verify/hier-difftest.sh <openmpi|mpich> <libpcoll.so> [cases per run, default 200]
+#   HIER_PS="4" limits the world sizes (make test: p = 4, i.e. nodes 2+2 and 3+1, 40 cases a run).
 # Last line: "N passed, M failed" (cases; a run that crashed or hung counts as one failure).
 set -uo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 <openmpi|mpich> <libpcoll.so> [cases]" >&2; exit 2; }
@@ -21,7 +22,7 @@ echo "hier-difftest: $MPI seed=$SEED cases/run=$CASES"
 passed=0; failed=0
 for alg in hier hier_ml random; do
   for nodes in 2 3; do
-    for p in 1 2 3 4 5 6 7 8 9; do
+    for p in ${HIER_PS:-1 2 3 4 5 6 7 8 9}; do
       n=$CASES; maxc=100000
       [ $MPI = mpich ] && [ $p -gt 2 ] && n=$(( CASES * 4 / (p + 2) ))
       log=$OUT/logs/hier-$MPI-$alg-n$nodes-p$p.log

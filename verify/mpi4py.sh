@@ -105,7 +105,7 @@ run() {
     # own algorithms so the suite exercises them (non-commutative ops fall back silently to
     # an order-preserving one). MPI4PY_PCOLL_ALGS="" keeps the table's choice.
     local kv
-    for kv in ${MPI4PY_PCOLL_ALGS-PCOLL_REDUCE=binomial PCOLL_ALLREDUCE=butterfly PCOLL_REDUCE_SCATTER=circulant PCOLL_ALLGATHERV=circulant PCOLL_FALLBACK=silent}; do
+    for kv in ${MPI4PY_PCOLL_ALGS-PCOLL_REDUCE=binomial PCOLL_ALLREDUCE=butterfly PCOLL_REDUCE_SCATTER=circulant PCOLL_ALLGATHERV=circulant PCOLL_BCAST=circulant PCOLL_ALLGATHER=circulant PCOLL_REDUCE_SCATTER_BLOCK=butterfly PCOLL_FALLBACK=silent}; do
       if [ "$MPI" = openmpi ]; then env+=(-x "$kv"); else env+=(-genv "${kv%%=*}" "${kv#*=}"); fi
     done
   fi
