@@ -5,7 +5,8 @@
  * Shares no code with pcoll (plain C, MPI only).
  *
  *   mpirun -np 4 -x LD_PRELOAD=build/openmpi/libpcoll.so build/verify/ab-openmpi \
- *       [collective=reduce|allreduce|reduce_scatter|allgatherv] [iters=400] [sizes in bytes...]
+ *       [collective=reduce|allreduce|reduce_scatter|allgatherv|bcast|allgather|reduce_scatter_block]
+ *       [iters=400] [sizes in bytes...]
  * Prints one line per size: "ab <collective> <p> <bytes> <native_us> <mpi_us> <ratio>". */
 #include <mpi.h>
 #include <stdio.h>
@@ -24,11 +25,11 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-enum coll { REDUCE, ALLREDUCE, REDUCE_SCATTER, ALLGATHERV };
+enum coll { REDUCE, ALLREDUCE, REDUCE_SCATTER, ALLGATHERV, BCAST, ALLGATHER, REDUCE_SCATTER_BLOCK, NCOLL };
 
 struct bufs {
     double *s, *r;
-    int n, *counts, *displs;
+    int n, blk, *counts, *displs; /* blk: the regular calls' count per rank */
 };
 
 static int call(enum coll c, int native, struct bufs *b, int rank, int p)
@@ -48,6 +49,17 @@ static int call(enum coll c, int native, struct bufs *b, int rank, int p)
                                         MPI_DOUBLE, MPI_COMM_WORLD)
                       : MPI_Allgatherv(b->s, b->counts[rank], MPI_DOUBLE, b->r, b->counts, b->displs,
                                        MPI_DOUBLE, MPI_COMM_WORLD);
+    case BCAST:
+        return native ? PMPI_Bcast(b->r, b->n, MPI_DOUBLE, 0, MPI_COMM_WORLD)
+                      : MPI_Bcast(b->r, b->n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    case ALLGATHER: /* n / p elements each (at least 1) */
+        return native ? PMPI_Allgather(b->s, b->blk, MPI_DOUBLE, b->r, b->blk, MPI_DOUBLE, MPI_COMM_WORLD)
+                      : MPI_Allgather(b->s, b->blk, MPI_DOUBLE, b->r, b->blk, MPI_DOUBLE, MPI_COMM_WORLD);
+    case REDUCE_SCATTER_BLOCK:
+        return native ? PMPI_Reduce_scatter_block(b->s, b->r, b->blk, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD)
+                      : MPI_Reduce_scatter_block(b->s, b->r, b->blk, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    case NCOLL:
+        break;
     }
     (void)p;
     return MPI_ERR_OTHER;
@@ -71,10 +83,11 @@ int main(int argc, char **argv)
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
-    const char *names[] = {"reduce", "allreduce", "reduce_scatter", "allgatherv"};
+    const char *names[] = {"reduce",     "allreduce", "reduce_scatter", "allgatherv",
+                           "bcast",      "allgather", "reduce_scatter_block"};
     enum coll c = REDUCE;
     if (argc > 1)
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < NCOLL; k++)
             if (!strcmp(argv[1], names[k]))
                 c = (enum coll)k;
     int iters = argc > 2 ? atoi(argv[2]) : 400;
@@ -92,10 +105,12 @@ int main(int argc, char **argv)
             b.displs[j] = acc;
             acc += b.counts[j];
         }
-        b.s = malloc(sizeof(double) * b.n);
-        b.r = malloc(sizeof(double) * b.n);
-        for (int i = 0; i < b.n; i++)
-            b.s[i] = rank + i % 7;
+        b.blk = b.n / p > 0 ? b.n / p : 1;
+        size_t room = (size_t)(b.n > b.blk * p ? b.n : b.blk * p);
+        b.s = malloc(sizeof(double) * room);
+        b.r = malloc(sizeof(double) * room);
+        for (size_t i = 0; i < room; i++)
+            b.s[i] = b.r[i] = rank + i % 7;
         for (int w = 0; w < 5; w++) {
             timed(c, 1, &b, rank, p);
             timed(c, 0, &b, rank, p);
