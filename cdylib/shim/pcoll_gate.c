@@ -156,33 +156,41 @@ void pcoll_gate_open(void)
         __atomic_store_n(&hot[c].open, 1, __ATOMIC_RELEASE);
 }
 
-/* Calls and bytes the gate forwarded for `coll` (read by the Rust stats; reset: 1 zeroes
- * them). Bumped with a relaxed load and store, not a locked add: exact for one thread, may
- * miss counts when several threads run collectives at the same moment. */
-void pcoll_gate_counts(int coll, unsigned long long *calls, unsigned long long *bytes, int reset)
+/* Calls and bytes the gate forwarded for `coll` (read by the Rust stats). Bumped with a
+ * relaxed load and store, not a locked add: exact for one thread, may miss counts when
+ * several threads run collectives at the same moment. */
+void pcoll_gate_counts(int coll, unsigned long long *calls, unsigned long long *bytes)
 {
     if (coll < 0 || coll >= G_NCOLL)
         return;
     *calls = __atomic_load_n(&hot[coll].calls, __ATOMIC_RELAXED);
     *bytes = __atomic_load_n(&hot[coll].bytes, __ATOMIC_RELAXED);
-    if (reset) {
-        __atomic_store_n(&hot[coll].calls, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&hot[coll].bytes, 0, __ATOMIC_RELAXED);
-    }
 }
 
-/* Whether the last call of `coll` went through the gate (pcoll_last_algorithm); clear: 1
- * records that the Rust path took the last one. */
-int pcoll_gate_hit(int coll, int clear)
+/* Zero the counts of `coll`. */
+void pcoll_gate_reset_counts(int coll)
+{
+    if (coll < 0 || coll >= G_NCOLL)
+        return;
+    __atomic_store_n(&hot[coll].calls, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&hot[coll].bytes, 0, __ATOMIC_RELAXED);
+}
+
+/* Whether the last call of `coll` went through the gate (pcoll_last_algorithm). */
+int pcoll_gate_hit(int coll)
 {
     if (coll < 0 || coll >= G_NCOLL)
         return 0;
-    if (clear) {
-        if (__atomic_load_n(&hot[coll].hit, __ATOMIC_RELAXED))
-            __atomic_store_n(&hot[coll].hit, 0, __ATOMIC_RELAXED);
-        return 0;
-    }
     return __atomic_load_n(&hot[coll].hit, __ATOMIC_RELAXED);
+}
+
+/* The Rust path took the last call of `coll`. */
+void pcoll_gate_clear_hit(int coll)
+{
+    if (coll < 0 || coll >= G_NCOLL)
+        return;
+    if (__atomic_load_n(&hot[coll].hit, __ATOMIC_RELAXED))
+        __atomic_store_n(&hot[coll].hit, 0, __ATOMIC_RELAXED);
 }
 
 /* Ranges of bytes (half-open) for which `coll` at `p` ranks goes native; more than

@@ -103,13 +103,10 @@ extern "C" {
         op: MPI_Op,
         comm: MPI_Comm,
     ) -> c_int;
-    fn pcoll_gate_counts(
-        coll: c_int,
-        calls: *mut c_ulonglong,
-        bytes: *mut c_ulonglong,
-        reset: c_int,
-    );
-    fn pcoll_gate_hit(coll: c_int, clear: c_int) -> c_int;
+    fn pcoll_gate_counts(coll: c_int, calls: *mut c_ulonglong, bytes: *mut c_ulonglong);
+    fn pcoll_gate_reset_counts(coll: c_int);
+    fn pcoll_gate_hit(coll: c_int) -> c_int;
+    fn pcoll_gate_clear_hit(coll: c_int);
 }
 
 /// Bits of the guards a collective's gate cell checks (`PCOLL_GUARD_*` in the C file): one per
@@ -218,43 +215,32 @@ fn set_cell(g: &'static Global, coll: Collective, p: usize) {
     };
 }
 
-/// Calls and bytes the gate forwarded for `coll`; `reset`: zero them.
-fn read_counts(coll: Collective, reset: bool) -> (u64, u64) {
-    let (mut calls, mut bytes): (c_ulonglong, c_ulonglong) = (0, 0);
-    // SAFETY: two valid out-pointers; the C side checks the index.
-    unsafe {
-        pcoll_gate_counts(
-            coll.index() as c_int,
-            &mut calls,
-            &mut bytes,
-            reset as c_int,
-        )
-    };
-    (calls, bytes)
-}
-
 /// Calls and bytes the gate forwarded for `coll`.
 pub fn counts(coll: Collective) -> (u64, u64) {
-    read_counts(coll, false)
+    let (mut calls, mut bytes): (c_ulonglong, c_ulonglong) = (0, 0);
+    // SAFETY: two valid out-pointers; the C side checks the index.
+    unsafe { pcoll_gate_counts(coll.index() as c_int, &mut calls, &mut bytes) };
+    (calls, bytes)
 }
 
 /// Zero the gate's counts.
 pub fn reset() {
     for coll in Collective::ALL {
-        read_counts(coll, true);
+        // SAFETY: a plain C call on the gate's own static state.
+        unsafe { pcoll_gate_reset_counts(coll.index() as c_int) };
     }
 }
 
 /// Whether the last call of `coll` went through the gate.
 pub fn last_hit(coll: Collective) -> bool {
-    // SAFETY: a plain C call on the gate's own static state.
-    unsafe { pcoll_gate_hit(coll.index() as c_int, 0) != 0 }
+    // SAFETY: as above.
+    unsafe { pcoll_gate_hit(coll.index() as c_int) != 0 }
 }
 
 /// The Rust path is recording a call of `coll`, which is now the last.
 pub fn clear_hit(coll: Collective) {
     // SAFETY: as above.
-    unsafe { pcoll_gate_hit(coll.index() as c_int, 1) };
+    unsafe { pcoll_gate_clear_hit(coll.index() as c_int) };
 }
 
 #[cfg(test)]
