@@ -40,22 +40,23 @@ deps:
 # changes, so a shared one would silently link the first MPI.
 build: deps $(addprefix build-,$(MPIS))
 
+# The release profile, the one the tests build too (so make test compiles everything once);
+# the shipped copies in build/<mpi>/ without the debug line tables the profile keeps.
 build-%:
-	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) build --profile dist -p pcoll-mpi -p pcoll-tools --bins --lib
+	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) build --release -p pcoll-mpi -p pcoll-tools --bins --lib
 	@mkdir -p build/$*
-	cp target-$*/dist/libpcoll_mpi.so build/$*/libpcoll.so
-	cp target-$*/dist/pcoll-bench target-$*/dist/pcoll-tune build/$*/
+	strip --strip-debug -o build/$*/libpcoll.so target-$*/release/libpcoll_mpi.so
+	cp target-$*/release/pcoll-bench target-$*/release/pcoll-tune build/$*/
 	@echo "built build/$*/libpcoll.so"
 
-# make test: the shipped library only (fat LTO, single codegen unit: each linked artifact takes
-# minutes on 2 cores). The tools the tests run are the ones ctest-<mpi> builds anyway
-# (target-<mpi>/release); make build/demo/bench/tune build them with the shipped profile.
+# make test: the shipped library only; the tools the tests run are the ones ctest-<mpi>
+# builds anyway (target-<mpi>/release).
 build-lib: deps $(addprefix build-lib-,$(MPIS))
 
 build-lib-%:
-	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) build --profile dist -p pcoll-mpi --lib
+	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) build --release -p pcoll-mpi --lib
 	@mkdir -p build/$*
-	cp target-$*/dist/libpcoll_mpi.so build/$*/libpcoll.so
+	strip --strip-debug -o build/$*/libpcoll.so target-$*/release/libpcoll_mpi.so
 	@echo "built build/$*/libpcoll.so"
 
 # In the first MPI's target directory: the core crate and the dependencies it shares with

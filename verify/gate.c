@@ -87,7 +87,8 @@ int main(int argc, char **argv)
         int k = 1 + round % (wp - 1); /* first group: ranks 0..k-1 */
         mode = (round / 5) % 3;
         const char *alg[2][3] = {{NULL, "native", "binomial"}, {NULL, "native", "ring"}};
-        if (force("allreduce", alg[0][mode]) || force("allgatherv", alg[1][mode])) {
+        /* pcoll_force only when the mode changes (it clears what the gate remembers). */
+        if (round % 5 == 0 && (force("allreduce", alg[0][mode]) || force("allgatherv", alg[1][mode]))) {
             printf("gate: FAIL pcoll_force refused\n");
             bad = 1;
         }
@@ -96,8 +97,12 @@ int main(int argc, char **argv)
         int p, r;
         MPI_Comm_size(c, &p);
         MPI_Comm_rank(c, &r);
-        for (int ci = 0; ci < ncounts && !bad; ci++) {
-            int n = counts[(ci + round) % ncounts];
+        /* Every call twice in a row (the gate remembers its last forwarded call: the second
+         * one takes that path), and each round's first count is the previous round's last,
+         * on a communicator that may have the freed one's handle and another size. */
+        for (int cr = 0; cr < 2 * ncounts && !bad; cr++) {
+            int ci = cr / 2;
+            int n = counts[(ci + round * (ncounts - 1)) % ncounts];
             long bytes = (long)n * (long)sizeof(double);
             /* allreduce: element i of rank r is r + i + round */
             for (int i = 0; i < n; i++)

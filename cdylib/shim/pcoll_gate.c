@@ -53,22 +53,38 @@ enum { PCOLL_MODE_CELLS = 0, PCOLL_MODE_NATIVE = 1, PCOLL_MODE_DECLINE = 2 };
 
 /* Everything a forwarded call of one collective reads or writes besides its communicator,
  * datatype and size cell, in one cache line: a forwarded call runs between the caller's
- * own work and the MPI's, with this file's data cold (after a barrier, say), so it should
- * touch as few lines as it can. */
+ * own work and the MPI's, with this file's data cold (after a barrier, say; on a core shared
+ * with another rank every line it touches is a cache miss), so it should touch as few lines
+ * as it can. The line holds the last forwarded call (the memo): a call with the same
+ * communicator, datatype, op, element count, root and in-place-ness, when nothing was
+ * published since, goes native after reading this line alone (see memo_hit). */
 struct gate_hot {
     unsigned char open;                /* 0: decline everything (pcoll_gate_close) */
     unsigned char mode;                /* PCOLL_MODE_* */
     unsigned char hit;                 /* the last call went through the gate */
-    unsigned flags;                    /* PCOLL_GUARD_* */
-    unsigned long long root_above;     /* bytes bound of PCOLL_GUARD_ROOT_NONZERO_ABOVE */
+    unsigned char memo_valid;          /* the memo below holds a forwarded call */
+    unsigned memo_seq;                 /* odd while the memo is written (a sequence lock) */
+    long long memo_n;                  /* elements: count, or the sum of the counts */
+    MPI_Comm memo_comm;
+    MPI_Datatype memo_dt;
+    MPI_Op memo_op;                    /* MPI_OP_NULL for the calls without one */
+    int memo_root;                     /* -1 for the calls without one */
+    unsigned char memo_in_place;       /* the call's send buffer was MPI_IN_PLACE */
+    unsigned char memo_recv;           /* the receive buffer is written here (reduce: root) */
+    unsigned char memo_p;              /* communicator size */
+    unsigned long long memo_bytes;     /* the call's bytes */
     unsigned long long calls, bytes;   /* forwarded calls and bytes (pcoll's stats) */
-} __attribute__((aligned(64)));
+    unsigned flags;                    /* PCOLL_GUARD_* (second line: read on misses only) */
+    unsigned long long root_above;     /* bytes bound of PCOLL_GUARD_ROOT_NONZERO_ABOVE */
+} __attribute__((aligned(128)));
 static struct gate_hot hot[G_NCOLL];
+static void memo_clear_all(void);
 
 void pcoll_gate_guard(int coll, unsigned flags, unsigned long long root_above)
 {
     if (coll < 0 || coll >= G_NCOLL)
         return;
+    memo_clear_all();
     hot[coll].flags = flags;
     hot[coll].root_above = root_above;
 }
@@ -142,16 +158,19 @@ void pcoll_gate_mode(int coll, int mode)
     if (coll < 0 || coll >= G_NCOLL || mode < PCOLL_MODE_CELLS || mode > PCOLL_MODE_DECLINE)
         return;
     __atomic_store_n(&hot[coll].mode, (unsigned char)mode, __ATOMIC_RELEASE);
+    memo_clear_all();
 }
 
 void pcoll_gate_close(void)
 {
     for (int c = 0; c < G_NCOLL; c++)
         __atomic_store_n(&hot[c].open, 0, __ATOMIC_SEQ_CST);
+    memo_clear_all();
 }
 
 void pcoll_gate_open(void)
 {
+    memo_clear_all();
     for (int c = 0; c < G_NCOLL; c++)
         __atomic_store_n(&hot[c].open, 1, __ATOMIC_RELEASE);
 }
@@ -204,6 +223,7 @@ void pcoll_gate_set(int coll, int p, int n, const unsigned long long *lo, const 
     struct gate_cell *c = &gate[coll][p];
     if (n < 0 || n > PCOLL_GATE_R)
         n = 0;
+    memo_clear_all();
     __atomic_store_n(&c->n, 0, __ATOMIC_RELEASE);
     for (int i = 0; i < n; i++) {
         c->r[i].lo = lo[i];
@@ -281,6 +301,7 @@ static int comm_forget(MPI_Comm comm, int keyval, void *attr, void *extra)
     struct comm_entry *e = &comm_cache[slot_of(&comm, sizeof comm)];
     if (__atomic_load_n(&e->used, __ATOMIC_ACQUIRE) && same_comm(e->key, comm))
         __atomic_store_n(&e->used, 0, __ATOMIC_RELEASE);
+    memo_clear_all();
     return MPI_SUCCESS;
 }
 
@@ -367,10 +388,125 @@ COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_po
 }
 
 
+/* ------------------------------------------------------------------ memo
+ * The last forwarded call of each collective, guarded by a sequence lock (memo_seq odd while
+ * a writer holds it; readers retry nothing: a reader that sees it odd or changed takes the
+ * full path). A memo is stored only for a communicator held in comm_cache (so its delete
+ * callback clears the memos) and a named datatype (never freed); every change of what the
+ * gate decides by (cells, guards, modes, open/closed) clears the memos first. */
+
+/* Take the memo lock of `h`; 0 if another thread holds it. */
+static int memo_lock(struct gate_hot *h, unsigned *seq)
+{
+    unsigned s = __atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED);
+    if ((s & 1) || !__atomic_compare_exchange_n(&h->memo_seq, &s, s + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return 0;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    *seq = s;
+    return 1;
+}
+
+/* Bumped by every clear: a call decided by the full path stores its memo only if no clear
+ * happened since it began (so a memo never outlives what it was decided by). */
+static unsigned memo_gen;
+
+HOT unsigned memo_begin(void) { return __atomic_load_n(&memo_gen, __ATOMIC_ACQUIRE); }
+
+static void memo_clear_all(void)
+{
+    __atomic_fetch_add(&memo_gen, 1, __ATOMIC_ACQ_REL);
+    for (int c = 0; c < G_NCOLL; c++) {
+        unsigned s;
+        while (!memo_lock(&hot[c], &s))
+            ;
+        __atomic_store_n(&hot[c].memo_valid, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&hot[c].memo_seq, s + 2, __ATOMIC_RELEASE);
+    }
+}
+
+/* The call's key, as a gate function sees it. */
+struct memo_key {
+    MPI_Comm comm;
+    MPI_Datatype dt;
+    MPI_Op op;
+    long long n;
+    int root, in_place;
+};
+
+/* The memo's communicator size if it holds `comm` (for the vector calls, which need p to
+ * sum their counts before they can compare), else 0. */
+HOT int memo_p(int coll, MPI_Comm comm)
+{
+    struct gate_hot *h = &hot[coll];
+    unsigned s = __atomic_load_n(&h->memo_seq, __ATOMIC_ACQUIRE);
+    int p = __atomic_load_n(&h->memo_p, __ATOMIC_RELAXED);
+    int ok = __atomic_load_n(&h->memo_valid, __ATOMIC_RELAXED) && same_comm(__atomic_load_n(&h->memo_comm, __ATOMIC_RELAXED), comm);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return ok && !(s & 1) && __atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED) == s ? p : 0;
+}
+
+/* 1 if the call repeats the memo of `coll` (and its buffers are plain): forward it, counted. */
+HOT int memo_hit(int coll, const struct memo_key *k, const void *sendbuf, const void *recvbuf)
+{
+    struct gate_hot *h = &hot[coll];
+    unsigned s = __atomic_load_n(&h->memo_seq, __ATOMIC_ACQUIRE);
+    if ((s & 1) || !__atomic_load_n(&h->open, __ATOMIC_RELAXED) || !__atomic_load_n(&h->memo_valid, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&h->mode, __ATOMIC_RELAXED) != PCOLL_MODE_CELLS)
+        return 0;
+    int same = __atomic_load_n(&h->memo_n, __ATOMIC_RELAXED) == k->n &&
+               __atomic_load_n(&h->memo_root, __ATOMIC_RELAXED) == k->root &&
+               __atomic_load_n(&h->memo_in_place, __ATOMIC_RELAXED) == k->in_place &&
+               same_comm(__atomic_load_n(&h->memo_comm, __ATOMIC_RELAXED), k->comm) &&
+               same_type(__atomic_load_n(&h->memo_dt, __ATOMIC_RELAXED), k->dt) &&
+               __atomic_load_n(&h->memo_op, __ATOMIC_RELAXED) == k->op;
+    int recv = __atomic_load_n(&h->memo_recv, __ATOMIC_RELAXED);
+    unsigned long long bytes = __atomic_load_n(&h->memo_bytes, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (!same || __atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED) != s)
+        return 0;
+    if (k->n > 0 && ((!k->in_place && sendbuf == NULL) || (recv && recvbuf == NULL)))
+        return 0;
+    counted(coll, bytes);
+    return 1;
+}
+
+/* Remember a call the full gate forwarded, if its communicator and datatype are cached. */
+static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsigned long long bytes, unsigned gen)
+{
+    struct comm_entry *ce = &comm_cache[slot_of(&k->comm, sizeof k->comm)];
+    struct type_entry *te = &type_cache[slot_of(&k->dt, sizeof k->dt)];
+    if (!__atomic_load_n(&ce->used, __ATOMIC_ACQUIRE) || !same_comm(ce->key, k->comm) ||
+        !__atomic_load_n(&te->used, __ATOMIC_ACQUIRE) || !same_type(te->key, k->dt))
+        return;
+    struct gate_hot *h = &hot[coll];
+    unsigned s;
+    if (!memo_lock(h, &s))
+        return;
+    if (__atomic_load_n(&memo_gen, __ATOMIC_ACQUIRE) != gen) { /* cleared meanwhile */
+        __atomic_store_n(&h->memo_seq, s + 2, __ATOMIC_RELEASE);
+        return;
+    }
+    __atomic_store_n(&h->memo_comm, k->comm, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_dt, k->dt, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_op, k->op, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_n, k->n, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_root, k->root, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_in_place, (unsigned char)k->in_place, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_recv, (unsigned char)recv, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_p, (unsigned char)p, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_valid, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_seq, s + 2, __ATOMIC_RELEASE);
+}
+
 /* Reduce and allreduce (root < 0: allreduce): 1 if the call goes native here (counted). */
 HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                        int root, MPI_Comm comm)
 {
+    struct memo_key k = {comm, dt, op, count, root, sendbuf == MPI_IN_PLACE};
+    if (memo_hit(coll, &k, sendbuf, recvbuf))
+        return 1;
+    unsigned gen = memo_begin();
     int rank = -1, p = small_intra(coll, comm, &rank), tlb_pos = 0;
     long long size;
     if (!p || count < 0 || (size = type_size(dt, &tlb_pos)) < 0 || op == MPI_OP_NULL)
@@ -384,16 +520,13 @@ HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI
         return 0;
 #endif
     unsigned long long bytes = (unsigned long long)count * (unsigned long long)size;
-    if (count > 0) {
-        int recv_matters = 1;
-        if (coll == G_REDUCE)
-            recv_matters = rank == root;
-        if (sendbuf == NULL || (recv_matters && recvbuf == NULL))
-            return 0;
-    }
+    int recv_matters = coll == G_REDUCE ? rank == root : 1;
+    if (count > 0 && (sendbuf == NULL || (recv_matters && recvbuf == NULL)))
+        return 0;
     if (guarded(coll, p, root, bytes, tlb_pos, op, sendbuf) || !native_at(coll, p, bytes))
         return 0;
     counted(coll, bytes);
+    memo_store(coll, &k, recv_matters, p, bytes, gen);
     return 1;
 }
 
@@ -429,6 +562,11 @@ HOT long long sum_counts(const int *c, int p)
 int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm)
 {
+    int mp = memo_p(G_REDUCE_SCATTER, comm);
+    struct memo_key k = {comm, dt, op, mp ? sum_counts(recvcounts, mp) : -1, -1, sendbuf == MPI_IN_PLACE};
+    if (k.n >= 0 && memo_hit(G_REDUCE_SCATTER, &k, sendbuf, recvbuf))
+        return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm);
+    unsigned gen = memo_begin();
     int rank, p = small_intra(G_REDUCE_SCATTER, comm, &rank), tlb_pos = 0;
     long long size, elems;
     if (!p || op == MPI_OP_NULL || (size = type_size(dt, &tlb_pos)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
@@ -444,12 +582,20 @@ int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *rec
     if (guarded(G_REDUCE_SCATTER, p, 0, bytes, tlb_pos, op, sendbuf) || !native_at(G_REDUCE_SCATTER, p, bytes))
         return PCOLL_GATE_DECLINED;
     counted(G_REDUCE_SCATTER, bytes);
+    k.n = elems;
+    memo_store(G_REDUCE_SCATTER, &k, 1, p, bytes, gen);
     return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm);
 }
 
 int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                           const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    int mp = sendbuf == MPI_IN_PLACE || sendcount >= 0 ? memo_p(G_ALLGATHERV, comm) : 0;
+    struct memo_key k = {comm, recvtype, MPI_OP_NULL, mp ? sum_counts(recvcounts, mp) : -1, -1,
+                         sendbuf == MPI_IN_PLACE};
+    if (k.n >= 0 && memo_hit(G_ALLGATHERV, &k, sendbuf, recvbuf))
+        return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    unsigned gen = memo_begin();
     int rank, p = small_intra(G_ALLGATHERV, comm, &rank), tlb_pos = 0;
     long long size, elems;
     if (!p || (size = type_size(recvtype, &tlb_pos)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
@@ -462,11 +608,17 @@ int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendt
     if (guarded(G_ALLGATHERV, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHERV, p, bytes))
         return PCOLL_GATE_DECLINED;
     counted(G_ALLGATHERV, bytes);
+    k.n = elems;
+    memo_store(G_ALLGATHERV, &k, 1, p, bytes, gen);
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
 
 int pcoll_gate_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
+    struct memo_key k = {comm, dt, MPI_OP_NULL, count, root, buf == MPI_IN_PLACE};
+    if (memo_hit(G_BCAST, &k, buf, buf))
+        return PMPI_Bcast(buf, count, dt, root, comm);
+    unsigned gen = memo_begin();
     int rank, p = small_intra(G_BCAST, comm, &rank), tlb_pos = 0;
     long long size;
     if (!p || count < 0 || root < 0 || root >= p || (size = type_size(dt, &tlb_pos)) < 0)
@@ -477,12 +629,17 @@ int pcoll_gate_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm c
     if (guarded(G_BCAST, p, root, bytes, tlb_pos, MPI_OP_NULL, buf) || !native_at(G_BCAST, p, bytes))
         return PCOLL_GATE_DECLINED;
     counted(G_BCAST, bytes);
+    memo_store(G_BCAST, &k, 1, p, bytes, gen);
     return PMPI_Bcast(buf, count, dt, root, comm);
 }
 
 int pcoll_gate_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                          MPI_Datatype recvtype, MPI_Comm comm)
 {
+    struct memo_key k = {comm, recvtype, MPI_OP_NULL, recvcount, -1, sendbuf == MPI_IN_PLACE};
+    if ((k.in_place || sendcount >= 0) && memo_hit(G_ALLGATHER, &k, sendbuf, recvbuf))
+        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    unsigned gen = memo_begin();
     int rank, p = small_intra(G_ALLGATHER, comm, &rank), tlb_pos = 0;
     long long size;
     if (!p || recvcount < 0 || (size = type_size(recvtype, &tlb_pos)) < 0)
@@ -495,12 +652,17 @@ int pcoll_gate_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendty
     if (guarded(G_ALLGATHER, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHER, p, bytes))
         return PCOLL_GATE_DECLINED;
     counted(G_ALLGATHER, bytes);
+    memo_store(G_ALLGATHER, &k, 1, p, bytes, gen);
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
 int pcoll_gate_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
                                     MPI_Comm comm)
 {
+    struct memo_key k = {comm, dt, op, recvcount, -1, sendbuf == MPI_IN_PLACE};
+    if (memo_hit(G_REDUCE_SCATTER_BLOCK, &k, sendbuf, recvbuf))
+        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm);
+    unsigned gen = memo_begin();
     int rank, p = small_intra(G_REDUCE_SCATTER_BLOCK, comm, &rank), tlb_pos = 0;
     long long size;
     if (!p || recvcount < 0 || op == MPI_OP_NULL || (size = type_size(dt, &tlb_pos)) < 0)
@@ -517,5 +679,6 @@ int pcoll_gate_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recv
         !native_at(G_REDUCE_SCATTER_BLOCK, p, bytes))
         return PCOLL_GATE_DECLINED;
     counted(G_REDUCE_SCATTER_BLOCK, bytes);
+    memo_store(G_REDUCE_SCATTER_BLOCK, &k, 1, p, bytes, gen);
     return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm);
 }
