@@ -9,14 +9,23 @@ and tuning.mpich.toml (MPICH). The [model] section is copied from results/tuning
 (pcoll-tune's fit) when present.
 
 Validation: where results/auto.<mpi>.p<p>.csv (scripts/check-default.sh: the table's own
-choice against native, 400 interleaved iterations, no other algorithm in between) measured the
+choice against native, 400 interleaved iterations, no other algorithm in between; for the three
+collectives above results/family/auto.<mpi>.p<p>.csv, pcoll-bench --algorithms auto) measured the
 chosen algorithm at a cell and found it not at least CONFIRM faster than native, the cell goes
 back to `native` (the all-algorithms benchmark can flatter an algorithm: e.g. Open MPI p = 2
 chunked ring allgatherv at 64 KiB measured 0.76 there and 1.22-1.30 alone). Procedure: make
 bench; this script; make build; scripts/check-default.sh; this script again; make build;
 scripts/check-default.sh.
 
-Usage: scripts/table_from_bench.py [--margin 0.92]
+Measurements of MPI_Bcast, MPI_Allgather and MPI_Reduce_scatter_block may also come from
+results/family/bench.<mpi>.p<p>.csv (pcoll-bench over those three alone). Each collective's
+rules cover the p it was measured at.
+
+--only LIST (comma-separated collectives): rewrite only those collectives' rules in the
+existing tables (their blocks are removed, the new ones appended; the other collectives'
+rules and the [model] section stay as they are).
+
+Usage: scripts/table_from_bench.py [--margin 0.92] [--only bcast,allgather,reduce_scatter_block]
 """
 import csv, glob, os, re, sys
 
@@ -28,31 +37,40 @@ MIN_BYTES = 4096
 CONFIRM = 0.95
 if "--margin" in sys.argv:
     MARGIN = float(sys.argv[sys.argv.index("--margin") + 1])
-COLLS = ["reduce", "allreduce", "reduce_scatter", "allgatherv"]
+COLLS = ["reduce", "allreduce", "reduce_scatter", "allgatherv", "bcast", "allgather", "reduce_scatter_block"]
+ONLY = None
+if "--only" in sys.argv:
+    ONLY = sys.argv[sys.argv.index("--only") + 1].split(",")
+    assert all(c in COLLS for c in ONLY), f"--only: collectives are {COLLS}"
+    COLLS = [c for c in COLLS if c in ONLY]
 root = os.path.join(os.path.dirname(__file__), "..")
 
 
 def load(mpi):
     runs = {}
-    for f in sorted(glob.glob(os.path.join(root, f"results/bench.{mpi}.p*.csv"))):
+    files = glob.glob(os.path.join(root, f"results/bench.{mpi}.p*.csv"))
+    files += glob.glob(os.path.join(root, f"results/family/bench.{mpi}.p*.csv"))
+    for f in sorted(files):
         p = int(re.search(r"\.p(\d+)\.csv$", f).group(1))
-        cells = {}
+        cells = runs.setdefault(p, {})
         for r in csv.DictReader(open(f)):
             if r["variant"] in ("auto", "passthru", "native"):
                 continue
             key = (r["collective"], int(r["bytes"]))
             cells.setdefault(key, []).append((float(r["ratio"]), r["algorithm"]))
-        runs[p] = cells
     return runs
 
 
 def load_auto(mpi):
     """check-default's measurements: {p: {(collective, bytes): (algorithm, ratio)}}."""
     out = {}
-    for f in glob.glob(os.path.join(root, f"results/auto.{mpi}.p*.csv")):
+    files = glob.glob(os.path.join(root, f"results/auto.{mpi}.p*.csv"))
+    files += glob.glob(os.path.join(root, f"results/family/auto.{mpi}.p*.csv"))
+    for f in files:
         p = int(re.search(r"\.p(\d+)\.csv$", f).group(1))
-        out[p] = {(r["collective"], int(r["bytes"])): (r["algorithm"], float(r["ratio"]))
-                  for r in csv.DictReader(open(f)) if r["variant"] == "auto"}
+        out.setdefault(p, {}).update(
+            {(r["collective"], int(r["bytes"])): (r["algorithm"], float(r["ratio"]))
+             for r in csv.DictReader(open(f)) if r["variant"] == "auto"})
     return out
 
 
@@ -84,8 +102,12 @@ def rules_for(cells, coll, auto):
             alg, unconfirmed = "native", (seen[0], seen[1])
         picks.append((b, alg, r, unconfirmed))
     rules = []
+    if picks and picks[0][1] != "native" and picks[0][0] > 0:
+        # Below the smallest measured size: native (nothing measured says otherwise).
+        rules.append({"alg": "native", "lo": 0, "hi": None, "ratios": [], "sizes": [],
+                      "unconfirmed": []})
     for i, (b, alg, r, unc) in enumerate(picks):
-        lo = 0 if i == 0 else b
+        lo = 0 if not rules else b
         if rules and rules[-1]["alg"] == alg:
             rules[-1]["ratios"].append(r)
             rules[-1]["sizes"].append(b)
@@ -123,9 +145,12 @@ def write(mpi, out):
     for coll in COLLS:
         lines += [f"[[{coll}]]", "p = [1, 2]", 'algorithm = "native"', ""]
     for coll in COLLS:
-        for p, plo, phi in p_ranges(runs):
+        measured = [p for p in runs if any(c == coll for (c, _) in runs[p])]
+        for p, plo, phi in p_ranges(measured):
             for r in rules_for(runs[p], coll, autos.get(p, {})):
-                if r["alg"] == "native" and len(r["sizes"]) and all(x > MARGIN for x in r["ratios"]):
+                if not r["sizes"]:
+                    why = "native: below the smallest measured size"
+                elif r["alg"] == "native" and all(x > MARGIN for x in r["ratios"]):
                     why = f"native: no algorithm {round((1 - MARGIN) * 100)}% faster (best ratio {min(r['ratios']):.2f})"
                 else:
                     why = f"{r['alg']}: median/native {min(r['ratios']):.2f}..{max(r['ratios']):.2f}"
@@ -146,8 +171,33 @@ def write(mpi, out):
     ]
     for coll in COLLS:
         lines += [f"[[{coll}]]", 'algorithm = "model"', ""]
-    open(out, "w").write("\n".join(lines))
+    text = "\n".join(lines)
+    if ONLY:
+        text = splice(open(out).read(), text)
+    open(out, "w").write(text)
     print(f"wrote {out}")
+
+
+def blocks(text):
+    """The table's blank-line separated blocks, each with the collective it is a rule of
+    (None for comments and [model])."""
+    out = []
+    for b in re.split(r"\n\s*\n", text.strip("\n")):
+        m = re.search(r"^\[\[(\w+)\]\]", b, re.M)
+        out.append((m.group(1) if m else None, b))
+    return out
+
+
+def splice(old, new):
+    """`old` without the rules of the collectives in ONLY, then the rules of `new` for them."""
+    keep = [b for c, b in blocks(old) if c not in ONLY]
+    add = [b for c, b in blocks(new) if c in ONLY]
+    head = [f"# {', '.join(ONLY)}: rewritten by scripts/table_from_bench.py --only (measured p and sizes in",
+            "# each rule's comment; the cost model decides every other cell)."]
+    # A block of only comments that announced the old rules of these collectives goes too.
+    keep = [b for b in keep if not all(l.startswith("#") for l in b.splitlines())
+            or not any(c in b for c in ONLY)]
+    return "\n\n".join(keep + ["\n".join(head + [add[0]])] + add[1:]) + "\n"
 
 
 write("openmpi", os.path.join(root, "tuning.toml"))
