@@ -12,9 +12,14 @@ MPI=${1:-openmpi}
 P=${2:-4}
 TOL=${AB_TOLERANCE:-0.10}
 SIZES="8 64 512 2048"
-LIB=${AB_LIB:-$PWD/build/$MPI/libpcoll.so}
-BENCH=${AB_BENCH:-build/$MPI/pcoll-bench}
-[ -f "$LIB" ] && [ -x "$BENCH" ] || { echo "ab-agree: build first (make MPI=$MPI build)" >&2; exit 2; }
+# The shipped build (make build), or else / if newer the release build of the same tree
+# (MPICC=mpicc.$MPI CARGO_TARGET_DIR=target-$MPI cargo build --release -p pcoll-mpi -p pcoll-tools).
+newest() { { ls -t "$@" 2>/dev/null || true; } | head -1; }
+LIB=${AB_LIB:-$(newest build/$MPI/libpcoll.so target-$MPI/release/libpcoll_mpi.so)}
+BENCH=${AB_BENCH:-$(newest build/$MPI/pcoll-bench target-$MPI/release/pcoll-bench)}
+[ -n "$LIB" ] && [ -f "$LIB" ] && [ -x "$BENCH" ] || { echo "ab-agree: build first (make MPI=$MPI build)" >&2; exit 2; }
+LIB=$(realpath "$LIB")
+echo "ab-agree: $LIB, $BENCH"
 mkdir -p build/verify
 AB=build/verify/ab-$MPI
 mpicc.$MPI -O2 -o "$AB" verify/ab.c

@@ -22,9 +22,12 @@
 //! which send and receive in every round, pay `2α + 2βs` per round.
 
 mod closed;
+mod fit;
 pub mod native;
 pub mod nodes;
 pub mod paper;
+
+pub use fit::{fit, Sample};
 
 use closed::Terms;
 
@@ -388,116 +391,4 @@ pub fn simulate_tree_events(
         }
     }
     (completion, events)
-}
-
-/// One measurement for [`fit`], independent of any collective algorithm.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Sample {
-    /// One-way point-to-point time of `bytes` (half a ping-pong round trip): `α + β·bytes`.
-    PingPong { bytes: f64, time: f64 },
-    /// Local reduction of `bytes` (e.g. `MPI_Reduce_local`): `γ·bytes`.
-    LocalReduce { bytes: f64, time: f64 },
-    /// Anything linear in the parameters: `time ≈ a·α + b·β + c·γ`.
-    Linear { a: f64, b: f64, c: f64, time: f64 },
-}
-
-impl Sample {
-    fn row(&self) -> ([f64; 3], f64) {
-        match *self {
-            Sample::PingPong { bytes, time } => ([1.0, bytes, 0.0], time),
-            Sample::LocalReduce { bytes, time } => ([0.0, 0.0, bytes], time),
-            Sample::Linear { a, b, c, time } => ([a, b, c], time),
-        }
-    }
-}
-
-/// Least-squares fit of α, β, γ, minimising the sum of squared *relative* errors (each row
-/// divided by its time, so small-message latency samples are not drowned by large ones).
-/// Parameters no sample constrains keep the default ([`CostParams::default`]); so does a
-/// parameter whose estimate comes out negative (the others are then refitted).
-pub fn fit(samples: &[Sample]) -> CostParams {
-    let rows: Vec<([f64; 3], f64)> = samples
-        .iter()
-        .map(|s| s.row())
-        .filter(|(_, t)| *t > 0.0 && t.is_finite())
-        .map(|(r, t)| ([r[0] / t, r[1] / t, r[2] / t], 1.0))
-        .collect();
-    let def = CostParams::default();
-    let mut x = [def.alpha, def.beta, def.gamma];
-    let mut active: Vec<usize> = (0..3)
-        .filter(|&k| rows.iter().any(|(r, _)| r[k] != 0.0))
-        .collect();
-    loop {
-        // Right-hand side minus the contribution of the fixed parameters.
-        let k = active.len();
-        if k == 0 {
-            break;
-        }
-        let mut ata = vec![vec![0.0f64; k]; k];
-        let mut atb = vec![0.0f64; k];
-        for (r, t) in &rows {
-            let fixed: f64 = (0..3)
-                .filter(|i| !active.contains(i))
-                .map(|i| r[i] * x[i])
-                .sum();
-            for (u, &iu) in active.iter().enumerate() {
-                atb[u] += r[iu] * (t - fixed);
-                for (v, &iv) in active.iter().enumerate() {
-                    ata[u][v] += r[iu] * r[iv];
-                }
-            }
-        }
-        let sol = match solve(ata, atb) {
-            Some(s) => s,
-            None => break,
-        };
-        let neg: Vec<usize> = active
-            .iter()
-            .zip(&sol)
-            .filter(|(_, &v)| v < 0.0)
-            .map(|(&i, _)| i)
-            .collect();
-        let defaults = [def.alpha, def.beta, def.gamma];
-        for (&i, &v) in active.iter().zip(&sol) {
-            // A negative estimate (noise, e.g. a few tiny samples) is no estimate: that
-            // parameter keeps its default (a table's [model] needs α, β > 0) and the others
-            // are refitted with it fixed.
-            x[i] = if v < 0.0 { defaults[i] } else { v };
-        }
-        if neg.is_empty() {
-            break;
-        }
-        active.retain(|i| !neg.contains(i));
-    }
-    CostParams {
-        alpha: x[0],
-        beta: x[1],
-        gamma: x[2],
-    }
-}
-
-/// Gaussian elimination with partial pivoting; None if singular.
-fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
-    let n = b.len();
-    for col in 0..n {
-        let piv = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
-        if a[piv][col].abs() < 1e-300 {
-            return None;
-        }
-        a.swap(col, piv);
-        b.swap(col, piv);
-        for row in col + 1..n {
-            let f = a[row][col] / a[col][col];
-            for k in col..n {
-                a[row][k] -= f * a[col][k];
-            }
-            b[row] -= f * b[col];
-        }
-    }
-    let mut x = vec![0.0; n];
-    for i in (0..n).rev() {
-        let s: f64 = (i + 1..n).map(|k| a[i][k] * x[k]).sum();
-        x[i] = (b[i] - s) / a[i][i];
-    }
-    Some(x)
 }
