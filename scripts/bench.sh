@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: the full measurement behind the README's numbers.
-#   p = 2 on both MPIs, p = 4 and 8 on Open MPI; all four collectives; 8 B .. 16 MiB;
+#   p = 2 on both MPIs, p = 4 and 8 on Open MPI; all seven collectives; 8 B .. 16 MiB;
 #   every algorithm vs native, interleaved (ABBA), results checked.
 # Writes results/bench.<mpi>.p<p>.{csv,json,svg} and results/bench.<mpi>.p<p>.ratio.svg.
 # Takes a while (tens of minutes on 2 cores). BENCH_ARGS adds or overrides options (later
@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p results
-COLLS=reduce,allreduce,reduce_scatter,allgatherv
+COLLS=reduce,allreduce,reduce_scatter,allgatherv,bcast,allgather,reduce_scatter_block
 SIZES=8..16m
 EXTRA=${BENCH_ARGS:-}
 

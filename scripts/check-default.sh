@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The default table's automatic choice vs native, all four collectives, 8 B .. 4 MiB,
+# The default table's automatic choice vs native, all seven collectives (CHECK_COLLS), 8 B .. 4 MiB,
 # interleaved in one process: p = 2 on both MPIs and p = 4 on Open MPI (issue 6's check).
 # Writes results/auto.<mpi>.p<p>.csv and prints geometric mean and worst ratio per collective.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p results
-ARGS="--collectives reduce,allreduce,reduce_scatter,allgatherv --sizes 8..4m --algorithms auto --iters 400 --budget 3 --check ${CHECK_ARGS:-}"
+ARGS="--collectives ${CHECK_COLLS:-reduce,allreduce,reduce_scatter,allgatherv,bcast,allgather,reduce_scatter_block} --sizes 8..4m --algorithms auto --iters 400 --budget 3 --check ${CHECK_ARGS:-}"
 OMPI=(mpirun.openmpi --allow-run-as-root --oversubscribe)
 "${OMPI[@]}" -np 2 build/openmpi/pcoll-bench $ARGS --csv results/auto.openmpi.p2.csv --quiet </dev/null >/dev/null
 mpiexec.mpich -n 2 build/mpich/pcoll-bench $ARGS --csv results/auto.mpich.p2.csv --quiet </dev/null >/dev/null
@@ -22,7 +22,7 @@ print("|---|---|---|---|---|---|")
 for f in sorted(glob.glob("results/auto.*.csv")):
     mpi, p = f.split(".")[1], f.split(".")[2][1:]
     rows = [r for r in csv.DictReader(open(f)) if r["variant"] == "auto"]
-    for coll in ["reduce", "allreduce", "reduce_scatter", "allgatherv"]:
+    for coll in ["reduce", "allreduce", "reduce_scatter", "allgatherv", "bcast", "allgather", "reduce_scatter_block"]:
         v = [(int(r["bytes"]), float(r["ratio"]), r["algorithm"]) for r in rows if r["collective"] == coll]
         if not v:
             continue
