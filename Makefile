@@ -17,7 +17,7 @@ APT_PACKAGES := libopenmpi-dev openmpi-bin libmpich-dev mpich libclang-dev gfort
 mpicc_openmpi := mpicc.openmpi
 mpicc_mpich := mpicc.mpich
 
-.PHONY: all deps build build-lib core-test test demo bench tune soak install clean ctest-% verify-% fmt-check \
+.PHONY: all deps build build-lib core-test test demo bench tune soak install clean ctest-% verify-% fmt-check mpi4py-setup \
 	verify-net net-difftest bench-net
 
 all: build
@@ -49,24 +49,30 @@ build-%:
 	cp target-$*/release/pcoll-bench target-$*/release/pcoll-tune build/$*/
 	@echo "built build/$*/libpcoll.so"
 
-# make test: the shipped library only; the tools the tests run are the ones ctest-<mpi>
-# builds anyway (target-<mpi>/release).
+# make test compiles each crate once per MPI: every cargo command it runs in target-<mpi>
+# selects the same packages with the tests' dev-dependencies (cargo unifies features over
+# what a command selects, and a crate built with other features is built again: measured, a
+# fresh clone built the core crate four times and mpi-sys's bindings twice per MPI). The
+# first MPI's directory also holds the core crate's and pcoll-sim's tests.
+CORE_MPI := $(firstword $(MPIS))
+PKGS_MPI := -p pcoll-mpi -p pcoll-tools
+PKGS_ALL := -p pcoll -p pcoll-sim $(PKGS_MPI)
+pkgs = $(if $(filter $(1),$(CORE_MPI)),$(PKGS_ALL),$(PKGS_MPI))
+
+# The shipped library and, with it, everything the tests run (tools, pcoll-sim, test binaries).
 build-lib: deps $(addprefix build-lib-,$(MPIS))
 
 build-lib-%:
-	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) build --release -p pcoll-mpi --lib
+	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) build --release $(call pkgs,$*) --lib --bins --tests
 	@mkdir -p build/$*
 	strip --strip-debug -o build/$*/libpcoll.so target-$*/release/libpcoll_mpi.so
 	@echo "built build/$*/libpcoll.so"
 
-# In the first MPI's target directory: the core crate and the dependencies it shares with
-# ctest-<mpi> are compiled once (the core itself never links MPI). The size bar first (no
-# source file above 700 lines, no function above 80; < 1 s).
-CORE_MPI := $(firstword $(MPIS))
-# The size bar first (no source file above 700 lines, no function above 80; < 1 s).
+# The size bar first (no source file above 700 lines, no function above 80; < 1 s); then every
+# cargo test of the first MPI's directory (the core, pcoll-sim, and that MPI's library and tools).
 core-test:
 	python3 scripts/check-size.py
-	MPICC=$(mpicc_$(CORE_MPI)) CARGO_TARGET_DIR=$(CURDIR)/target-$(CORE_MPI) $(CARGO) test --release -p pcoll -p pcoll-sim
+	MPICC=$(mpicc_$(CORE_MPI)) CARGO_TARGET_DIR=$(CURDIR)/target-$(CORE_MPI) $(CARGO) test --release $(PKGS_ALL)
 
 # The emulated-cluster smoke test runs for MPICH only (scripts/netcluster.sh; skipped with one
 # line where network namespaces cannot be made).
@@ -76,17 +82,22 @@ test: build-lib core-test $(addprefix ctest-,$(MPIS)) $(addprefix verify-,$(MPIS
 	@echo "make test: all passed"
 
 ctest-%:
-	MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) test --release -p pcoll-mpi -p pcoll-tools
+	$(if $(filter $*,$(CORE_MPI)),@echo "cargo tests of $*: in core-test",MPICC=$(mpicc_$*) CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) test --release $(PKGS_MPI))
 	bash c-tests/run-tests.sh $* build/$*/libpcoll.so --quick
 
 # Randomized differential test (short), the native gate against its table, and mpi4py's own
 # collective tests under pcoll.
-verify-%:
+verify-%: mpi4py-setup
 	bash verify/run-difftest.sh $* build/$*/libpcoll.so --quick
 	bash verify/gate.sh $* build/$*/libpcoll.so
 	HIER_PS=4 bash verify/hier-difftest.sh $* build/$*/libpcoll.so 40
-	bash verify/choose.sh $* build/$*/libpcoll.so
+	PCOLL_SIM=$(CURDIR)/target-$(CORE_MPI)/release/pcoll-sim bash verify/choose.sh $* build/$*/libpcoll.so
 	bash verify/mpi4py.sh $* build/$*/libpcoll.so --quick
+
+# mpi4py's venvs (one big C file each, compiled on one core): both MPIs' at once.
+mpi4py-setup:
+	@pids=""; for m in $(MPIS); do bash verify/mpi4py.sh $$m build/$$m/libpcoll.so --setup & pids="$$pids $$!"; done; \
+	rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
 
 # Emulated cluster (network namespaces, shaped links; needs root): smoke test (3 nodes, each
 # collective with --check, < 60 s) and the differential test at 4 nodes, every algorithm forced.

@@ -13,8 +13,13 @@ OUT=$ROOT/build/verify
 mkdir -p "$OUT"
 BIN=$OUT/choose-$MPI
 mpicc.$MPI -O2 -Wall -o "$BIN" "$ROOT/verify/choose.c" -ldl || { echo "choose: FAIL (build)"; exit 1; }
-(cd "$ROOT" && cargo build --release -q -p pcoll-sim) || { echo "choose: FAIL (pcoll-sim build)"; exit 1; }
-SIM=${CARGO_TARGET_DIR:-$ROOT/target}/release/pcoll-sim
+# PCOLL_SIM: a pcoll-sim already built (make test builds it with the core tests).
+if [ -n "${PCOLL_SIM:-}" ] && [ -x "$PCOLL_SIM" ]; then
+  SIM=$PCOLL_SIM
+else
+  (cd "$ROOT" && cargo build --release -q -p pcoll-sim) || { echo "choose: FAIL (pcoll-sim build)"; exit 1; }
+  SIM=${CARGO_TARGET_DIR:-$ROOT/target}/release/pcoll-sim
+fi
 TABLE=$OUT/choose.toml
 cat >"$TABLE" <<'T'
 # verify/choose.sh: measured-looking rules at small p, a fallback (greedy, non-commutative),

@@ -41,6 +41,9 @@ mkdir -p "$BUILD"
 log() { echo "mpi4py.sh[$MPI]: $*"; }
 
 setup() {
+  # The sdist once, also when both MPIs' venvs are set up at the same time (make test).
+  exec 9>"$BUILD/.mpi4py-sdist.lock"
+  flock 9
   if [ ! -f "$SDIST" ]; then
     log "downloading the mpi4py $VER sdist"
     python3 -m pip download -q --no-deps --no-binary mpi4py "mpi4py==$VER" -d "$BUILD" || return 1
@@ -48,6 +51,8 @@ setup() {
   if [ ! -f "$SRC/test/main.py" ]; then
     tar xzf "$SDIST" -C "$BUILD" || return 1
   fi
+  flock -u 9
+  exec 9>&-
   local stamp="$VENV/.pcoll-mpi4py-$VER"
   local want
   # -O0: compiling mpi4py's one big generated C file at -O2 takes ~4 min on 2 cores, at -O0
