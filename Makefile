@@ -18,6 +18,7 @@ mpicc_openmpi := mpicc.openmpi
 mpicc_mpich := mpicc.mpich
 
 .PHONY: all deps build build-lib core-test test demo bench tune soak install clean ctest-% verify-% fmt-check mpi4py-setup \
+	mpi4py-setup-bg \
 	verify-net net-difftest bench-net
 
 all: build
@@ -78,7 +79,7 @@ core-test:
 # line where network namespaces cannot be made).
 NET_TEST := $(if $(filter mpich,$(MPIS)),verify-net)
 
-test: build-lib core-test $(addprefix ctest-,$(MPIS)) $(addprefix verify-,$(MPIS)) $(NET_TEST)
+test: mpi4py-setup-bg build-lib core-test $(addprefix ctest-,$(MPIS)) $(addprefix verify-,$(MPIS)) $(NET_TEST)
 	@echo "make test: all passed"
 
 ctest-%:
@@ -94,10 +95,22 @@ verify-%: mpi4py-setup
 	PCOLL_SIM=$(CURDIR)/target-$(CORE_MPI)/release/pcoll-sim bash verify/choose.sh $* build/$*/libpcoll.so
 	bash verify/mpi4py.sh $* build/$*/libpcoll.so --quick
 
-# mpi4py's venvs (one big C file each, compiled on one core): both MPIs' at once.
+# mpi4py's venvs (one big C file each, compiled on one core; the sdist downloaded): make test
+# starts both MPIs' in the background first, beside the cargo builds, which leave a core idle
+# much of the time; the verify steps wait for them (or build them, run alone).
+mpi4py-setup-bg:
+	@mkdir -p build; for m in $(MPIS); do rm -f build/mpi4py-setup.$$m.rc; \
+	  { bash verify/mpi4py.sh $$m build/$$m/libpcoll.so --setup >build/mpi4py-setup.$$m.log 2>&1; \
+	    echo $$? >build/mpi4py-setup.$$m.rc; } & \
+	  echo "mpi4py venv for $$m: building in the background (build/mpi4py-setup.$$m.log)"; done
+
 mpi4py-setup:
-	@pids=""; for m in $(MPIS); do bash verify/mpi4py.sh $$m build/$$m/libpcoll.so --setup & pids="$$pids $$!"; done; \
-	rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
+	@for m in $(MPIS); do \
+	  if [ -f build/mpi4py-setup.$$m.log ]; then \
+	    for i in $$(seq 900); do [ -f build/mpi4py-setup.$$m.rc ] && break; sleep 1; done; \
+	    cat build/mpi4py-setup.$$m.log; rc=$$(cat build/mpi4py-setup.$$m.rc 2>/dev/null); \
+	    rm -f build/mpi4py-setup.$$m.log build/mpi4py-setup.$$m.rc; [ "$$rc" = 0 ] || exit 1; \
+	  else bash verify/mpi4py.sh $$m build/$$m/libpcoll.so --setup || exit 1; fi; done
 
 # Emulated cluster (network namespaces, shaped links; needs root): smoke test (3 nodes, each
 # collective with --check, < 60 s) and the differential test at 4 nodes, every algorithm forced.
