@@ -160,16 +160,45 @@ pub struct Cell {
     /// Second-best candidate and its median relative to the winner (1.03 = 3% slower).
     pub rival: Option<(Pick, f64)>,
     pub remeasured: bool,
-    /// Every candidate's median (us), fastest first.
+    /// Every candidate's median (us): the winner first, then fastest first.
     pub times: Vec<(Pick, f64)>,
     /// The winner was replaced by its neighbours' algorithm ([`smooth`]).
     pub smoothed: bool,
 }
 
+/// Medians within this (relative) of the fastest are a tie, broken by the 90th percentile:
+/// an algorithm whose times spread widely should not win a cell on one lucky median. Seen on
+/// the emulated cluster: `butterfly` won a 4 MiB allreduce by 2.7% of median (its times
+/// 121-181 ms, ring's 125-131), and `auto` then ran 1.42x ring at 8 MiB.
+pub const TIE: f64 = 0.03;
+
+/// `ranking` with the winner first: among the candidates within [`TIE`] of the fastest
+/// median, the one with the smallest 90th percentile.
+pub fn ranking_tied(m: &Measured) -> Vec<(Variant, f64)> {
+    let mut r = ranking(m);
+    let Some(&(_, best)) = r.first() else {
+        return r;
+    };
+    let p90 = |v: Variant| {
+        m.result
+            .variants
+            .iter()
+            .find(|x| x.variant == v)
+            .map_or(f64::INFINITY, |x| x.stats.p90)
+    };
+    let k = (0..r.len())
+        .filter(|&i| r[i].1 <= best * (1.0 + TIE))
+        .min_by(|&a, &b| p90(r[a].0).total_cmp(&p90(r[b].0)))
+        .unwrap_or(0);
+    let w = r.remove(k);
+    r.insert(0, w);
+    r
+}
+
 impl Cell {
     /// The cell from the (final) measurement of a case.
     pub fn decide(m: &Measured, remeasured: bool) -> Option<Cell> {
-        let r = ranking(m);
+        let r = ranking_tied(m);
         let (v, t) = *r.first()?;
         let win = pick_of(v)?;
         Some(Cell {
@@ -449,7 +478,60 @@ pub fn spans(cells: &[Cell]) -> Vec<Span> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::run::{CaseResult, Stats, VariantResult};
     use Algorithm::*;
+
+    /// A measured case: (variant, median, p90) per candidate after native.
+    fn measured(cands: &[(Algorithm, f64, f64)]) -> Measured {
+        let vr = |variant, algorithm, median, p90| VariantResult {
+            variant,
+            algorithm,
+            samples: vec![],
+            stats: Stats {
+                min: median,
+                median,
+                p90,
+                mean: median,
+            },
+            errors: 0,
+            mismatches: Some(0),
+        };
+        let mut variants = vec![vr(Variant::Native, Native, 100.0, 100.0)];
+        variants.extend(cands.iter().map(|&(a, m, p)| vr(Variant::Alg(a), a, m, p)));
+        Measured {
+            coll: Collective::Allreduce,
+            p: 4,
+            bytes: 1 << 22,
+            count: 1 << 19,
+            result: CaseResult {
+                iters: 10,
+                native_mismatches: Some(0),
+                variants,
+                skipped: vec![],
+            },
+            predicted: Default::default(),
+        }
+    }
+
+    #[test]
+    fn near_ties_go_to_the_smaller_spread() {
+        // 2.7% apart by median: a tie; ring's p90 is far smaller.
+        let m = measured(&[
+            (Butterfly, 60.0, 90.0),
+            (Ring, 61.6, 63.0),
+            (Binomial, 80.0, 81.0),
+        ]);
+        let c = Cell::decide(&m, false).unwrap();
+        assert_eq!(c.alg, Ring);
+        assert_eq!(c.time_us, 61.6);
+        assert_eq!(c.rival.map(|r| r.0), Some(Pick::of(Butterfly)));
+        // 5% apart: no tie, the median decides whatever the spread.
+        let m = measured(&[(Butterfly, 60.0, 90.0), (Ring, 63.0, 63.5)]);
+        assert_eq!(Cell::decide(&m, false).unwrap().alg, Butterfly);
+        // A tie where the fastest also spreads least: it stays.
+        let m = measured(&[(Butterfly, 60.0, 61.0), (Ring, 61.0, 70.0)]);
+        assert_eq!(Cell::decide(&m, false).unwrap().alg, Butterfly);
+    }
 
     fn cell(p: usize, bytes: usize, alg: Algorithm) -> Cell {
         Cell {
