@@ -237,36 +237,8 @@ pub fn facts(comm: MPI_Comm) -> Result<Option<(usize, usize)>, c_int> {
     Ok(Some((size as usize, rank as usize)))
 }
 
-/// The state of `comm` if it has one (never creates one; not collective).
-pub fn existing(comm: MPI_Comm) -> Option<&'static CommState> {
-    if let Some(st) = known(comm) {
-        return Some(st);
-    }
-    let kv = *KEYVAL.get()?;
-    let mut val: *mut c_void = std::ptr::null_mut();
-    let mut flag: c_int = 0;
-    // SAFETY: out-pointers; for an attribute set by us `val` is a `*mut CommState`.
-    let rc = unsafe {
-        PMPI_Comm_get_attr(
-            comm,
-            kv,
-            &mut val as *mut *mut c_void as *mut c_void,
-            &mut flag,
-        )
-    };
-    if rc != consts::SUCCESS() || flag == 0 || val.is_null() {
-        return None;
-    }
-    // SAFETY: as in `state`: the attribute lives until the communicator is freed.
-    Some(unsafe { &*(val as *const CommState) })
-}
-
-/// The state of `comm`, created (collectively) on first use.
-pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommState, c_int> {
-    if let Some(st) = known(comm) {
-        return Ok(st);
-    }
-    let kv = keyval()?;
+/// The state pcoll attached to `comm` under `kv`, if any (one attribute query).
+fn attached(comm: MPI_Comm, kv: c_int) -> Result<Option<&'static CommState>, c_int> {
     let mut val: *mut c_void = std::ptr::null_mut();
     let mut flag: c_int = 0;
     // SAFETY: out-pointers; for an attribute set by us `val` is a `*mut CommState`.
@@ -281,10 +253,29 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
     if rc != consts::SUCCESS() {
         return Err(rc);
     }
-    if flag != 0 && !val.is_null() {
-        // SAFETY: the attribute lives until the delete callback runs, which happens only when
-        // the communicator is freed; the user may not use a freed communicator.
-        let st = unsafe { &*(val as *const CommState) };
+    if flag == 0 || val.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the attribute lives until the delete callback runs, which happens only when
+    // the communicator is freed; the user may not use a freed communicator.
+    Ok(Some(unsafe { &*(val as *const CommState) }))
+}
+
+/// The state of `comm` if it has one (never creates one; not collective).
+pub fn existing(comm: MPI_Comm) -> Option<&'static CommState> {
+    if let Some(st) = known(comm) {
+        return Some(st);
+    }
+    attached(comm, *KEYVAL.get()?).ok().flatten()
+}
+
+/// The state of `comm`, created (collectively) on first use.
+pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommState, c_int> {
+    if let Some(st) = known(comm) {
+        return Ok(st);
+    }
+    let kv = keyval()?;
+    if let Some(st) = attached(comm, kv)? {
         remember(comm, st);
         return Ok(st);
     }
