@@ -1,9 +1,9 @@
 /* gate: pcoll's native gate (cdylib/shim/pcoll_gate.c) against the decision it stands in for.
  *
  * Run with pcoll preloaded, PCOLL_TUNING=<the table verify/gate.sh writes>, no PCOLL_STATS (the
- * gate is closed then). The table sends allreduce and allgatherv to `native` at p = 2 below
- * 1 KiB and at p = 4, and to pcoll's algorithms elsewhere, so the right choice depends on the
- * communicator's size. The program splits MPI_COMM_WORLD (5 ranks) into sub-communicators of
+ * gate is closed then). The table sends each of the seven collectives to `native` at p = 2
+ * below 1 KiB and at p = 4, and to a pcoll algorithm elsewhere, so the right choice depends on
+ * the communicator's size. (Each collective has its own C entry and memo: shim/pcoll_entry.c.) The program splits MPI_COMM_WORLD (5 ranks) into sub-communicators of
  * sizes 1..4 again and again, freeing each before the next split (the MPI reuses their
  * handles: a size cached for a freed communicator would be wrong for its successor), and
  * checks after every call:
@@ -26,36 +26,91 @@ typedef int (*stats_fn)(const char *, const char *, unsigned long long *, unsign
 typedef void (*reset_fn)(void);
 typedef int (*force_fn)(const char *, const char *);
 
+enum { REDUCE, ALLREDUCE, REDUCE_SCATTER, ALLGATHERV, BCAST, ALLGATHER, RSB, NC };
+static const char *names[NC] = {"reduce", "allreduce", "reduce_scatter", "allgatherv",
+                                "bcast",  "allgather", "reduce_scatter_block"};
+/* What the table (verify/gate.sh) and the forced rounds use where pcoll serves. */
+static const char *pcoll_alg[NC] = {"binomial", "binomial", "binomial", "ring", "binomial", "ring", "binomial"};
+
 /* The round's mode: 0 the table decides, 1 `native` forced, 2 a pcoll algorithm forced. */
 static int mode;
 
 /* The table verify/gate.sh writes, as a function, under the round's mode: is (collective,
- * p, bytes) native? MPICH 4.0's allgatherv at p = 1 is a native defect pcoll routes around
- * (pcoll::decide::defects), `native` forced or not. */
-static int native_expected(const char *coll, int p, long bytes)
+ * p, bytes, root) native? Two MPICH 4.0 defects pcoll routes around (pcoll::decide::defects),
+ * `native` forced or not: allgatherv at p = 1, and reduce at a root other than 0 above 2 KiB. */
+static int native_expected(int q, int p, long bytes, int root)
 {
 #if !(defined(OPEN_MPI) && OPEN_MPI)
-    if (p == 1 && !strcmp(coll, "allgatherv"))
+    if ((p == 1 && q == ALLGATHERV) || (q == REDUCE && root != 0 && bytes > 2048))
         return 0;
+#else
+    (void)root;
 #endif
     if (mode)
         return mode == 1;
     return (p == 2 && bytes < 1024) || p == 4;
 }
 
-/* Did the last call of `coll` (bytes in total) go where the table says? Counts native calls
+/* Did the last call of `q` (bytes in total) go where the table says? Counts native calls
  * in *natives; returns 1 (and says why) if not. */
-static int served_as_table(last_fn last, const char *coll, int wr, int round, int p, long bytes, long *natives)
+static int served_as_table(last_fn last, int q, int wr, int round, int p, long bytes, int root, long *natives)
 {
-    const char *want = native_expected(coll, p, bytes) ? "native" : NULL;
-    const char *got = last(coll);
+    const char *want = native_expected(q, p, bytes, root) ? "native" : NULL;
+    const char *got = last(names[q]);
     int is_native = got && !strcmp(got, "native");
     if (is_native)
         (*natives)++;
     if (!got || !*got || (want != NULL) != is_native) {
-        printf("gate: FAIL rank %d round %d p=%d %s %ld B served by %s, table says %s\n", wr, round, p, coll, bytes,
-               got && *got ? got : "(none)", want ? want : "a pcoll algorithm");
+        printf("gate: FAIL rank %d round %d p=%d %s %ld B root %d served by %s, table says %s\n", wr, round, p,
+               names[q], bytes, root, got && *got ? got : "(none)", want ? want : "a pcoll algorithm");
         return 1;
+    }
+    return 0;
+}
+
+/* One call of collective q with blocks of n doubles on c (p ranks, this rank r), its result
+ * checked against values computed here; *bytes: the call's bytes as the table counts them.
+ * Returns 1 (and says why) on a wrong result. */
+static int call_checked(int q, int n, int root, MPI_Comm c, int p, int r, int round, double *a, double *b,
+                        long *bytes)
+{
+    int cnt[8], dsp[8], m = (q == REDUCE || q == ALLREDUCE || q == BCAST) ? n : n * p;
+    for (int j = 0; j < p; j++) {
+        cnt[j] = n;
+        dsp[j] = j * n;
+    }
+    *bytes = (long)m * (long)sizeof(double);
+    for (int i = 0; i < m; i++) {
+        a[i] = q == ALLGATHERV || q == ALLGATHER ? r * 1000.0 + i : r + i + round;
+        b[i] = -1;
+    }
+    if (q == BCAST && r != root)
+        for (int i = 0; i < n; i++)
+            a[i] = -1;
+    switch (q) {
+    case REDUCE: MPI_Reduce(a, b, n, MPI_DOUBLE, MPI_SUM, root, c); break;
+    case ALLREDUCE: MPI_Allreduce(a, b, n, MPI_DOUBLE, MPI_SUM, c); break;
+    case REDUCE_SCATTER: MPI_Reduce_scatter(a, b, cnt, MPI_DOUBLE, MPI_SUM, c); break;
+    case ALLGATHERV: MPI_Allgatherv(a, n, MPI_DOUBLE, b, cnt, dsp, MPI_DOUBLE, c); break;
+    case BCAST: MPI_Bcast(a, n, MPI_DOUBLE, root, c); break;
+    case ALLGATHER: MPI_Allgather(a, n, MPI_DOUBLE, b, n, MPI_DOUBLE, c); break;
+    default: MPI_Reduce_scatter_block(a, b, n, MPI_DOUBLE, MPI_SUM, c); break;
+    }
+    int checked = q == REDUCE ? (r == root ? n : 0) : q == ALLGATHERV || q == ALLGATHER ? n * p : n;
+    for (int i = 0; i < checked; i++) {
+        double want, got = q == BCAST ? a[i] : b[i];
+        int base = q == REDUCE_SCATTER || q == RSB ? r * n : 0; /* this rank's block */
+        if (q == BCAST)
+            want = root + i + round;
+        else if (q == ALLGATHERV || q == ALLGATHER)
+            want = (i / n) * 1000.0 + i % n;
+        else
+            want = (double)p * (base + i + round) + (double)p * (p - 1) / 2;
+        if (got != want) {
+            printf("gate: FAIL round %d p=%d %s n=%d root %d: [%d] = %g, want %g\n", round, p, names[q], n, root,
+                   i, got, want);
+            return 1;
+        }
     }
     return 0;
 }
@@ -78,7 +133,7 @@ int main(int argc, char **argv)
     }
     int rounds = argc > 1 ? atoi(argv[1]) : 200;
     int bad = 0;
-    long native_calls[2] = {0, 0}; /* allreduce, allgatherv on this rank */
+    long native_calls[NC] = {0}; /* on this rank */
     const int counts[] = {1, 16, 100, 127, 128, 129, 1000, 5000};
     const int ncounts = sizeof counts / sizeof counts[0];
     double *a = malloc(5000 * 5 * sizeof(double)), *b = malloc(5000 * 5 * sizeof(double));
@@ -86,12 +141,12 @@ int main(int argc, char **argv)
     for (int round = 0; round < rounds && !bad; round++) {
         int k = 1 + round % (wp - 1); /* first group: ranks 0..k-1 */
         mode = (round / 5) % 3;
-        const char *alg[2][3] = {{NULL, "native", "binomial"}, {NULL, "native", "ring"}};
         /* pcoll_force only when the mode changes (it clears what the gate remembers). */
-        if (round % 5 == 0 && (force("allreduce", alg[0][mode]) || force("allgatherv", alg[1][mode]))) {
-            printf("gate: FAIL pcoll_force refused\n");
-            bad = 1;
-        }
+        for (int q = 0; q < NC && round % 5 == 0; q++)
+            if (force(names[q], mode == 0 ? NULL : mode == 1 ? "native" : pcoll_alg[q])) {
+                printf("gate: FAIL pcoll_force(%s) refused\n", names[q]);
+                bad = 1;
+            }
         MPI_Comm c;
         MPI_Comm_split(MPI_COMM_WORLD, wr < k ? 0 : 1, wr, &c);
         int p, r;
@@ -101,45 +156,21 @@ int main(int argc, char **argv)
          * one takes that path), and each round's first count is the previous round's last,
          * on a communicator that may have the freed one's handle and another size. */
         for (int cr = 0; cr < 2 * ncounts && !bad; cr++) {
-            int ci = cr / 2;
-            int n = counts[(ci + round * (ncounts - 1)) % ncounts];
-            long bytes = (long)n * (long)sizeof(double);
-            /* allreduce: element i of rank r is r + i + round */
-            for (int i = 0; i < n; i++)
-                a[i] = r + i + round;
-            MPI_Allreduce(a, b, n, MPI_DOUBLE, MPI_SUM, c);
-            for (int i = 0; i < n && !bad; i++) {
-                double s = (double)p * (i + round) + (double)p * (p - 1) / 2;
-                if (b[i] != s) {
-                    printf("gate: FAIL rank %d round %d p=%d allreduce n=%d: [%d] = %g, want %g\n", wr, round,
-                           p, n, i, b[i], s);
+            int ci = cr / 2, n = counts[(ci + round * (ncounts - 1)) % ncounts], root = (ci + round) % p;
+            for (int q = 0; q < NC && !bad; q++) {
+                long bytes;
+                if (call_checked(q, n, root, c, p, r, round, a, b, &bytes)) {
+                    printf("gate: FAIL (rank %d)\n", wr);
                     bad = 1;
                 }
+                int rt = q == REDUCE || q == BCAST ? root : 0;
+                bad |= served_as_table(last, q, wr, round, p, bytes, rt, &native_calls[q]);
             }
-            bad |= served_as_table(last, "allreduce", wr, round, p, bytes, &native_calls[0]);
-            /* allgatherv: rank j contributes n elements j*1000 + i */
-            int rc[8], dp[8];
-            for (int j = 0; j < p; j++) {
-                rc[j] = n;
-                dp[j] = j * n;
-            }
-            for (int i = 0; i < n; i++)
-                a[i] = r * 1000.0 + i;
-            MPI_Allgatherv(a, n, MPI_DOUBLE, b, rc, dp, MPI_DOUBLE, c);
-            for (int j = 0; j < p && !bad; j++)
-                for (int i = 0; i < n && !bad; i++)
-                    if (b[j * n + i] != j * 1000.0 + i) {
-                        printf("gate: FAIL rank %d round %d p=%d allgatherv n=%d: block %d [%d] = %g\n", wr, round,
-                               p, n, j, i, b[j * n + i]);
-                        bad = 1;
-                    }
-            bad |= served_as_table(last, "allgatherv", wr, round, p, bytes * p, &native_calls[1]);
         }
         MPI_Comm_free(&c);
     }
     /* Every native call counted, and only those (one thread: exact). */
-    const char *names[2] = {"allreduce", "allgatherv"};
-    for (int q = 0; q < 2 && !bad; q++) {
+    for (int q = 0; q < NC && !bad; q++) {
         unsigned long long calls = 0, by = 0;
         double t = 0;
         stats(names[q], "native", &calls, &by, &t);
@@ -153,7 +184,8 @@ int main(int argc, char **argv)
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (wr == 0)
         printf(any ? "gate: FAIL\n"
-                   : "gate: PASS (%d rounds, sub-communicators of 1..%d ranks, table/forced native/forced pcoll)\n",
+                   : "gate: PASS (%d rounds, 7 collectives, sub-communicators of 1..%d ranks, table/forced "
+                     "native/forced pcoll)\n",
                rounds, wp - 1);
     free(a);
     free(b);

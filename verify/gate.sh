@@ -12,33 +12,18 @@ mkdir -p "$OUT"
 BIN=$OUT/gate-$MPI
 mpicc.$MPI -O2 -Wall -o "$BIN" "$ROOT/verify/gate.c" -ldl || { echo "gate: FAIL (build)"; exit 1; }
 TABLE=$OUT/gate.toml
-cat >"$TABLE" <<'T'
-# verify/gate.c's table: native at p = 2 below 1 KiB and at p = 4, pcoll elsewhere.
-[[allreduce]]
-p = 2
-bytes = [0, 1024]
-algorithm = "native"
-[[allreduce]]
-p = 4
-algorithm = "native"
-[[allreduce]]
-algorithm = "binomial"
-[[allgatherv]]
-p = 2
-bytes = [0, 1024]
-algorithm = "native"
-[[allgatherv]]
-p = 4
-algorithm = "native"
-[[allgatherv]]
-algorithm = "ring"
-T
+# verify/gate.c's table: native at p = 2 below 1 KiB and at p = 4, a pcoll algorithm elsewhere.
+for ca in reduce:binomial allreduce:binomial reduce_scatter:binomial allgatherv:ring bcast:binomial \
+  allgather:ring reduce_scatter_block:binomial; do
+  printf '[[%s]]\np = 2\nbytes = [0, 1024]\nalgorithm = "native"\n[[%s]]\np = 4\nalgorithm = "native"\n' "${ca%:*}" "${ca%:*}"
+  printf '[[%s]]\nalgorithm = "%s"\n' "${ca%:*}" "${ca#*:}"
+done >"$TABLE"
 if [ "$MPI" = openmpi ]; then
   out=$(timeout -k 5 150 mpirun.openmpi --allow-run-as-root --oversubscribe -np 5 -x LD_PRELOAD="$LIB" \
     -x PCOLL_TUNING="$TABLE" "$BIN" 200 </dev/null 2>&1)
 else
   out=$(timeout -k 5 150 mpiexec.mpich -n 5 -genv LD_PRELOAD "$LIB" -genv PCOLL_TUNING "$TABLE" \
-    "$BIN" 40 </dev/null 2>&1)
+    "$BIN" 15 </dev/null 2>&1)
 fi
 rc=$?
 echo "$out" | grep -E '^gate: ' | head -20

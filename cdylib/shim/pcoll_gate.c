@@ -15,69 +15,18 @@
  * from its resolver and its one list of defects (pcoll::decide::defects); this file has no
  * decision rule of its own. pcoll_gate_abi() lets a Rust test check the shared constants. */
 #include <mpi.h>
-#include <stddef.h>
+#include "pcoll_gate.h"
 
-/* The gate's fast paths are inlined into each entry point and its slow paths (cache misses:
- * PMPI queries) kept out of line: a forwarded call then costs a few dozen instructions and no
- * calls of pcoll's own (measured in a loop over MPI_Reduce on MPI_COMM_SELF, Open MPI:
- * +90-100 ns a call with every helper a function of its own, see README). */
-#define HOT static inline __attribute__((always_inline))
-#define COLD static __attribute__((noinline, cold))
-
-#define PCOLL_GATE_P 64
-#define PCOLL_GATE_R 8
-#define PCOLL_GATE_DECLINED (-0x7ffe1234)
-
-/* Collective indices: pcoll::Collective::index(). */
-enum {
-    G_REDUCE = 0,
-    G_ALLREDUCE = 1,
-    G_REDUCE_SCATTER = 2,
-    G_ALLGATHERV = 3,
-    G_BCAST = 4,
-    G_ALLGATHER = 5,
-    G_REDUCE_SCATTER_BLOCK = 6,
-    G_NCOLL = 7
+/* The seven lines of the fast path, in one page (aligned: 7 x 128 bytes never straddle two). */
+struct gate_hot pcoll_hot[G_NCOLL] __attribute__((aligned(1024))) = {
+    [G_REDUCE] = {.fwd = (void (*)(void))PMPI_Reduce},
+    [G_ALLREDUCE] = {.fwd = (void (*)(void))PMPI_Allreduce},
+    [G_REDUCE_SCATTER] = {.fwd = (void (*)(void))PMPI_Reduce_scatter},
+    [G_ALLGATHERV] = {.fwd = (void (*)(void))PMPI_Allgatherv},
+    [G_BCAST] = {.fwd = (void (*)(void))PMPI_Bcast},
+    [G_ALLGATHER] = {.fwd = (void (*)(void))PMPI_Allgather},
+    [G_REDUCE_SCATTER_BLOCK] = {.fwd = (void (*)(void))PMPI_Reduce_scatter_block},
 };
-
-/* Guards (gate.rs guard_bit): decline a call that may match a native defect. */
-enum {
-    PCOLL_GUARD_ROOT_NONZERO_ABOVE = 1, /* reduce, root != 0, bytes above guard_root_above */
-    PCOLL_GUARD_ONE_RANK = 2,
-    PCOLL_GUARD_TRUE_LB = 4, /* datatype with true lower bound > 0 */
-    PCOLL_GUARD_USER_OP = 8,
-    PCOLL_GUARD_IN_PLACE = 16,
-};
-/* Modes per collective (gate_mode below). */
-enum { PCOLL_MODE_CELLS = 0, PCOLL_MODE_NATIVE = 1, PCOLL_MODE_DECLINE = 2 };
-
-/* Everything a forwarded call of one collective reads or writes besides its communicator,
- * datatype and size cell, in one cache line: a forwarded call runs between the caller's
- * own work and the MPI's, with this file's data cold (after a barrier, say; on a core shared
- * with another rank every line it touches is a cache miss), so it should touch as few lines
- * as it can. The line holds the last forwarded call (the memo): a call with the same
- * communicator, datatype, op, element count, root and in-place-ness, when nothing was
- * published since, goes native after reading this line alone (see memo_hit). */
-struct gate_hot {
-    unsigned char open;                /* 0: decline everything (pcoll_gate_close) */
-    unsigned char mode;                /* PCOLL_MODE_* */
-    unsigned char hit;                 /* the last call went through the gate */
-    unsigned char memo_valid;          /* the memo below holds a forwarded call */
-    unsigned memo_seq;                 /* odd while the memo is written (a sequence lock) */
-    long long memo_n;                  /* elements: count, or the sum of the counts */
-    MPI_Comm memo_comm;
-    MPI_Datatype memo_dt;
-    MPI_Op memo_op;                    /* MPI_OP_NULL for the calls without one */
-    int memo_root;                     /* -1 for the calls without one */
-    unsigned char memo_in_place;       /* the call's send buffer was MPI_IN_PLACE */
-    unsigned char memo_recv;           /* the receive buffer is written here (reduce: root) */
-    unsigned char memo_p;              /* communicator size */
-    unsigned long long memo_bytes;     /* the call's bytes */
-    unsigned long long calls, bytes;   /* forwarded calls and bytes (pcoll's stats) */
-    unsigned flags;                    /* PCOLL_GUARD_* (second line: read on misses only) */
-    unsigned long long root_above;     /* bytes bound of PCOLL_GUARD_ROOT_NONZERO_ABOVE */
-} __attribute__((aligned(128)));
-static struct gate_hot hot[G_NCOLL];
 static void memo_clear_all(void);
 
 void pcoll_gate_guard(int coll, unsigned flags, unsigned long long root_above)
@@ -85,8 +34,8 @@ void pcoll_gate_guard(int coll, unsigned flags, unsigned long long root_above)
     if (coll < 0 || coll >= G_NCOLL)
         return;
     memo_clear_all();
-    hot[coll].flags = flags;
-    hot[coll].root_above = root_above;
+    pcoll_hot[coll].flags = flags;
+    pcoll_hot[coll].root_above = root_above;
 }
 
 /* The constants Rust must agree with (cdylib/src/gate.rs tests). */
@@ -122,10 +71,10 @@ extern int pcoll_c_op_is_predefined(MPI_Op op);
 /* 1 if a guard of `coll` holds for the call (decline it). */
 HOT int guarded(int coll, int p, int root, unsigned long long bytes, int tlb_pos, MPI_Op op, const void *sendbuf)
 {
-    unsigned f = hot[coll].flags;
+    unsigned f = pcoll_hot[coll].flags;
     if (!f)
         return 0;
-    if ((f & PCOLL_GUARD_ROOT_NONZERO_ABOVE) && root > 0 && bytes > hot[coll].root_above)
+    if ((f & PCOLL_GUARD_ROOT_NONZERO_ABOVE) && root > 0 && bytes > pcoll_hot[coll].root_above)
         return 1;
     if ((f & PCOLL_GUARD_ONE_RANK) && p == 1)
         return 1;
@@ -157,14 +106,14 @@ void pcoll_gate_mode(int coll, int mode)
 {
     if (coll < 0 || coll >= G_NCOLL || mode < PCOLL_MODE_CELLS || mode > PCOLL_MODE_DECLINE)
         return;
-    __atomic_store_n(&hot[coll].mode, (unsigned char)mode, __ATOMIC_RELEASE);
+    __atomic_store_n(&pcoll_hot[coll].mode, (unsigned char)mode, __ATOMIC_RELEASE);
     memo_clear_all();
 }
 
 void pcoll_gate_close(void)
 {
     for (int c = 0; c < G_NCOLL; c++)
-        __atomic_store_n(&hot[c].open, 0, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&pcoll_hot[c].open, 0, __ATOMIC_SEQ_CST);
     memo_clear_all();
 }
 
@@ -172,7 +121,7 @@ void pcoll_gate_open(void)
 {
     memo_clear_all();
     for (int c = 0; c < G_NCOLL; c++)
-        __atomic_store_n(&hot[c].open, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&pcoll_hot[c].open, 1, __ATOMIC_RELEASE);
 }
 
 /* Calls and bytes the gate forwarded for `coll` (read by the Rust stats). Bumped with a
@@ -182,8 +131,8 @@ void pcoll_gate_counts(int coll, unsigned long long *calls, unsigned long long *
 {
     if (coll < 0 || coll >= G_NCOLL)
         return;
-    *calls = __atomic_load_n(&hot[coll].calls, __ATOMIC_RELAXED);
-    *bytes = __atomic_load_n(&hot[coll].bytes, __ATOMIC_RELAXED);
+    *calls = __atomic_load_n(&pcoll_hot[coll].calls, __ATOMIC_RELAXED);
+    *bytes = __atomic_load_n(&pcoll_hot[coll].bytes, __ATOMIC_RELAXED);
 }
 
 /* Zero the counts of `coll`. */
@@ -191,8 +140,8 @@ void pcoll_gate_reset_counts(int coll)
 {
     if (coll < 0 || coll >= G_NCOLL)
         return;
-    __atomic_store_n(&hot[coll].calls, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&hot[coll].bytes, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pcoll_hot[coll].calls, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pcoll_hot[coll].bytes, 0, __ATOMIC_RELAXED);
 }
 
 /* Whether the last call of `coll` went through the gate (pcoll_last_algorithm). */
@@ -200,7 +149,7 @@ int pcoll_gate_hit(int coll)
 {
     if (coll < 0 || coll >= G_NCOLL)
         return 0;
-    return __atomic_load_n(&hot[coll].hit, __ATOMIC_RELAXED);
+    return __atomic_load_n(&pcoll_hot[coll].hit, __ATOMIC_RELAXED);
 }
 
 /* The Rust path took the last call of `coll`. */
@@ -208,8 +157,8 @@ void pcoll_gate_clear_hit(int coll)
 {
     if (coll < 0 || coll >= G_NCOLL)
         return;
-    if (__atomic_load_n(&hot[coll].hit, __ATOMIC_RELAXED))
-        __atomic_store_n(&hot[coll].hit, 0, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&pcoll_hot[coll].hit, __ATOMIC_RELAXED))
+        __atomic_store_n(&pcoll_hot[coll].hit, 0, __ATOMIC_RELAXED);
 }
 
 /* Ranges of bytes (half-open) for which `coll` at `p` ranks goes native; more than
@@ -234,7 +183,7 @@ void pcoll_gate_set(int coll, int p, int n, const unsigned long long *lo, const 
 
 HOT int native_at(int coll, int p, unsigned long long bytes)
 {
-    int mode = __atomic_load_n(&hot[coll].mode, __ATOMIC_ACQUIRE);
+    int mode = __atomic_load_n(&pcoll_hot[coll].mode, __ATOMIC_ACQUIRE);
     if (mode != PCOLL_MODE_CELLS)
         return mode == PCOLL_MODE_NATIVE;
     const struct gate_cell *c = &gate[coll][p];
@@ -243,14 +192,6 @@ HOT int native_at(int coll, int p, unsigned long long bytes)
         if (c->r[i].lo <= bytes && bytes < c->r[i].hi)
             return 1;
     return 0;
-}
-
-HOT void counted(int coll, unsigned long long bytes)
-{
-    struct gate_hot *h = &hot[coll];
-    __atomic_store_n(&h->calls, __atomic_load_n(&h->calls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->bytes, __atomic_load_n(&h->bytes, __ATOMIC_RELAXED) + bytes, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->hit, 1, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------ caches
@@ -290,8 +231,6 @@ HOT unsigned slot_of(const void *h, size_t n)
     return (unsigned)(x >> 58) & (CACHE_N - 1);
 }
 
-HOT int same_comm(MPI_Comm a, MPI_Comm b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
-HOT int same_type(MPI_Datatype a, MPI_Datatype b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
 
 static int comm_forget(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
@@ -313,7 +252,7 @@ COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_po
  * it), else 0. */
 HOT int small_intra(int coll, MPI_Comm comm, int *rank)
 {
-    if (!__atomic_load_n(&hot[coll].open, __ATOMIC_ACQUIRE) || comm == MPI_COMM_NULL)
+    if (!__atomic_load_n(&pcoll_hot[coll].open, __ATOMIC_ACQUIRE) || comm == MPI_COMM_NULL)
         return 0;
     struct comm_entry *e = &comm_cache[slot_of(&comm, sizeof comm)];
     if (__atomic_load_n(&e->used, __ATOMIC_ACQUIRE) && same_comm(e->key, comm)) {
@@ -417,60 +356,13 @@ static void memo_clear_all(void)
     __atomic_fetch_add(&memo_gen, 1, __ATOMIC_ACQ_REL);
     for (int c = 0; c < G_NCOLL; c++) {
         unsigned s;
-        while (!memo_lock(&hot[c], &s))
+        while (!memo_lock(&pcoll_hot[c], &s))
             ;
-        __atomic_store_n(&hot[c].memo_valid, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&hot[c].memo_seq, s + 2, __ATOMIC_RELEASE);
+        __atomic_store_n(&pcoll_hot[c].memo_valid, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&pcoll_hot[c].memo_seq, s + 2, __ATOMIC_RELEASE);
     }
 }
 
-/* The call's key, as a gate function sees it. */
-struct memo_key {
-    MPI_Comm comm;
-    MPI_Datatype dt;
-    MPI_Op op;
-    long long n;
-    int root, in_place;
-};
-
-/* The memo's communicator size if it holds `comm` (for the vector calls, which need p to
- * sum their counts before they can compare), else 0. */
-HOT int memo_p(int coll, MPI_Comm comm)
-{
-    struct gate_hot *h = &hot[coll];
-    unsigned s = __atomic_load_n(&h->memo_seq, __ATOMIC_ACQUIRE);
-    int p = __atomic_load_n(&h->memo_p, __ATOMIC_RELAXED);
-    int ok = __atomic_load_n(&h->memo_valid, __ATOMIC_RELAXED) && same_comm(__atomic_load_n(&h->memo_comm, __ATOMIC_RELAXED), comm);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return ok && !(s & 1) && __atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED) == s ? p : 0;
-}
-
-/* 1 if the call repeats the memo of `coll` (and its buffers are plain): forward it, counted. */
-HOT int memo_hit(int coll, const struct memo_key *k, const void *sendbuf, const void *recvbuf)
-{
-    struct gate_hot *h = &hot[coll];
-    unsigned s = __atomic_load_n(&h->memo_seq, __ATOMIC_ACQUIRE);
-    if ((s & 1) || !__atomic_load_n(&h->open, __ATOMIC_RELAXED) || !__atomic_load_n(&h->memo_valid, __ATOMIC_RELAXED) ||
-        __atomic_load_n(&h->mode, __ATOMIC_RELAXED) != PCOLL_MODE_CELLS)
-        return 0;
-    int same = __atomic_load_n(&h->memo_n, __ATOMIC_RELAXED) == k->n &&
-               __atomic_load_n(&h->memo_root, __ATOMIC_RELAXED) == k->root &&
-               __atomic_load_n(&h->memo_in_place, __ATOMIC_RELAXED) == k->in_place &&
-               same_comm(__atomic_load_n(&h->memo_comm, __ATOMIC_RELAXED), k->comm) &&
-               same_type(__atomic_load_n(&h->memo_dt, __ATOMIC_RELAXED), k->dt) &&
-               __atomic_load_n(&h->memo_op, __ATOMIC_RELAXED) == k->op;
-    int recv = __atomic_load_n(&h->memo_recv, __ATOMIC_RELAXED);
-    unsigned long long bytes = __atomic_load_n(&h->memo_bytes, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (!same || __atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED) != s)
-        return 0;
-    if (k->n > 0 && ((!k->in_place && sendbuf == NULL) || (recv && recvbuf == NULL)))
-        return 0;
-    counted(coll, bytes);
-    return 1;
-}
-
-/* Remember a call the full gate forwarded, if its communicator and datatype are cached. */
 static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsigned long long bytes, unsigned gen)
 {
     struct comm_entry *ce = &comm_cache[slot_of(&k->comm, sizeof k->comm)];
@@ -478,7 +370,7 @@ static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsi
     if (!__atomic_load_n(&ce->used, __ATOMIC_ACQUIRE) || !same_comm(ce->key, k->comm) ||
         !__atomic_load_n(&te->used, __ATOMIC_ACQUIRE) || !same_type(te->key, k->dt))
         return;
-    struct gate_hot *h = &hot[coll];
+    struct gate_hot *h = &pcoll_hot[coll];
     unsigned s;
     if (!memo_lock(h, &s))
         return;
@@ -543,20 +435,6 @@ int pcoll_gate_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     if (!reduce_like(G_ALLREDUCE, sendbuf, recvbuf, count, dt, op, -1, comm))
         return PCOLL_GATE_DECLINED;
     return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
-}
-
-/* Sum of p non-negative counts, or -1. */
-HOT long long sum_counts(const int *c, int p)
-{
-    long long s = 0;
-    if (c == NULL)
-        return -1;
-    for (int i = 0; i < p; i++) {
-        if (c[i] < 0)
-            return -1;
-        s += c[i];
-    }
-    return s;
 }
 
 int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,

@@ -4,7 +4,7 @@
 
 use super::guard;
 use crate::dispatch::{collective, vector_native, Args, Counts};
-use crate::{consts, gate, state};
+use crate::{consts, state};
 use mpi_sys::*;
 use pcoll::Collective;
 use std::os::raw::{c_int, c_void};
@@ -172,8 +172,9 @@ unsafe fn allgatherv_entry<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     collective(&a, native)
 }
 
+/// `MPI_Reduce` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce(
+pub unsafe extern "C" fn pcoll_rs_reduce(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
@@ -182,11 +183,6 @@ pub unsafe extern "C" fn MPI_Reduce(
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    // SAFETY: the caller's arguments, unchanged; the gate only reads them or forwards them.
-    let rc = unsafe { gate::pcoll_gate_reduce(sendbuf, recvbuf, count, datatype, op, root, comm) };
-    if rc != gate::DECLINED {
-        return rc;
-    }
     guard("MPI_Reduce", || {
         let a = reduce_args(
             Collective::Reduce,
@@ -205,8 +201,9 @@ pub unsafe extern "C" fn MPI_Reduce(
     })
 }
 
+/// `MPI_Allreduce` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Allreduce(
+pub unsafe extern "C" fn pcoll_rs_allreduce(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: c_int,
@@ -214,11 +211,6 @@ pub unsafe extern "C" fn MPI_Allreduce(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    // SAFETY: as in MPI_Reduce.
-    let rc = unsafe { gate::pcoll_gate_allreduce(sendbuf, recvbuf, count, datatype, op, comm) };
-    if rc != gate::DECLINED {
-        return rc;
-    }
     guard("MPI_Allreduce", || {
         let a = reduce_args(
             Collective::Allreduce,
@@ -237,8 +229,9 @@ pub unsafe extern "C" fn MPI_Allreduce(
     })
 }
 
+/// `MPI_Reduce_scatter` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter(
+pub unsafe extern "C" fn pcoll_rs_reduce_scatter(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     recvcounts: *const c_int,
@@ -246,13 +239,6 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    // SAFETY: as in MPI_Reduce; recvcounts has comm-size entries (MPI's rule).
-    let rc = unsafe {
-        gate::pcoll_gate_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm)
-    };
-    if rc != gate::DECLINED {
-        return rc;
-    }
     guard("MPI_Reduce_scatter", || {
         // SAFETY: the caller's arguments, forwarded unchanged; recvcounts has comm-size
         // entries (MPI's rule).
@@ -271,8 +257,9 @@ pub unsafe extern "C" fn MPI_Reduce_scatter(
     })
 }
 
+/// `MPI_Allgatherv` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Allgatherv(
+pub unsafe extern "C" fn pcoll_rs_allgatherv(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: MPI_Datatype,
@@ -282,15 +269,6 @@ pub unsafe extern "C" fn MPI_Allgatherv(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    // SAFETY: as in MPI_Reduce; both arrays have comm-size entries (MPI's rule).
-    let rc = unsafe {
-        gate::pcoll_gate_allgatherv(
-            sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
-        )
-    };
-    if rc != gate::DECLINED {
-        return rc;
-    }
     guard("MPI_Allgatherv", || {
         // SAFETY: forwarded unchanged; comm-size entries in both arrays (MPI's rule).
         unsafe {

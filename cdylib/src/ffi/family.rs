@@ -7,8 +7,8 @@
 
 use super::c::comm_size;
 use super::guard;
+use crate::consts;
 use crate::dispatch::{collective, regular_native, Args, Counts};
-use crate::{consts, gate};
 use mpi_sys::*;
 use pcoll::Collective;
 use std::os::raw::{c_int, c_void};
@@ -159,19 +159,15 @@ pub(crate) fn reduce_scatter_block_entry(
     collective(&a, native)
 }
 
+/// `MPI_Bcast` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Bcast(
+pub unsafe extern "C" fn pcoll_rs_bcast(
     buffer: *mut c_void,
     count: c_int,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    // SAFETY: the caller's arguments, unchanged; the gate only reads them or forwards them.
-    let rc = unsafe { gate::pcoll_gate_bcast(buffer, count, datatype, root, comm) };
-    if rc != gate::DECLINED {
-        return rc;
-    }
     guard("MPI_Bcast", || {
         let a = bcast_args(buffer, count as i64, datatype, root as i64, comm, false);
         // SAFETY: the caller's own arguments, forwarded unchanged.
@@ -181,8 +177,9 @@ pub unsafe extern "C" fn MPI_Bcast(
     })
 }
 
+/// `MPI_Allgather` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Allgather(
+pub unsafe extern "C" fn pcoll_rs_allgather(
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: MPI_Datatype,
@@ -191,15 +188,6 @@ pub unsafe extern "C" fn MPI_Allgather(
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> c_int {
-    // SAFETY: as in MPI_Bcast.
-    let rc = unsafe {
-        gate::pcoll_gate_allgather(
-            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-        )
-    };
-    if rc != gate::DECLINED {
-        return rc;
-    }
     guard("MPI_Allgather", || {
         let (sc, rc) = (sendcount as i64, recvcount as i64);
         allgather_entry(
@@ -223,8 +211,9 @@ pub unsafe extern "C" fn MPI_Allgather(
     })
 }
 
+/// `MPI_Reduce_scatter_block` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter_block(
+pub unsafe extern "C" fn pcoll_rs_reduce_scatter_block(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     recvcount: c_int,
@@ -232,13 +221,6 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> c_int {
-    // SAFETY: as in MPI_Bcast.
-    let rc = unsafe {
-        gate::pcoll_gate_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm)
-    };
-    if rc != gate::DECLINED {
-        return rc;
-    }
     guard("MPI_Reduce_scatter_block", || {
         let n = recvcount as i64;
         reduce_scatter_block_entry(sendbuf, recvbuf, n, datatype, op, comm, false, &mut || {

@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod c;
+pub mod entry;
 pub mod family;
 #[cfg(pcoll_openmpi)]
 pub mod fortran;

@@ -5,8 +5,7 @@
 use super::kind::{DType, OpKind};
 use mpi_sys::*;
 use pcoll::{Algorithm, CallSpec, Collective, Pick};
-use pcoll_mpi::ffi::c as pc;
-use pcoll_mpi::ffi::family as pf;
+use pcoll_mpi::ffi::entry as pe;
 use pcoll_mpi::state;
 use std::os::raw::{c_int, c_void};
 
@@ -333,34 +332,34 @@ impl Case {
         unsafe {
             match (self.coll, native) {
                 (Collective::Reduce, true) => PMPI_Reduce(sbuf, rbuf, n, dt, op, 0, comm),
-                (Collective::Reduce, false) => pc::MPI_Reduce(sbuf, rbuf, n, dt, op, 0, comm),
+                (Collective::Reduce, false) => pe::MPI_Reduce(sbuf, rbuf, n, dt, op, 0, comm),
                 (Collective::Allreduce, true) => PMPI_Allreduce(sbuf, rbuf, n, dt, op, comm),
-                (Collective::Allreduce, false) => pc::MPI_Allreduce(sbuf, rbuf, n, dt, op, comm),
+                (Collective::Allreduce, false) => pe::MPI_Allreduce(sbuf, rbuf, n, dt, op, comm),
                 (Collective::ReduceScatter, true) => {
                     PMPI_Reduce_scatter(sbuf, rbuf, counts, dt, op, comm)
                 }
                 (Collective::ReduceScatter, false) => {
-                    pc::MPI_Reduce_scatter(sbuf, rbuf, counts, dt, op, comm)
+                    pe::MPI_Reduce_scatter(sbuf, rbuf, counts, dt, op, comm)
                 }
                 (Collective::Allgatherv, true) => {
                     PMPI_Allgatherv(sbuf, mine, dt, rbuf, counts, displs, dt, comm)
                 }
                 (Collective::Allgatherv, false) => {
-                    pc::MPI_Allgatherv(sbuf, mine, dt, rbuf, counts, displs, dt, comm)
+                    pe::MPI_Allgatherv(sbuf, mine, dt, rbuf, counts, displs, dt, comm)
                 }
                 (Collective::Bcast, true) => PMPI_Bcast(rbuf, n, dt, 0, comm),
-                (Collective::Bcast, false) => pf::MPI_Bcast(rbuf, n, dt, 0, comm),
+                (Collective::Bcast, false) => pe::MPI_Bcast(rbuf, n, dt, 0, comm),
                 (Collective::Allgather, true) => {
                     PMPI_Allgather(sbuf, mine, dt, rbuf, mine, dt, comm)
                 }
                 (Collective::Allgather, false) => {
-                    pf::MPI_Allgather(sbuf, mine, dt, rbuf, mine, dt, comm)
+                    pe::MPI_Allgather(sbuf, mine, dt, rbuf, mine, dt, comm)
                 }
                 (Collective::ReduceScatterBlock, true) => {
                     PMPI_Reduce_scatter_block(sbuf, rbuf, mine, dt, op, comm)
                 }
                 (Collective::ReduceScatterBlock, false) => {
-                    pf::MPI_Reduce_scatter_block(sbuf, rbuf, mine, dt, op, comm)
+                    pe::MPI_Reduce_scatter_block(sbuf, rbuf, mine, dt, op, comm)
                 }
             }
         }

@@ -1,0 +1,161 @@
+/* What the native gate's fast path needs, shared by the gate (pcoll_gate.c: publication,
+ * caches, the full path) and the entry points (pcoll_entry.c: MPI_Reduce, MPI_Bcast, ...
+ * jump there first). Hidden symbols only: nothing here is visible outside libpcoll.so. */
+#ifndef PCOLL_GATE_H
+#define PCOLL_GATE_H
+#include <mpi.h>
+#include <stddef.h>
+
+/* The gate's fast paths are inlined into each entry point and its slow paths (cache misses:
+ * PMPI queries) kept out of line: a forwarded call then costs a few dozen instructions and no
+ * calls of pcoll's own (measured in a loop over MPI_Reduce on MPI_COMM_SELF, Open MPI:
+ * +90-100 ns a call with every helper a function of its own, see README). */
+#define HOT static inline __attribute__((always_inline))
+#define COLD static __attribute__((noinline, cold))
+
+#define PCOLL_GATE_P 64
+#define PCOLL_GATE_R 8
+#define PCOLL_GATE_DECLINED (-0x7ffe1234)
+
+/* Collective indices: pcoll::Collective::index(). */
+enum {
+    G_REDUCE = 0,
+    G_ALLREDUCE = 1,
+    G_REDUCE_SCATTER = 2,
+    G_ALLGATHERV = 3,
+    G_BCAST = 4,
+    G_ALLGATHER = 5,
+    G_REDUCE_SCATTER_BLOCK = 6,
+    G_NCOLL = 7
+};
+
+/* Guards (gate.rs guard_bit): decline a call that may match a native defect. */
+enum {
+    PCOLL_GUARD_ROOT_NONZERO_ABOVE = 1, /* reduce, root != 0, bytes above guard_root_above */
+    PCOLL_GUARD_ONE_RANK = 2,
+    PCOLL_GUARD_TRUE_LB = 4, /* datatype with true lower bound > 0 */
+    PCOLL_GUARD_USER_OP = 8,
+    PCOLL_GUARD_IN_PLACE = 16,
+};
+/* Modes per collective (gate_mode below). */
+enum { PCOLL_MODE_CELLS = 0, PCOLL_MODE_NATIVE = 1, PCOLL_MODE_DECLINE = 2 };
+
+/* Everything a forwarded call of one collective reads or writes besides its communicator,
+ * datatype and size cell, in one cache line: a forwarded call runs between the caller's
+ * own work and the MPI's, with this file's data cold (after a barrier, say; on a core shared
+ * with another rank every line it touches is a cache miss), so it should touch as few lines
+ * as it can. The line holds the last forwarded call (the memo): a call with the same
+ * communicator, datatype, op, element count, root and in-place-ness, when nothing was
+ * published since, goes native after reading this line alone (see memo_hit), and calls the
+ * MPI through the pointer held here (not the PLT, whose stub and GOT are two more pages). */
+struct gate_hot {
+    unsigned char open;                /* 0: decline everything (pcoll_gate_close) */
+    unsigned char mode;                /* PCOLL_MODE_* */
+    unsigned char hit;                 /* the last call went through the gate */
+    unsigned char memo_valid;          /* the memo below holds a forwarded call */
+    unsigned memo_seq;                 /* odd while the memo is written (a sequence lock) */
+    long long memo_n;                  /* elements: count, or the sum of the counts */
+    MPI_Comm memo_comm;
+    MPI_Datatype memo_dt;
+    MPI_Op memo_op;                    /* MPI_OP_NULL for the calls without one */
+    int memo_root;                     /* -1 for the calls without one */
+    unsigned char memo_in_place;       /* the call's send buffer was MPI_IN_PLACE */
+    unsigned char memo_recv;           /* the receive buffer is written here (reduce: root) */
+    unsigned char memo_p;              /* communicator size */
+    unsigned long long memo_bytes;     /* the call's bytes */
+    unsigned long long calls, bytes;   /* forwarded calls and bytes (pcoll's stats) */
+    void (*fwd)(void);                 /* the MPI's own PMPI_<coll> (called on a memo hit) */
+    unsigned flags;                    /* PCOLL_GUARD_* (second line: read on misses only) */
+    unsigned long long root_above;     /* bytes bound of PCOLL_GUARD_ROOT_NONZERO_ABOVE */
+} __attribute__((aligned(128)));
+extern struct gate_hot pcoll_hot[G_NCOLL] __attribute__((visibility("hidden")));
+
+HOT int same_comm(MPI_Comm a, MPI_Comm b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
+HOT int same_type(MPI_Datatype a, MPI_Datatype b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
+
+HOT void counted(int coll, unsigned long long bytes)
+{
+    struct gate_hot *h = &pcoll_hot[coll];
+    __atomic_store_n(&h->calls, __atomic_load_n(&h->calls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->bytes, __atomic_load_n(&h->bytes, __ATOMIC_RELAXED) + bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->hit, 1, __ATOMIC_RELAXED);
+}
+
+/* The call's key, as a gate function sees it. */
+struct memo_key {
+    MPI_Comm comm;
+    MPI_Datatype dt;
+    MPI_Op op;
+    long long n;
+    int root, in_place;
+};
+
+/* The memo's communicator size if it holds `comm` (for the vector calls, which need p to
+ * sum their counts before they can compare), else 0. */
+HOT int memo_p(int coll, MPI_Comm comm)
+{
+    struct gate_hot *h = &pcoll_hot[coll];
+    unsigned s = __atomic_load_n(&h->memo_seq, __ATOMIC_ACQUIRE);
+    int p = __atomic_load_n(&h->memo_p, __ATOMIC_RELAXED);
+    int ok = __atomic_load_n(&h->memo_valid, __ATOMIC_RELAXED) && same_comm(__atomic_load_n(&h->memo_comm, __ATOMIC_RELAXED), comm);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return ok && !(s & 1) && __atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED) == s ? p : 0;
+}
+
+/* 1 if the call repeats the memo of `coll` (and its buffers are plain): forward it, counted. */
+HOT int memo_hit(int coll, const struct memo_key *k, const void *sendbuf, const void *recvbuf)
+{
+    struct gate_hot *h = &pcoll_hot[coll];
+    unsigned s = __atomic_load_n(&h->memo_seq, __ATOMIC_ACQUIRE);
+    if ((s & 1) || !__atomic_load_n(&h->open, __ATOMIC_RELAXED) || !__atomic_load_n(&h->memo_valid, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&h->mode, __ATOMIC_RELAXED) != PCOLL_MODE_CELLS)
+        return 0;
+    int same = __atomic_load_n(&h->memo_n, __ATOMIC_RELAXED) == k->n &&
+               __atomic_load_n(&h->memo_root, __ATOMIC_RELAXED) == k->root &&
+               __atomic_load_n(&h->memo_in_place, __ATOMIC_RELAXED) == k->in_place &&
+               same_comm(__atomic_load_n(&h->memo_comm, __ATOMIC_RELAXED), k->comm) &&
+               same_type(__atomic_load_n(&h->memo_dt, __ATOMIC_RELAXED), k->dt) &&
+               __atomic_load_n(&h->memo_op, __ATOMIC_RELAXED) == k->op;
+    int recv = __atomic_load_n(&h->memo_recv, __ATOMIC_RELAXED);
+    unsigned long long bytes = __atomic_load_n(&h->memo_bytes, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (!same || __atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED) != s)
+        return 0;
+    if (k->n > 0 && ((!k->in_place && sendbuf == NULL) || (recv && recvbuf == NULL)))
+        return 0;
+    counted(coll, bytes);
+    return 1;
+}
+
+
+/* Sum of p non-negative counts, or -1. */
+HOT long long sum_counts(const int *c, int p)
+{
+    long long s = 0;
+    if (c == NULL)
+        return -1;
+    for (int i = 0; i < p; i++) {
+        if (c[i] < 0)
+            return -1;
+        s += c[i];
+    }
+    return s;
+}
+
+
+/* The full gate (pcoll_gate.c): forwards a plain call that goes native (and remembers it),
+ * else returns PCOLL_GATE_DECLINED. */
+int pcoll_gate_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
+                      MPI_Comm comm);
+int pcoll_gate_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,
+                              MPI_Op op, MPI_Comm comm);
+int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                          const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm);
+int pcoll_gate_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm);
+int pcoll_gate_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                         MPI_Datatype recvtype, MPI_Comm comm);
+int pcoll_gate_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
+                                    MPI_Comm comm);
+
+#endif
