@@ -5,7 +5,8 @@
 //! [`super::c`] and [`super::family`]). The symbols must be defined by Rust to be exported
 //! from the cdylib; on x86-64 each is a naked `jmp` placed beside the C entries
 //! (`.text.hot.*`), so a forwarded call touches one page of code (see the C file for the
-//! measurement), elsewhere a plain call.
+//! measurement), elsewhere a plain call. Open MPI's Fortran entries ([`super::fortran`]) call
+//! the same C entries once they have converted their arguments.
 #![allow(non_snake_case)]
 
 use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Op};
@@ -14,7 +15,7 @@ use std::os::raw::{c_int, c_void};
 macro_rules! entry {
     ($(#[$doc:meta])* $name:ident => $target:ident ($($arg:ident : $ty:ty),* $(,)?)) => {
         extern "C" {
-            fn $target($($arg: $ty),*) -> c_int;
+            pub(crate) fn $target($($arg: $ty),*) -> c_int;
         }
         $(#[$doc])*
         #[cfg(target_arch = "x86_64")]

@@ -7,10 +7,8 @@
 //! module is not built for MPICH, so no call is served twice.)
 #![allow(non_snake_case)]
 
-use super::c::{allgatherv_args, comm_size, reduce_args};
-use super::guard;
+use super::entry;
 use crate::consts;
-use crate::dispatch::{collective, vector_native};
 use mpi_sys::*;
 use pcoll::Collective;
 use std::os::raw::{c_int, c_void};
@@ -44,6 +42,12 @@ pub(super) unsafe fn set_ierr(ierr: *mut Fint, rc: c_int) {
     }
 }
 
+// Each entry converts its arguments and calls the C entry of the collective
+// (`shim/pcoll_entry.c`), exactly as a C program calling `MPI_<Coll>` would: the memo, the
+// native gate, pcoll's Rust path. INTEGER count arrays go as they are (`Fint` is `c_int`
+// here, checked by the compiler through these calls).
+
+#[allow(clippy::too_many_arguments)]
 unsafe fn reduce_f(
     coll: Collective,
     sendbuf: *const c_void,
@@ -55,31 +59,25 @@ unsafe fn reduce_f(
     comm: *const Fint,
     ierr: *mut Fint,
 ) {
-    let rc = guard("Fortran reduce/allreduce", || {
-        // SAFETY: Fortran passes every argument by reference; `root` is null for allreduce.
-        let (count, dt, op, comm, root) = unsafe {
-            (
-                *count as c_int,
-                PMPI_Type_f2c(*datatype),
-                PMPI_Op_f2c(*op),
-                PMPI_Comm_f2c(*comm),
-                if root.is_null() { 0 } else { *root as c_int },
-            )
-        };
-        let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
-        let a = reduce_args(coll, s, r, count as i64, dt, op, root as i64, comm);
+    // SAFETY: Fortran passes every argument by reference; `root` is null for allreduce.
+    let (count, dt, op, comm, root) = unsafe {
+        (
+            *count as c_int,
+            PMPI_Type_f2c(*datatype),
+            PMPI_Op_f2c(*op),
+            PMPI_Comm_f2c(*comm),
+            if root.is_null() { 0 } else { *root as c_int },
+        )
+    };
+    let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
+    // SAFETY: the caller's arguments, converted.
+    let rc = unsafe {
         if coll == Collective::Reduce {
-            // SAFETY: the converted arguments of the caller.
-            collective(&a, &mut || unsafe {
-                PMPI_Reduce(s, r, count, dt, op, root, comm)
-            })
+            entry::pcoll_entry_reduce(s, r, count, dt, op, root, comm)
         } else {
-            // SAFETY: as above.
-            collective(&a, &mut || unsafe {
-                PMPI_Allreduce(s, r, count, dt, op, comm)
-            })
+            entry::pcoll_entry_allreduce(s, r, count, dt, op, comm)
         }
-    });
+    };
     // SAFETY: Fortran's ierr.
     unsafe { set_ierr(ierr, rc) };
 }
@@ -93,65 +91,22 @@ unsafe fn reduce_scatter_f(
     comm: *const Fint,
     ierr: *mut Fint,
 ) {
-    let rc = guard("Fortran MPI_REDUCE_SCATTER", || {
-        // SAFETY: by-reference Fortran arguments.
-        let (dt, op, comm) = unsafe {
-            (
-                PMPI_Type_f2c(*datatype),
-                PMPI_Op_f2c(*op),
-                PMPI_Comm_f2c(*comm),
-            )
-        };
-        let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
-        // Fast native path: the INTEGER counts are C ints here (`Fint` = `c_int`, checked by
-        // the compiler through this call), so they go to PMPI as they are.
-        // SAFETY: recvcounts has comm-size INTEGERs (MPI's rule); converted arguments.
-        let fast = unsafe {
-            vector_native(
-                Collective::ReduceScatter,
-                s,
-                r,
-                recvcounts,
-                0,
-                dt,
-                op,
-                comm,
-                &mut || PMPI_Reduce_scatter(s, r, recvcounts, dt, op, comm),
-            )
-        };
-        if let Some(rc) = fast {
-            return rc;
-        }
-        let p = comm_size(comm);
-        // SAFETY: recvcounts has comm-size INTEGERs (MPI's rule).
-        let c_counts: Vec<c_int> = if recvcounts.is_null() {
-            vec![]
-        } else {
-            unsafe { std::slice::from_raw_parts(recvcounts, p) }
-                .iter()
-                .map(|&x| x as c_int)
-                .collect()
-        };
-        let mut a = reduce_args(Collective::ReduceScatter, s, r, 0, dt, op, 0, comm);
-        a.counts = c_counts
-            .iter()
-            .map(|&x| x as i64)
-            .collect::<Vec<_>>()
-            .into();
-        let cp = if recvcounts.is_null() {
-            std::ptr::null()
-        } else {
-            c_counts.as_ptr()
-        };
-        // SAFETY: converted arguments; `cp` lives for the call.
-        collective(&a, &mut || unsafe {
-            PMPI_Reduce_scatter(s, r, cp, dt, op, comm)
-        })
-    });
+    // SAFETY: by-reference Fortran arguments.
+    let (dt, op, comm) = unsafe {
+        (
+            PMPI_Type_f2c(*datatype),
+            PMPI_Op_f2c(*op),
+            PMPI_Comm_f2c(*comm),
+        )
+    };
+    let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
+    // SAFETY: the caller's arguments, converted; recvcounts as MPI's rule has it.
+    let rc = unsafe { entry::pcoll_entry_reduce_scatter(s, r, recvcounts, dt, op, comm) };
     // SAFETY: Fortran's ierr.
     unsafe { set_ierr(ierr, rc) };
 }
 
+#[allow(clippy::too_many_arguments)]
 unsafe fn allgatherv_f(
     sendbuf: *const c_void,
     sendcount: *const Fint,
@@ -163,69 +118,18 @@ unsafe fn allgatherv_f(
     comm: *const Fint,
     ierr: *mut Fint,
 ) {
-    let rc = guard("Fortran MPI_ALLGATHERV", || {
-        // SAFETY: by-reference Fortran arguments.
-        let (sc, st, rt, comm) = unsafe {
-            (
-                *sendcount as c_int,
-                PMPI_Type_f2c(*sendtype),
-                PMPI_Type_f2c(*recvtype),
-                PMPI_Comm_f2c(*comm),
-            )
-        };
-        let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
-        // Fast native path (see reduce_scatter_f).
-        // SAFETY: recvcounts has comm-size INTEGERs (MPI's rule); converted arguments.
-        let fast = unsafe {
-            vector_native(
-                Collective::Allgatherv,
-                s,
-                r,
-                recvcounts,
-                sc as i64,
-                rt,
-                consts::op_null(),
-                comm,
-                &mut || PMPI_Allgatherv(s, sc, st, r, recvcounts, displs, rt, comm),
-            )
-        };
-        if let Some(rc) = fast {
-            return rc;
-        }
-        let p = comm_size(comm);
-        let read = |ptr: *const Fint| -> Vec<c_int> {
-            if ptr.is_null() {
-                vec![]
-            } else {
-                // SAFETY: comm-size INTEGERs (MPI's rule).
-                unsafe { std::slice::from_raw_parts(ptr, p) }
-                    .iter()
-                    .map(|&x| x as c_int)
-                    .collect()
-            }
-        };
-        let (cc, cd) = (read(recvcounts), read(displs));
-        let a = allgatherv_args(
-            s,
-            sc as i64,
-            st,
-            r,
-            cc.iter().copied().collect(),
-            cd.iter().copied().collect(),
-            rt,
-            comm,
-            false,
-        );
-        let (cp, dp) = if p == 0 {
-            (std::ptr::null(), std::ptr::null())
-        } else {
-            (cc.as_ptr(), cd.as_ptr())
-        };
-        // SAFETY: converted arguments; arrays live for the call.
-        collective(&a, &mut || unsafe {
-            PMPI_Allgatherv(s, sc, st, r, cp, dp, rt, comm)
-        })
-    });
+    // SAFETY: by-reference Fortran arguments.
+    let (sc, st, rt, comm) = unsafe {
+        (
+            *sendcount as c_int,
+            PMPI_Type_f2c(*sendtype),
+            PMPI_Type_f2c(*recvtype),
+            PMPI_Comm_f2c(*comm),
+        )
+    };
+    let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
+    // SAFETY: the caller's arguments, converted; the arrays as MPI's rule has them.
+    let rc = unsafe { entry::pcoll_entry_allgatherv(s, sc, st, r, recvcounts, displs, rt, comm) };
     // SAFETY: Fortran's ierr.
     unsafe { set_ierr(ierr, rc) };
 }

@@ -5,12 +5,12 @@
 //! functions.
 #![allow(non_snake_case)]
 
-use super::family::{allgather_entry, bcast_args, reduce_scatter_block_entry};
+use super::entry;
 use super::fortran::{buf_in, buf_out, set_ierr, Fint};
-use super::guard;
-use crate::dispatch::collective;
 use mpi_sys::*;
 use std::os::raw::{c_int, c_void};
+
+// As in [`super::fortran`]: convert, then the collective's C entry.
 
 unsafe fn bcast_f(
     buffer: *mut c_void,
@@ -20,21 +20,17 @@ unsafe fn bcast_f(
     comm: *const Fint,
     ierr: *mut Fint,
 ) {
-    let rc = guard("Fortran MPI_BCAST", || {
-        // SAFETY: Fortran passes every argument by reference.
-        let (count, dt, root, comm) = unsafe {
-            (
-                *count as c_int,
-                PMPI_Type_f2c(*datatype),
-                *root as c_int,
-                PMPI_Comm_f2c(*comm),
-            )
-        };
-        let b = buf_out(buffer);
-        let a = bcast_args(b, count as i64, dt, root as i64, comm, false);
-        // SAFETY: the converted arguments of the caller.
-        collective(&a, &mut || unsafe { PMPI_Bcast(b, count, dt, root, comm) })
-    });
+    // SAFETY: Fortran passes every argument by reference.
+    let (count, dt, root, comm) = unsafe {
+        (
+            *count as c_int,
+            PMPI_Type_f2c(*datatype),
+            *root as c_int,
+            PMPI_Comm_f2c(*comm),
+        )
+    };
+    // SAFETY: the caller's arguments, converted.
+    let rc = unsafe { entry::pcoll_entry_bcast(buf_out(buffer), count, dt, root, comm) };
     // SAFETY: Fortran's ierr.
     unsafe { set_ierr(ierr, rc) };
 }
@@ -50,24 +46,19 @@ unsafe fn allgather_f(
     comm: *const Fint,
     ierr: *mut Fint,
 ) {
-    let rc = guard("Fortran MPI_ALLGATHER", || {
-        // SAFETY: by-reference Fortran arguments.
-        let (sc, st, rcnt, rt, comm) = unsafe {
-            (
-                *sendcount as c_int,
-                PMPI_Type_f2c(*sendtype),
-                *recvcount as c_int,
-                PMPI_Type_f2c(*recvtype),
-                PMPI_Comm_f2c(*comm),
-            )
-        };
-        let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
-        let (sc64, rc64) = (sc as i64, rcnt as i64);
-        allgather_entry(s, sc64, st, r, rc64, rt, comm, false, &mut || {
-            // SAFETY: the converted arguments of the caller.
-            unsafe { PMPI_Allgather(s, sc, st, r, rcnt, rt, comm) }
-        })
-    });
+    // SAFETY: by-reference Fortran arguments.
+    let (sc, st, rcnt, rt, comm) = unsafe {
+        (
+            *sendcount as c_int,
+            PMPI_Type_f2c(*sendtype),
+            *recvcount as c_int,
+            PMPI_Type_f2c(*recvtype),
+            PMPI_Comm_f2c(*comm),
+        )
+    };
+    let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
+    // SAFETY: the caller's arguments, converted.
+    let rc = unsafe { entry::pcoll_entry_allgather(s, sc, st, r, rcnt, rt, comm) };
     // SAFETY: Fortran's ierr.
     unsafe { set_ierr(ierr, rc) };
 }
@@ -81,22 +72,18 @@ unsafe fn reduce_scatter_block_f(
     comm: *const Fint,
     ierr: *mut Fint,
 ) {
-    let rc = guard("Fortran MPI_REDUCE_SCATTER_BLOCK", || {
-        // SAFETY: by-reference Fortran arguments.
-        let (n, dt, op, comm) = unsafe {
-            (
-                *recvcount as c_int,
-                PMPI_Type_f2c(*datatype),
-                PMPI_Op_f2c(*op),
-                PMPI_Comm_f2c(*comm),
-            )
-        };
-        let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
-        reduce_scatter_block_entry(s, r, n as i64, dt, op, comm, false, &mut || {
-            // SAFETY: the converted arguments of the caller.
-            unsafe { PMPI_Reduce_scatter_block(s, r, n, dt, op, comm) }
-        })
-    });
+    // SAFETY: by-reference Fortran arguments.
+    let (n, dt, op, comm) = unsafe {
+        (
+            *recvcount as c_int,
+            PMPI_Type_f2c(*datatype),
+            PMPI_Op_f2c(*op),
+            PMPI_Comm_f2c(*comm),
+        )
+    };
+    let (s, r) = (buf_in(sendbuf), buf_out(recvbuf));
+    // SAFETY: the caller's arguments, converted.
+    let rc = unsafe { entry::pcoll_entry_reduce_scatter_block(s, r, n, dt, op, comm) };
     // SAFETY: Fortran's ierr.
     unsafe { set_ierr(ierr, rc) };
 }
