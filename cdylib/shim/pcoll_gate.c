@@ -396,8 +396,6 @@ HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI
                        int root, MPI_Comm comm)
 {
     struct memo_key k = {comm, dt, op, count, root, sendbuf == MPI_IN_PLACE};
-    if (memo_hit(coll, &k, sendbuf, recvbuf))
-        return 1;
     unsigned gen = memo_begin();
     int rank = -1, p = small_intra(coll, comm, &rank), tlb_pos = 0;
     long long size;
@@ -440,10 +438,7 @@ int pcoll_gate_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
 int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm)
 {
-    int mp = memo_p(G_REDUCE_SCATTER, comm);
-    struct memo_key k = {comm, dt, op, mp ? sum_counts(recvcounts, mp) : -1, -1, sendbuf == MPI_IN_PLACE};
-    if (k.n >= 0 && memo_hit(G_REDUCE_SCATTER, &k, sendbuf, recvbuf))
-        return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm);
+    struct memo_key k = {comm, dt, op, -1, -1, sendbuf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
     int rank, p = small_intra(G_REDUCE_SCATTER, comm, &rank), tlb_pos = 0;
     long long size, elems;
@@ -468,11 +463,7 @@ int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *rec
 int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                           const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int mp = sendbuf == MPI_IN_PLACE || sendcount >= 0 ? memo_p(G_ALLGATHERV, comm) : 0;
-    struct memo_key k = {comm, recvtype, MPI_OP_NULL, mp ? sum_counts(recvcounts, mp) : -1, -1,
-                         sendbuf == MPI_IN_PLACE};
-    if (k.n >= 0 && memo_hit(G_ALLGATHERV, &k, sendbuf, recvbuf))
-        return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    struct memo_key k = {comm, recvtype, MPI_OP_NULL, -1, -1, sendbuf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
     int rank, p = small_intra(G_ALLGATHERV, comm, &rank), tlb_pos = 0;
     long long size, elems;
@@ -494,8 +485,6 @@ int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendt
 int pcoll_gate_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     struct memo_key k = {comm, dt, MPI_OP_NULL, count, root, buf == MPI_IN_PLACE};
-    if (memo_hit(G_BCAST, &k, buf, buf))
-        return PMPI_Bcast(buf, count, dt, root, comm);
     unsigned gen = memo_begin();
     int rank, p = small_intra(G_BCAST, comm, &rank), tlb_pos = 0;
     long long size;
@@ -515,8 +504,6 @@ int pcoll_gate_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendty
                          MPI_Datatype recvtype, MPI_Comm comm)
 {
     struct memo_key k = {comm, recvtype, MPI_OP_NULL, recvcount, -1, sendbuf == MPI_IN_PLACE};
-    if ((k.in_place || sendcount >= 0) && memo_hit(G_ALLGATHER, &k, sendbuf, recvbuf))
-        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     unsigned gen = memo_begin();
     int rank, p = small_intra(G_ALLGATHER, comm, &rank), tlb_pos = 0;
     long long size;
@@ -538,8 +525,6 @@ int pcoll_gate_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recv
                                     MPI_Comm comm)
 {
     struct memo_key k = {comm, dt, op, recvcount, -1, sendbuf == MPI_IN_PLACE};
-    if (memo_hit(G_REDUCE_SCATTER_BLOCK, &k, sendbuf, recvbuf))
-        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm);
     unsigned gen = memo_begin();
     int rank, p = small_intra(G_REDUCE_SCATTER_BLOCK, comm, &rank), tlb_pos = 0;
     long long size;

@@ -143,7 +143,8 @@ HOT long long sum_counts(const int *c, int p)
 }
 
 
-/* The full gate (pcoll_gate.c): forwards a plain call that goes native (and remembers it),
+/* The full gate (pcoll_gate.c), called by the entries when the memo did not match (so it
+ * does not check the memo again): forwards a plain call that goes native (and remembers it),
  * else returns PCOLL_GATE_DECLINED. */
 int pcoll_gate_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                       MPI_Comm comm);

@@ -11,11 +11,10 @@
 //! every decision, native ones included).
 
 use crate::state::Global;
-use mpi_sys::{MPI_Comm, MPI_Datatype, MPI_Op};
 use pcoll::config::Config;
 use pcoll::decide::defects::{self, Guard};
 use pcoll::{Algorithm, Collective, Pick};
-use std::os::raw::{c_int, c_uint, c_ulonglong, c_void};
+use std::os::raw::{c_int, c_uint, c_ulonglong};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Largest communicator the gate serves (`PCOLL_GATE_P` in the C file).
@@ -43,66 +42,6 @@ extern "C" {
         lo: *const c_ulonglong,
         hi: *const c_ulonglong,
     );
-    pub fn pcoll_gate_reduce(
-        sendbuf: *const c_void,
-        recvbuf: *mut c_void,
-        count: c_int,
-        dt: MPI_Datatype,
-        op: MPI_Op,
-        root: c_int,
-        comm: MPI_Comm,
-    ) -> c_int;
-    pub fn pcoll_gate_allreduce(
-        sendbuf: *const c_void,
-        recvbuf: *mut c_void,
-        count: c_int,
-        dt: MPI_Datatype,
-        op: MPI_Op,
-        comm: MPI_Comm,
-    ) -> c_int;
-    pub fn pcoll_gate_reduce_scatter(
-        sendbuf: *const c_void,
-        recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        dt: MPI_Datatype,
-        op: MPI_Op,
-        comm: MPI_Comm,
-    ) -> c_int;
-    #[allow(clippy::too_many_arguments)]
-    pub fn pcoll_gate_allgatherv(
-        sendbuf: *const c_void,
-        sendcount: c_int,
-        sendtype: MPI_Datatype,
-        recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
-        recvtype: MPI_Datatype,
-        comm: MPI_Comm,
-    ) -> c_int;
-    pub fn pcoll_gate_bcast(
-        buf: *mut c_void,
-        count: c_int,
-        dt: MPI_Datatype,
-        root: c_int,
-        comm: MPI_Comm,
-    ) -> c_int;
-    pub fn pcoll_gate_allgather(
-        sendbuf: *const c_void,
-        sendcount: c_int,
-        sendtype: MPI_Datatype,
-        recvbuf: *mut c_void,
-        recvcount: c_int,
-        recvtype: MPI_Datatype,
-        comm: MPI_Comm,
-    ) -> c_int;
-    pub fn pcoll_gate_reduce_scatter_block(
-        sendbuf: *const c_void,
-        recvbuf: *mut c_void,
-        recvcount: c_int,
-        dt: MPI_Datatype,
-        op: MPI_Op,
-        comm: MPI_Comm,
-    ) -> c_int;
     fn pcoll_gate_counts(coll: c_int, calls: *mut c_ulonglong, bytes: *mut c_ulonglong);
     fn pcoll_gate_reset_counts(coll: c_int);
     fn pcoll_gate_hit(coll: c_int) -> c_int;
