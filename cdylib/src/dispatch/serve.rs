@@ -85,7 +85,7 @@ fn execute(
         v.spec.commutative,
         in_base,
         out_base,
-        chunking(g, &v.facts),
+        chunking(g, v.spec.coll, &v.facts),
     );
     exec::run(prog, &mut t)
 }
@@ -217,6 +217,12 @@ fn unstage_bcast(a: &Args, v: &Valid, st: &CommState, buf: &Scratch) -> Result<(
 /// the eager limit of the MPI's shared-memory transport (Open MPI 4.1 vader: 4 KiB with the
 /// header; MPICH 4.0 ch4 posix: 16 KiB cells, where chunks of half a cell measured fastest),
 /// and as far as chunks measured faster than one rendezvous message on this machine.
+/// By default only the reductions chunk: their received blocks land in scratch to be
+/// reduced, and chunks measured faster there; the collectives that only move data
+/// (bcast, allgather, allgatherv) measured slower chunked on both MPIs (verify/ab.c,
+/// p = 2: forced ring allgather 64-256 KiB 2.4-2.6x native chunked, 1.1-1.2x whole, on
+/// Open MPI; 1.3-1.75x against 1.02-1.17x on MPICH), so they send whole messages unless
+/// `PCOLL_CHUNK` says otherwise.
 const CHUNK_DEFAULT: (usize, usize) = if cfg!(pcoll_mpich) {
     (7680, 2 << 20)
 } else {
@@ -227,8 +233,9 @@ const CHUNK_DEFAULT: (usize, usize) = if cfg!(pcoll_mpich) {
 /// message at the same bytes: reductions pass the same datatype everywhere (the standard
 /// says so), and allgatherv runs in bytes (see
 /// [`in_bytes`](super::validate::in_bytes)).
-fn chunking(g: &Global, f: &TypeFacts) -> Chunking {
-    let chunk = g.cfg.chunk.unwrap_or(CHUNK_DEFAULT.0);
+fn chunking(g: &Global, coll: Collective, f: &TypeFacts) -> Chunking {
+    let default = if coll.reduces() { CHUNK_DEFAULT.0 } else { 0 };
+    let chunk = g.cfg.chunk.unwrap_or(default);
     let max_bytes = g.cfg.chunk_max.unwrap_or(CHUNK_DEFAULT.1);
     let size = f.size;
     if chunk == 0 || size == 0 || size > chunk {
