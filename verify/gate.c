@@ -10,6 +10,8 @@
  *   - the result, against a sum computed locally;
  *   - pcoll_last_algorithm, against the table's choice for (p, bytes);
  *   - at the end, that pcoll_stats counts exactly the native calls made (one thread).
+ * After every second call on a sub-communicator the same call (its root aside) follows on
+ * MPI_COMM_WORLD.
  * Rounds come in three modes, switched every few rounds with pcoll_force (which the gate
  * follows by one mode byte, not by republishing its table): the table's choice; `native`
  * forced (every call native); a pcoll algorithm forced (no call native).
@@ -165,6 +167,18 @@ int main(int argc, char **argv)
                 }
                 int rt = q == REDUCE || q == BCAST ? root : 0;
                 bad |= served_as_table(last, q, wr, round, p, bytes, rt, &native_calls[q]);
+                /* After the second call on c, the same call on MPI_COMM_WORLD (5 ranks, pcoll
+                 * serves): what pcoll remembers of the call it served last must not be used for
+                 * a call that differs only in its communicator. */
+                if (cr % 2 && !bad) {
+                    int wroot = (ci + round) % wp; /* the same on both groups */
+                    if (call_checked(q, n, wroot, MPI_COMM_WORLD, wp, wr, round, a, b, &bytes)) {
+                        printf("gate: FAIL on MPI_COMM_WORLD (rank %d)\n", wr);
+                        bad = 1;
+                    }
+                    rt = q == REDUCE || q == BCAST ? wroot : 0;
+                    bad |= served_as_table(last, q, wr, round, wp, bytes, rt, &native_calls[q]);
+                }
             }
         }
         MPI_Comm_free(&c);

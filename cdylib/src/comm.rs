@@ -169,8 +169,10 @@ unsafe extern "C" fn delete_state(
 ) -> c_int {
     let r = std::panic::catch_unwind(|| {
         if !attr.is_null() {
-            // No lookup may find the state from here on (the handle may be reused).
+            // No lookup may find the state from here on (the handle may be reused), nor a
+            // call served again by handle.
             forget(attr as *const CommState);
+            crate::dispatch::forget_served();
             // SAFETY: `attr` is the Box we leaked in `state()`; MPI calls this exactly once.
             let st = unsafe { Box::from_raw(attr as *mut CommState) };
             let mut shadow = st.shadow;

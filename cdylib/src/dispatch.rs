@@ -8,6 +8,7 @@
 //! The call record and its vectors are in `call`. The process context ([`Global`]) is fetched
 //! once per call, here or in [`vector_native`], and passed down.
 
+mod again;
 mod badinput;
 mod call;
 mod native;
@@ -15,6 +16,7 @@ mod resolve;
 mod serve;
 mod validate;
 
+pub use again::forget_all as forget_served;
 pub use call::{Args, Counts, SMALL};
 pub use native::{regular_native, vector_native};
 
@@ -52,6 +54,12 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
 /// [`collective`] with the process context.
 fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
     let t0 = stat_time(g);
+    if let Some(rc) = again::again(a, |e| {
+        let result = serve::run(g, a, &e.v, e.alg);
+        finish(g, a, (&e.v, e.alg), result, t0, "")
+    }) {
+        return rc;
+    }
     if let Some(bytes) = native::native_requested(g, a) {
         let rc = native();
         state::record(a.coll, Algorithm::Native, bytes, stat_time(g) - t0);
@@ -70,6 +78,11 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         return native();
     };
     let bytes = v.spec.bytes();
+    // The decision may be kept for the next call only if it had the communicator's nodes to
+    // go by (asked at the first call pcoll serves on it; they do not change afterwards).
+    let gen = again::begin();
+    let settled = v.spec.p <= 1
+        || crate::comm::existing(a.comm).map_or(false, |st| st.known_layout().is_some());
     let (alg, why) = match resolve::choose(g, a, &mut v.spec) {
         Ok(x) => x,
         Err(code) => return badinput::raise(a.comm, code),
@@ -81,13 +94,31 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         return rc;
     }
     let result = serve::run(g, a, &v, alg);
+    // `why` is only written for a warning or the debug log: neither is kept.
+    if result.is_ok() && settled && why.is_empty() {
+        again::keep(a, &v, alg, gen);
+    }
+    let rc = finish(g, a, (&v, alg), result, t0, &why);
     call::recycle(std::mem::take(&mut v.spec.counts));
     call::recycle(std::mem::take(&mut v.spec.displs));
+    rc
+}
+
+/// Stats, log and return code of a call pcoll served with `alg`.
+fn finish(
+    g: &Global,
+    a: &Args,
+    (v, alg): (&Valid, Algorithm),
+    result: Result<usize, pcoll::Error>,
+    t0: f64,
+    why: &str,
+) -> c_int {
+    let bytes = v.spec.bytes();
     match result {
         Ok(rounds) => {
             let dt = stat_time(g) - t0;
             state::record(a.coll, alg, bytes, dt);
-            log_served(a, &v, (alg, &why), bytes, rounds, dt);
+            log_served(a, v, (alg, why), bytes, rounds, dt);
             consts::SUCCESS()
         }
         Err(e) => {

@@ -160,7 +160,7 @@ pub fn handle_bits<T: Copy>(h: T) -> u64 {
     u64::from_le_bytes(v)
 }
 
-fn is_named(dt: MPI_Datatype) -> bool {
+pub(crate) fn is_named(dt: MPI_Datatype) -> bool {
     let (mut ni, mut na, mut nd, mut comb) = (0, 0, 0, 0);
     // SAFETY: out-pointers to locals.
     let rc = unsafe { PMPI_Type_get_envelope(dt, &mut ni, &mut na, &mut nd, &mut comb) };

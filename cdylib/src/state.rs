@@ -143,6 +143,7 @@ pub fn force(coll: Collective, pick: Option<Pick>) {
         Some(Pick::Alg(a)) => a.index() as u8,
     };
     FORCED[coll.index()].store(v, Ordering::Relaxed);
+    crate::dispatch::forget_served();
     crate::gate::set_forced(coll, pick);
 }
 
@@ -161,6 +162,7 @@ static SEGMENT: AtomicUsize = AtomicUsize::new(0);
 /// `PCOLL_SEGMENT` > the rule's segment > the cost model). Every rank must do the same.
 pub fn set_segment(bytes: Option<usize>) {
     SEGMENT.store(bytes.unwrap_or(0), Ordering::Relaxed);
+    crate::dispatch::forget_served();
 }
 
 pub fn segment() -> Option<usize> {

@@ -11,6 +11,7 @@ use pcoll::algo::{CallSpec, Collective};
 use std::os::raw::{c_int, c_void};
 
 /// A validated call pcoll can serve itself.
+#[derive(Clone)]
 pub(super) struct Valid {
     pub spec: CallSpec,
     /// Layout of the elements the program moves (allgatherv in bytes: of `MPI_BYTE`).
