@@ -83,32 +83,34 @@ echo "run-difftest: $MPI $([ $NATIVE = 1 ] && echo native || echo "pcoll=$LIB") 
 first=1
 # One run at p with n cases; $3 (optional) is one extra NAME=VALUE for pcoll's environment.
 run_one() {
-  local p=$1 n=$2 kv=${3:-} s=$((SEED + $1)) maxc=$MAXC tag=""
+  local p=$1 n=$2 s=$((SEED + $1)) maxc=$MAXC tag="" kv
+  shift 2
+  local kvs=("$@") # environment settings NAME=value for this run
   # MPICH busy-polls when oversubscribed (MPI-NOTES.md): fewer cases, smaller counts above p=2.
   if [ $MPI = mpich ] && [ "$p" -gt 2 ]; then
     n=$(( n * 2 / (p + 2) )); [ $n -lt 50 ] && n=50
     [ "$maxc" -gt 100000 ] && maxc=100000
   fi
-  [ -n "$kv" ] && tag="-${kv%%=*}"
+  [ ${#kvs[@]} -gt 0 ] && tag="-${kvs[0]%%=*}"
   local log=$OUTDIR/logs/difftest-$MPI-$([ $NATIVE = 1 ] && echo native- || true)p$p$tag.log
   local args=(--seed "$s" --cases "$n" --max-count "$maxc" ${DIFFTEST_ARGS:-})
   local t0=$SECONDS env=()
   if [ $MPI = openmpi ]; then
     [ $NATIVE = 0 ] && env=(-x LD_PRELOAD="$LIB")
-    [ -n "$kv" ] && env+=(-x "$kv")
+    for kv in "${kvs[@]}"; do env+=(-x "$kv"); done
     timeout -k 10 $TMO mpirun.openmpi --allow-run-as-root --oversubscribe -np "$p" "${env[@]}" \
       "$BIN" "${args[@]}" </dev/null >"$log" 2>&1
   else
     [ $NATIVE = 0 ] && env=(-genv LD_PRELOAD "$LIB")
-    [ -n "$kv" ] && env+=(-genv "${kv%%=*}" "${kv#*=}")
+    for kv in "${kvs[@]}"; do env+=(-genv "${kv%%=*}" "${kv#*=}"); done
     timeout -k 10 $TMO mpiexec.mpich -n "$p" "${env[@]}" "$BIN" "${args[@]}" </dev/null >"$log" 2>&1
   fi
   local rc=$?
   local dt=$((SECONDS - t0))
   local summary
   summary=$(grep -E '^difftest: [0-9]+ cases, [0-9]+ mismatches' "$log" | tail -1)
-  local repro="mpirun -np $p ${kv:+$kv }$([ $NATIVE = 0 ] && echo "LD_PRELOAD=$LIB ")$BIN ${args[*]}"
-  local label="p=$p${kv:+ ($kv)}"
+  local repro="mpirun -np $p ${kvs[*]:+${kvs[*]} }$([ $NATIVE = 0 ] && echo "LD_PRELOAD=$LIB ")$BIN ${args[*]}"
+  local label="p=$p${kvs[*]:+ (${kvs[*]})}"
   if [ -z "$summary" ]; then
     failed=$((failed + 1))
     echo "  $label: CRASHED or HUNG (exit $rc after ${dt}s); log $log"
@@ -129,7 +131,7 @@ run_one() {
   if [ "$mism" != 0 ] || [ $rc != 0 ]; then
     [ "$mism" = 0 ] && { failed=$((failed + 1)); echo "    exit status $rc without mismatches"; }
     grep '^MISMATCH' "$log" | head -20 | sed 's/^/    /'
-    grep '^difftest: rerun' "$log" | head -5 | sed "s|difftest: rerun: difftest|    rerun: mpirun -np $p ${kv:+$kv }$([ $NATIVE = 0 ] && echo "LD_PRELOAD=$LIB ")$BIN|"
+    grep '^difftest: rerun' "$log" | head -5 | sed "s|difftest: rerun: difftest|    rerun: mpirun -np $p ${kvs[*]:+${kvs[*]} }$([ $NATIVE = 0 ] && echo "LD_PRELOAD=$LIB ")$BIN|"
     echo "    log: $log"
   fi
 }
@@ -137,9 +139,10 @@ for p in "${PS[@]}"; do
   run_one "$p" "$CASES"
 done
 # pcoll splits messages into chunks (PCOLL_CHUNK); tiny chunks split nearly every message,
-# across pieces and mid-block, so that any disagreement between sender and receiver shows.
+# across pieces and mid-block, so that any disagreement between sender and receiver shows
+# (PCOLL_CHUNK_MAX: bcast and allgather(v) split only a few chunks' worth by default).
 if [ $NATIVE = 0 ]; then
-  run_one 3 $(( CASES / 3 )) PCOLL_CHUNK=40
+  run_one 3 $(( CASES / 3 )) PCOLL_CHUNK=40 PCOLL_CHUNK_MAX=1073741824
 fi
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

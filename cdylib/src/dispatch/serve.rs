@@ -217,26 +217,32 @@ fn unstage_bcast(a: &Args, v: &Valid, st: &CommState, buf: &Scratch) -> Result<(
 /// the eager limit of the MPI's shared-memory transport (Open MPI 4.1 vader: 4 KiB with the
 /// header; MPICH 4.0 ch4 posix: 16 KiB cells, where chunks of half a cell measured fastest),
 /// and as far as chunks measured faster than one rendezvous message on this machine.
-/// By default only the reductions chunk: their received blocks land in scratch to be
-/// reduced, and chunks measured faster there; the collectives that only move data
-/// (bcast, allgather, allgatherv) measured slower chunked on both MPIs (verify/ab.c,
-/// p = 2: forced ring allgather 64-256 KiB 2.4-2.6x native chunked, 1.1-1.2x whole, on
-/// Open MPI; 1.3-1.75x against 1.02-1.17x on MPICH), so they send whole messages unless
-/// `PCOLL_CHUNK` says otherwise.
+/// The collectives that only move data (bcast, allgather, allgatherv) chunk only messages of
+/// up to [`COPY_CHUNKS`] chunks by default: one just above the eager limit gains (Open MPI
+/// p = 2, forced ring allgatherv of 8 KiB, i.e. 4 KiB blocks: 0.87x native chunked, 1.27x
+/// whole; 16 KiB 1.11x against 1.26x), one of many chunks loses to a single rendezvous
+/// (32 KiB 1.39-1.42x against 1.19-1.24x, 256 KiB 2.6x against 1.1x; MPICH alike), where
+/// the reductions, whose blocks land in scratch to be reduced, gain up to `CHUNK_DEFAULT.1`.
 const CHUNK_DEFAULT: (usize, usize) = if cfg!(pcoll_mpich) {
     (7680, 2 << 20)
 } else {
     (3840, 256 << 10)
 };
 
+/// Most chunks of a default-chunked message of bcast, allgather and allgatherv.
+const COPY_CHUNKS: usize = 4;
+
 /// How this call's messages are split (`PmpiTransport::post`). Every rank must split a
 /// message at the same bytes: reductions pass the same datatype everywhere (the standard
 /// says so), and allgatherv runs in bytes (see
 /// [`in_bytes`](super::validate::in_bytes)).
 fn chunking(g: &Global, coll: Collective, f: &TypeFacts) -> Chunking {
-    let default = if coll.reduces() { CHUNK_DEFAULT.0 } else { 0 };
-    let chunk = g.cfg.chunk.unwrap_or(default);
-    let max_bytes = g.cfg.chunk_max.unwrap_or(CHUNK_DEFAULT.1);
+    let chunk = g.cfg.chunk.unwrap_or(CHUNK_DEFAULT.0);
+    let max_bytes = g.cfg.chunk_max.unwrap_or(if coll.reduces() {
+        CHUNK_DEFAULT.1
+    } else {
+        COPY_CHUNKS * chunk
+    });
     let size = f.size;
     if chunk == 0 || size == 0 || size > chunk {
         return Default::default();
