@@ -22,7 +22,8 @@
 # run: N*K ranks, ranks k*K .. k*K+K-1 on node k (K = --ppn, default the one given to up).
 # Each rank is exec'd by this script's `_rank` step inside its node's namespace with a UTS
 # namespace of its own (hostname C-node<k>), UCX_TLS=tcp,self and UCX_NET_DEVICES=pcnet
-# (MPICH's ch4:ucx otherwise moves bytes through shared memory), and LD_PRELOAD=LIB only
+# (MPICH's ch4:ucx otherwise moves bytes through shared memory), PCOLL_NODES=hostname (pcoll's
+# nodes are the namespaces, unless --env sets PCOLL_NODES), and LD_PRELOAD=LIB only
 # for PROG itself (--preload). MPICH (hydra) is the default launcher; see README
 # "Emulated cluster" for Open MPI.
 #
@@ -282,6 +283,9 @@ cmd_rank() {
   [ -n "$rank" ] || die "_rank: no PMI_RANK / OMPI_COMM_WORLD_RANK (run it through 'run')"
   local node=$(( rank / PCOLL_NET_PPN ))
   export UCX_TLS=${PCOLL_NET_UCX_TLS:-tcp,self} UCX_NET_DEVICES=$IFACE
+  # A node is a namespace (its own host name): MPI_COMM_TYPE_SHARED would put every rank on
+  # one node, though the MPI moves their bytes over TCP (UCX_TLS above).
+  export PCOLL_NODES=${PCOLL_NODES:-hostname}
   if [ -n "${OMPI_COMM_WORLD_RANK:-}" ]; then
     # Open MPI: its launcher serves PMIx on the root namespace's loopback; relay it into the
     # node's namespace (scripts/netcluster/pmix_relay.py).

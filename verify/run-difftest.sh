@@ -143,6 +143,9 @@ done
 # (PCOLL_CHUNK_MAX: bcast and allgather(v) split only a few chunks' worth by default).
 if [ $NATIVE = 0 ]; then
   run_one 3 $(( CASES / 3 )) PCOLL_CHUNK=40 PCOLL_CHUNK_MAX=1073741824
+  # Two nodes (ranks 0-1, 2): bcast and allgather(v) chunk by the peer's node (a few chunks'
+  # worth on the node, up to PCOLL_CHUNK_MAX between nodes); both sides must agree.
+  run_one 3 $(( CASES / 5 )) PCOLL_NODES=2 PCOLL_CHUNK=40
 fi
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

@@ -86,13 +86,16 @@ pub struct Req {
 }
 
 /// How messages are split into chunks (see `PmpiTransport::post`); the same on every rank
-/// of a call, since it depends only on the element size and the environment.
+/// of a call, since it depends only on the element size, the environment and the nodes.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Chunking {
+pub struct Chunking<'a> {
     /// Elements per chunk (0: never split).
     pub elems: usize,
     /// Largest message (bytes) that is split; larger ones go whole.
     pub max_bytes: usize,
+    /// The same for a peer on this rank's node, and the node of each rank (`None`: every peer
+    /// counts as remote).
+    pub local: Option<(usize, &'a [usize])>,
 }
 
 thread_local! {
@@ -115,6 +118,9 @@ pub struct PmpiTransport<'a> {
     reqs: Vec<MPI_Request>,
     chunk_elems: usize,
     chunk_max: usize,
+    /// `Chunking::local`, and this rank (see [`PmpiTransport::chunk_max`]).
+    chunk_local: Option<(usize, &'a [usize])>,
+    rank: usize,
     pub stats_msgs: usize,
 }
 
@@ -152,7 +158,8 @@ impl<'a> PmpiTransport<'a> {
         commutative: bool,
         in_base: *const c_void,
         out_base: *mut c_void,
-        chunking: Chunking,
+        chunking: Chunking<'a>,
+        rank: usize,
     ) -> PmpiTransport<'a> {
         PmpiTransport {
             pool,
@@ -168,6 +175,8 @@ impl<'a> PmpiTransport<'a> {
             reqs: SPARE.try_with(|c| c.take()).unwrap_or_default(),
             chunk_elems: chunking.elems,
             chunk_max: chunking.max_bytes,
+            chunk_local: chunking.local,
+            rank,
             stats_msgs: 0,
         }
     }
@@ -253,6 +262,15 @@ impl<'a> PmpiTransport<'a> {
         Ok((consts::bottom() as *mut u8, 1, t, true))
     }
 
+    /// The largest message to or from `peer` sent as chunks: [`Chunking::local`]'s bound if
+    /// `peer` is on this rank's node (the same answer on both sides of a message).
+    fn chunk_max(&self, peer: usize) -> usize {
+        match self.chunk_local {
+            Some((max, node_of)) if node_of.get(peer) == node_of.get(self.rank) => max,
+            _ => self.chunk_max,
+        }
+    }
+
     /// Post one message (`send` or receive) of `pieces` to/from `peer`: as one MPI message,
     /// or, between `chunk` and `chunk_max` bytes, as consecutive chunks of at most `chunk`
     /// bytes (both sides split the same element count the same way, and MPI keeps messages
@@ -262,7 +280,7 @@ impl<'a> PmpiTransport<'a> {
     fn post(&mut self, send: bool, peer: usize, pieces: &[Piece]) -> Result<Req, Error> {
         let n: usize = pieces.iter().map(|p| p.len).sum();
         let per = self.chunk_elems;
-        let chunked = per > 0 && n > per && n * self.f.size <= self.chunk_max;
+        let chunked = per > 0 && n > per && n * self.f.size <= self.chunk_max(peer);
         let step = if chunked { per } else { n.max(1) };
         let start = self.reqs.len();
         let mut lo = 0;
