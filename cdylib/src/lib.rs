@@ -1,5 +1,6 @@
-//! libpcoll.so: PMPI interposition of `MPI_Reduce`, `MPI_Allreduce`, `MPI_Reduce_scatter`
-//! and `MPI_Allgatherv` (C, Fortran, large-count), serving them with pcoll's algorithms.
+//! libpcoll.so: PMPI interposition of `MPI_Reduce`, `MPI_Allreduce`, `MPI_Reduce_scatter`,
+//! `MPI_Allgatherv`, `MPI_Bcast`, `MPI_Allgather` and `MPI_Reduce_scatter_block` (C, Fortran,
+//! large-count), serving them with pcoll's algorithms or forwarding them to the MPI's own.
 //!
 //! All `unsafe` of the library lives in this crate (the tools' own MPI calls are in
 //! `tools/src/bench/`), each block with a `// SAFETY:` line:
