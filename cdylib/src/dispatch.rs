@@ -55,7 +55,7 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
 fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
     let t0 = stat_time(g);
     if let Some(rc) = again::again(a, |e| {
-        let result = serve::run(g, a, &e.v, e.alg);
+        let result = serve::run_program(g, a, &e.v, e.st, &e.prog).map(|()| e.prog.rounds);
         finish(g, a, (&e.v, e.alg), result, t0, "")
     }) {
         return rc;
@@ -95,9 +95,10 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     }
     let result = serve::run(g, a, &v, alg);
     // `why` is only written for a warning or the debug log: neither is kept.
-    if result.is_ok() && settled && why.is_empty() {
-        again::keep(a, &v, alg, gen);
+    if let (Ok((st, prog)), true, true) = (&result, settled, why.is_empty()) {
+        again::keep(a, &v, (alg, st, prog), gen);
     }
+    let result = result.map(|(_, prog)| prog.rounds);
     let rc = finish(g, a, (&v, alg), result, t0, &why);
     call::recycle(std::mem::take(&mut v.spec.counts));
     call::recycle(std::mem::take(&mut v.spec.displs));

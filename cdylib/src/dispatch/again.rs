@@ -1,8 +1,8 @@
 //! The last call pcoll served itself, per collective: a loop that calls the same collective
 //! with the same arguments (buffers aside) is served from it, without the fast path's
-//! queries, the bad-input checks, the validation and the decision, which together cost about
-//! as much as the messages of a small call (a forced 8 B bcast at p = 2 spent ~0.75 us in
-//! pcoll besides its one send).
+//! queries, the bad-input checks, the validation, the decision and the program lookup, which
+//! together cost more than the messages of a small call (a forced 8 B bcast at p = 2 spent
+//! ~0.75 us in pcoll besides its one send; ~0.25 us when served again).
 //!
 //! A call is served again only if everything the full path decided by is the same: the
 //! handles (communicator, datatypes, op), the counts, displacements, send count and root,
@@ -17,20 +17,32 @@
 
 use super::call::Args;
 use super::validate::Valid;
+use crate::comm::CommState;
 use crate::consts;
 use crate::mpi_types::{self, handle_bits};
 use parking_lot::Mutex;
 use pcoll::algo::{Algorithm, Collective};
+use pcoll::Program;
 use std::os::raw::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-/// What the full path decided for a call, and the call it decided for.
+/// What the full path decided for a call, and the call it decided for: its validation, the
+/// algorithm, the communicator's state and the program (used only while `gen` is current, so
+/// never after the communicator was freed).
 pub(super) struct Entry {
     key: Key,
     gen: u64,
     pub v: Valid,
     pub alg: Algorithm,
+    pub st: &'static CommState,
+    pub prog: Arc<Program>,
 }
+
+// SAFETY: as for `comm::Known`: the state is shared between threads already (its mutable parts
+// behind locks; its shadow communicator a plain handle, used as MPI allows for the thread
+// level), and the entry is only reached through its mutex.
+unsafe impl Send for Entry {}
 
 #[derive(PartialEq)]
 struct Key {
@@ -126,8 +138,14 @@ pub(super) fn begin() -> u64 {
 }
 
 /// Keep the full path's decision `alg` for `a` (validated as `v`, decided in generation
-/// `gen` with the communicator's nodes known), if its handles cannot be reused.
-pub(super) fn keep(a: &Args, v: &Valid, alg: Algorithm, gen: u64) {
+/// `gen` with the communicator's nodes known, run as `prog` on the communicator of `st`), if
+/// its handles cannot be reused.
+pub(super) fn keep(
+    a: &Args,
+    v: &Valid,
+    (alg, st, prog): (Algorithm, &'static CommState, &Arc<Program>),
+    gen: u64,
+) {
     if log::log_enabled!(log::Level::Debug) || !stable_handles(a) {
         return;
     }
@@ -142,6 +160,8 @@ pub(super) fn keep(a: &Args, v: &Valid, alg: Algorithm, gen: u64) {
         gen,
         v: v.clone(),
         alg,
+        st,
+        prog: prog.clone(),
     });
 }
 

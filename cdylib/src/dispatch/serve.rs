@@ -15,12 +15,19 @@ use pcoll::algo::hier::{build_hier, Ctx};
 use pcoll::algo::{build, Algorithm, Collective};
 use pcoll::{exec, Error, Program};
 use std::os::raw::{c_int, c_void};
+use std::sync::Arc;
 
 /// The program's `In` and `Out` buffers.
 type Bases = (*const c_void, *mut c_void);
 
-/// Run `alg` for the validated call `v`; the program's rounds.
-pub(super) fn run(g: &Global, a: &Args, v: &Valid, alg: Algorithm) -> Result<usize, Error> {
+/// Run `alg` for the validated call `v`: its program, built or found in the communicator's
+/// cache, is run and returned with the communicator's state (see [`run_program`]).
+pub(super) fn run(
+    g: &Global,
+    a: &Args,
+    v: &Valid,
+    alg: Algorithm,
+) -> Result<(&'static CommState, Arc<Program>), Error> {
     let st = comm::state(a.comm, v.spec.p, v.spec.rank)
         .map_err(|c| Error::Mpi(c, "communicator setup".into()))?;
     let spec = &v.spec;
@@ -42,24 +49,37 @@ pub(super) fn run(g: &Global, a: &Args, v: &Valid, alg: Algorithm) -> Result<usi
         }
         build(alg, spec)
     })?;
+    run_program(g, a, v, st, &prog)?;
+    Ok((st, prog))
+}
+
+/// Run `prog` (built for `v` on the communicator whose state is `st`) with the call's buffers.
+pub(super) fn run_program(
+    g: &Global,
+    a: &Args,
+    v: &Valid,
+    st: &CommState,
+    prog: &Program,
+) -> Result<(), Error> {
+    let spec = &v.spec;
     // Allgather(v) or bcast with a type with holes: the data meet in a packed staging buffer.
     if spec.coll == Collective::Bcast && v.bytes == Some(true) {
         let mut buf = stage_bcast(a, v, st)?;
         let base = buf.ptr() as *mut c_void;
-        let out = execute(g, a, v, st, &prog, (base as *const c_void, base))
+        let out = execute(g, a, v, st, prog, (base as *const c_void, base))
             .and_then(|()| unstage_bcast(a, v, st, &buf));
         st.pool.give(buf);
         out?;
     } else if spec.coll.base() == Collective::Allgatherv && v.bytes == Some(true) {
         let (buf, bases) = stage(a, v, st)?;
-        let out = execute(g, a, v, st, &prog, bases).and_then(|()| unstage(a, v, st, &buf));
+        let out = execute(g, a, v, st, prog, bases).and_then(|()| unstage(a, v, st, &buf));
         st.pool.give(buf);
         out?;
     } else {
         let bases = bases(a, v, st)?;
-        execute(g, a, v, st, &prog, bases)?;
+        execute(g, a, v, st, prog, bases)?;
     }
-    Ok(prog.rounds)
+    Ok(())
 }
 
 /// Execute `prog` over `PmpiTransport` with `bases` as `In` and `Out`.
