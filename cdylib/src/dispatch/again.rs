@@ -32,6 +32,8 @@ use std::sync::Arc;
 /// never after the communicator was freed).
 pub(super) struct Entry {
     key: Key,
+    counts: Vec<i64>,
+    displs: Vec<i64>,
     gen: u64,
     pub v: Valid,
     pub alg: Algorithm,
@@ -44,14 +46,13 @@ pub(super) struct Entry {
 // level), and the entry is only reached through its mutex.
 unsafe impl Send for Entry {}
 
+/// The scalars of a call's key (its counts and displacements are kept beside it).
 #[derive(PartialEq)]
 struct Key {
     comm: u64,
     dt: u64,
     sendtype: u64,
     op: u64,
-    counts: Vec<i64>,
-    displs: Vec<i64>,
     sendcount: i64,
     root: i64,
     /// `MPI_IN_PLACE` as send buffer, as receive buffer, NULL send, NULL receive buffer, the
@@ -72,25 +73,17 @@ impl Key {
             } else {
                 0
             },
-            counts: Vec::new(),
-            displs: Vec::new(),
             sendcount: if regular { a.sendcount } else { 0 },
             root: a.root,
             bufs: bufs(a),
         }
     }
-    /// `self == Key::of(a)` (with `a`'s counts and displacements), without building it.
+}
+
+impl Entry {
+    /// `a` is the call this entry was kept for (buffers aside).
     fn is(&self, a: &Args) -> bool {
-        let k = Key::of(a);
-        self.comm == k.comm
-            && self.dt == k.dt
-            && self.sendtype == k.sendtype
-            && self.op == k.op
-            && self.sendcount == k.sendcount
-            && self.root == k.root
-            && self.bufs == k.bufs
-            && self.counts[..] == a.counts[..]
-            && self.displs[..] == a.displs[..]
+        self.key == Key::of(a) && self.counts[..] == a.counts[..] && self.displs[..] == a.displs[..]
     }
 }
 
@@ -126,7 +119,7 @@ pub(super) fn again<R>(a: &Args, run: impl FnOnce(&Entry) -> R) -> Option<R> {
     }
     let slot = LAST[a.coll.index()].try_lock()?;
     let e = slot.as_ref()?;
-    if e.gen != GEN.load(Ordering::Acquire) || !e.key.is(a) {
+    if e.gen != GEN.load(Ordering::Acquire) || !e.is(a) {
         return None;
     }
     Some(run(e))
@@ -152,11 +145,10 @@ pub(super) fn keep(
     let Some(mut slot) = LAST[a.coll.index()].try_lock() else {
         return;
     };
-    let mut key = Key::of(a);
-    key.counts = a.counts.to_vec();
-    key.displs = a.displs.to_vec();
     *slot = Some(Entry {
-        key,
+        key: Key::of(a),
+        counts: a.counts.to_vec(),
+        displs: a.displs.to_vec(),
         gen,
         v: v.clone(),
         alg,
