@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run-tests.sh -- build and run the pcoll c-tests under one MPI.
 #
-# usage: c-tests/run-tests.sh <openmpi|mpich> <path/to/libpcoll.so | native> [--quick]
+# usage: c-tests/run-tests.sh <openmpi|mpich|openmpi5|mpich5|impi> <path/to/libpcoll.so | native> [--quick]
 #
 #   native       every program runs on the MPI's own collectives (the baseline: all
 #                programs must pass there).
@@ -37,7 +37,7 @@
 set -u
 
 usage() {
-    echo "usage: $0 <openmpi|mpich> <libpcoll.so path|native> [--quick]" >&2
+    echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so path|native> [--quick]" >&2
     exit 2
 }
 [ $# -ge 2 ] || usage
@@ -48,11 +48,11 @@ QUICK=0
 [ $# -le 3 ] || usage
 [ $# -eq 3 ] && [ $QUICK -eq 0 ] && usage
 
-case $MPI in
-openmpi) CC=mpicc.openmpi FC=mpif90.openmpi ;;
-mpich) CC=mpicc.mpich FC=mpif90.mpich ;;
-*) usage ;;
-esac
+# shellcheck source=../scripts/mpi.sh
+source "$(dirname "$0")/../scripts/mpi.sh"
+mpi_known "$MPI" || usage
+mpi_setup "$MPI" || exit 2
+CC=$MPICC FC=$MPIFC
 if [ "$LIB" != native ]; then
     [ -f "$LIB" ] || { echo "$0: library '$LIB' not found" >&2; exit 2; }
     LIB=$(cd "$(dirname "$LIB")" && pwd)/$(basename "$LIB")
@@ -93,7 +93,7 @@ env_var() { # PCOLL_<COLL>
 }
 
 if [ $QUICK -eq 1 ]; then
-    if [ "$MPI" = mpich ]; then
+    if [ "$MPI_ABI" = mpich ]; then
         P_NATIVE="1 2 3 4"
         P_ROT=(3 4 2) # each algorithm gets two consecutive entries (round robin)
     else
@@ -124,8 +124,8 @@ p_for() {
 # program arguments for a run at p (avoid: 1 to avoid native MPICH defects)
 prog_args() {
     local p=$1 avoid=$2 args=""
-    if [ $QUICK -eq 1 ] || { [ "$MPI" = mpich ] && [ "$p" -gt 4 ]; }; then args="quick"; fi
-    if [ "$avoid" = 1 ] && [ "$MPI" = mpich ]; then args="$args avoid-native-defects"; fi
+    if [ $QUICK -eq 1 ] || { [ "$MPI_ABI" = mpich ] && [ "$p" -gt 4 ]; }; then args="quick"; fi
+    if [ "$avoid" = 1 ] && [ "$MPI_ABI" = mpich ]; then args="$args avoid-native-defects"; fi
     echo $args
 }
 
@@ -167,6 +167,10 @@ compile() {
     fi
     echo $rc >"$LOGS/build-$prog.rc"
 }
+if [ -z "$FC" ]; then
+    echo "NOTE  $MPI ships no Fortran compiler wrapper: the Fortran programs are skipped"
+    F_PROGS=""
+fi
 for prog in $C_PROGS $F_PROGS; do
     rm -f "$LOGS/build-$prog.rc" "$LOGS/build-$prog.err"
     compile $prog &
@@ -177,6 +181,8 @@ for prog in $C_PROGS $F_PROGS; do
         BUILT="$BUILT $prog"
     elif [ $prog = fortran_f08 ] && grep -qi "mpi_f08" "$LOGS/build-$prog.err"; then
         echo "NOTE  use mpi_f08 is not available for $MPI: fortran_f08 skipped"
+    elif [ $prog != fortran_mpif ] && grep -q "Reading module.*mpi.*mod" "$LOGS/build-$prog.err"; then
+        echo "NOTE  $MPI's Fortran modules are not readable by this gfortran ($(gfortran -dumpversion)): $prog skipped"
     else
         record 0 "build $prog" "$(head -5 "$LOGS/build-$prog.err")"
     fi
@@ -194,15 +200,9 @@ run() {
     local name=$1 p=$2 prog=$3 args=$4
     shift 4
     local cmd=(timeout -k 10 "$TIMEOUT")
-    if [ "$MPI" = openmpi ]; then
-        cmd+=(mpirun.openmpi --allow-run-as-root --oversubscribe -np "$p")
-        local kv
-        for kv in "$@"; do cmd+=(-x "$kv"); done
-    else
-        cmd+=(mpiexec.mpich -n "$p")
-        local kv
-        for kv in "$@"; do cmd+=(-genv "${kv%%=*}" "${kv#*=}"); done
-    fi
+    mpi_np "$p"
+    mpi_env_args "$@"
+    cmd+=("$MPIRUN" "${MPI_NP_ARGS[@]}" "${MPI_ENV_ARGS[@]}")
     # shellcheck disable=SC2206
     cmd+=("$OUT/$prog" $args)
     RUN_LOG=$LOGS/$name

@@ -13,17 +13,21 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(pcoll_mpich)");
     println!("cargo::rustc-check-cfg=cfg(pcoll_large_count)");
     let mpicc = env::var("MPICC").unwrap_or_else(|_| "mpicc".to_string());
-    let show = Command::new(&mpicc)
-        .arg("-show")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
-        .unwrap_or_default();
-    if show.contains("mpich") {
+    // The family is read from the MPI's own header, not from the wrapper's command line:
+    // Intel MPI's `mpicc -show` names no "mpich", yet its ABI is MPICH's (I_MPI_VERSION and
+    // MPICH_VERSION are both defined); Open MPI defines OPEN_MPI.
+    let probe = header_probe(&mpicc);
+    if probe.contains("MPICH_VERSION") {
         println!("cargo:rustc-cfg=pcoll_mpich");
-        // MPICH 4.x: MPI-4 large-count (`_c`) bindings exist.
-        println!("cargo:rustc-cfg=pcoll_large_count");
-    } else {
+    } else if probe.contains("OPEN_MPI") {
         println!("cargo:rustc-cfg=pcoll_openmpi");
+    } else {
+        panic!("{mpicc}: its mpi.h defines neither OPEN_MPI nor MPICH_VERSION (pcoll serves the Open MPI and MPICH ABIs); set MPICC to the MPI's C compiler wrapper");
+    }
+    // MPI-4 large-count (`_c`) bindings: MPICH 4.x/5.x and Intel MPI 2021 declare them, Open
+    // MPI 4.1 and 5.0 do not.
+    if probe.contains("PMPI_Reduce_c") {
+        println!("cargo:rustc-cfg=pcoll_large_count");
     }
     cc::Build::new()
         .compiler(&mpicc)
@@ -36,4 +40,33 @@ fn main() {
     // The entry points' jumps (Rust) and the C entries they jump to (".text.hot.*") in one
     // output section, so a forwarded call's code is one page (shim/pcoll_entry.c).
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,keep-text-section-prefix");
+}
+
+/// The MPI header as the wrapper preprocesses it, with its macros (`-E -dM` lists the
+/// macros only; the declarations come from a second pass that names `PMPI_Reduce_c`).
+fn header_probe(mpicc: &str) -> String {
+    let dir = std::path::PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
+    let src = dir.join("pcoll_probe.c");
+    std::fs::write(&src, "#include <mpi.h>\nvoid *pcoll_probe = (void *)&PMPI_Reduce_c;\n")
+        .expect("write the header probe");
+    let run = |args: &[&str]| {
+        Command::new(mpicc)
+            .args(args)
+            .arg(&src)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {mpicc} ({e}): set MPICC to the MPI's C compiler wrapper"))
+    };
+    let macros = run(&["-E", "-dM"]);
+    if !macros.status.success() {
+        panic!(
+            "{mpicc} -E -dM could not read mpi.h:\n{}",
+            String::from_utf8_lossy(&macros.stderr)
+        );
+    }
+    let mut out = String::from_utf8_lossy(&macros.stdout).to_string();
+    // Compiles only where PMPI_Reduce_c is declared.
+    if run(&["-c", "-o", "/dev/null"]).status.success() {
+        out.push_str("\nPMPI_Reduce_c\n");
+    }
+    out
 }

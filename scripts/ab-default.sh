@@ -1,32 +1,31 @@
 #!/usr/bin/env bash
 # The default decision against native with a benchmark that shares no code with pcoll
 # (verify/ab.c: PMPI_X alternated with the preloaded MPI_X, barrier before each call, max over
-# ranks, median): every collective, 8 B .. 4 MiB (powers of two), p = 2 on both MPIs and p = 4
-# on Open MPI (oversubscribed on 2 cores). Writes results/ab.<mpi>.p<p>.txt and prints the
-# geometric mean and the worst size per collective. Run it on a quiet machine.
+# ranks, median): every collective, 8 B .. 4 MiB (powers of two), p = 2 on all five MPIs and
+# p = 4 on Open MPI 4.1 (oversubscribed on 2 cores). Writes results/ab.<mpi>.p<p>.txt and
+# prints the geometric mean and the worst size per collective. Run it on a quiet machine.
 #   scripts/ab-default.sh [iterations, default 200]
+# AB_CONFIGS="mpi:p ..." picks the runs (default "openmpi:2 mpich:2 openmpi:4 openmpi5:2
+# mpich5:2 impi:2"); AB_COLLS the collectives.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ITERS=${1:-200}
-COLLS="reduce allreduce reduce_scatter allgatherv bcast allgather reduce_scatter_block"
+COLLS=${AB_COLLS:-reduce allreduce reduce_scatter allgatherv bcast allgather reduce_scatter_block}
+source scripts/mpi.sh
 SIZES=$(python3 -c 'print(" ".join(str(8 << k) for k in range(20)))')
 mkdir -p build/verify results
-for cfg in openmpi:2 mpich:2 openmpi:4; do
+for cfg in ${AB_CONFIGS:-openmpi:2 mpich:2 openmpi:4 openmpi5:2 mpich5:2 impi:2}; do
   mpi=${cfg%:*} p=${cfg#*:}
   lib=$PWD/build/$mpi/libpcoll.so
   [ -f "$lib" ] || { echo "ab-default: $lib missing (make MPI=$mpi build)" >&2; continue; }
-  mpicc.$mpi -O2 -o build/verify/ab-$mpi verify/ab.c
-  out=results/ab.$mpi.p$p.txt
-  : >"$out"
-  for coll in $COLLS; do
-    if [ "$mpi" = openmpi ]; then
-      timeout -k 5 900 mpirun.openmpi --allow-run-as-root --oversubscribe -np "$p" -x LD_PRELOAD="$lib" \
-        build/verify/ab-$mpi "$coll" "$ITERS" $SIZES </dev/null >>"$out"
-    else
-      timeout -k 5 900 mpiexec.mpich -n "$p" -genv LD_PRELOAD "$lib" \
-        build/verify/ab-$mpi "$coll" "$ITERS" $SIZES </dev/null >>"$out"
-    fi
-  done
+  ( mpi_setup "$mpi" || exit 1
+    $MPICC -O2 -o build/verify/ab-$mpi verify/ab.c
+    out=results/ab.$mpi.p$p.txt
+    : >"$out"
+    for coll in $COLLS; do
+      timeout -k 5 900 bash -c 'source scripts/mpi.sh; mpi_setup "$0" && mpi_run "$@"' "$mpi" \
+        "$p" LD_PRELOAD="$lib" -- build/verify/ab-$mpi "$coll" "$ITERS" $SIZES </dev/null >>"$out"
+    done )
 done
 python3 - <<'PY'
 import glob, math

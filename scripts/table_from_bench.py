@@ -4,9 +4,10 @@
 pcoll-tune picks the fastest algorithm per cell; for the built-in table we want a margin:
 a pcoll algorithm is chosen only where it beat native by at least MARGIN in the interleaved
 benchmark, otherwise the cell stays `native` (so the default is never much slower than the
-MPI's own collective). Input: results/bench.<mpi>.p<p>.csv; output: tuning.toml (Open MPI)
-and tuning.mpich.toml (MPICH). The [model] section is copied from results/tuning.<mpi>.toml
-(pcoll-tune's fit) when present.
+MPI's own collective). Input: results/bench.<mpi>.p<p>.csv; output: tuning.toml (Open MPI 4.1),
+tuning.mpich.toml (MPICH 4.0) and tables/tuning.<mpi>.toml (openmpi5, mpich5, impi), for each
+MPI that has results. The [model] section is copied from results/tuning.<mpi>.toml (pcoll-tune's
+fit) when present, else from the table of the same ABI (the shared-memory fit of this machine).
 
 Validation: where results/auto.<mpi>.p<p>.csv (scripts/check-default.sh: the table's own
 choice against native, 400 interleaved iterations, no other algorithm in between; for the three
@@ -37,12 +38,24 @@ MIN_BYTES = 4096
 CONFIRM = 0.95
 if "--margin" in sys.argv:
     MARGIN = float(sys.argv[sys.argv.index("--margin") + 1])
+NAMES = {"openmpi": "Open MPI 4.1", "mpich": "MPICH 4.0", "openmpi5": "Open MPI 5.0",
+         "mpich5": "MPICH 5.0", "impi": "Intel MPI 2021"}
+OUT = {"openmpi": "tuning.toml", "mpich": "tuning.mpich.toml", "openmpi5": "tables/tuning.openmpi5.toml",
+       "mpich5": "tables/tuning.mpich5.toml", "impi": "tables/tuning.impi.toml"}
+FAMILY_TABLE = {"openmpi": "tuning.toml", "mpich": "tuning.mpich.toml", "openmpi5": "tuning.toml",
+                "mpich5": "tuning.mpich.toml", "impi": "tuning.mpich.toml"}
 COLLS = ["reduce", "allreduce", "reduce_scatter", "allgatherv", "bcast", "allgather", "reduce_scatter_block"]
 ONLY = None
 if "--only" in sys.argv:
     ONLY = sys.argv[sys.argv.index("--only") + 1].split(",")
     assert all(c in COLLS for c in ONLY), f"--only: collectives are {COLLS}"
-    COLLS = [c for c in COLLS if c in ONLY]
+    NAMES = {"openmpi": "Open MPI 4.1", "mpich": "MPICH 4.0", "openmpi5": "Open MPI 5.0",
+         "mpich5": "MPICH 5.0", "impi": "Intel MPI 2021"}
+OUT = {"openmpi": "tuning.toml", "mpich": "tuning.mpich.toml", "openmpi5": "tables/tuning.openmpi5.toml",
+       "mpich5": "tables/tuning.mpich5.toml", "impi": "tables/tuning.impi.toml"}
+FAMILY_TABLE = {"openmpi": "tuning.toml", "mpich": "tuning.mpich.toml", "openmpi5": "tuning.toml",
+                "mpich5": "tuning.mpich.toml", "impi": "tuning.mpich.toml"}
+COLLS = [c for c in COLLS if c in ONLY]
 root = os.path.join(os.path.dirname(__file__), "..")
 
 
@@ -128,7 +141,7 @@ def write(mpi, out):
         print(f"no results/bench.{mpi}.p*.csv", file=sys.stderr)
         return
     lines = [
-        f"# pcoll built-in tuning table for {'Open MPI' if mpi == 'openmpi' else 'MPICH'} (embedded in the library).",
+        f"# pcoll built-in tuning table for {NAMES[mpi]} (embedded in the library).",
         "# Written by scripts/table_from_bench.py from `make bench` on the development machine",
         f"# (2 cores, shared memory): a pcoll algorithm is chosen only for messages of at least {MIN_BYTES} B where its median beat native by",
         f"# at least {round((1 - MARGIN) * 100)}% in the interleaved benchmark (measured p = {', '.join(map(str, sorted(runs)))});",
@@ -137,6 +150,8 @@ def write(mpi, out):
         "",
     ]
     tuned = os.path.join(root, f"results/tuning.{mpi}.toml")
+    if not os.path.exists(tuned):
+        tuned = os.path.join(root, FAMILY_TABLE[mpi])
     if os.path.exists(tuned):
         m = re.search(r"\[model\]\n(.*?)\n\n", open(tuned).read(), re.S)
         if m:
@@ -200,5 +215,5 @@ def splice(old, new):
     return "\n\n".join(keep + ["\n".join(head + [add[0]])] + add[1:]) + "\n"
 
 
-write("openmpi", os.path.join(root, "tuning.toml"))
-write("mpich", os.path.join(root, "tuning.mpich.toml"))
+for mpi, out in OUT.items():
+    write(mpi, os.path.join(root, out))

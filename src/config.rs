@@ -17,6 +17,7 @@
 //! | `PCOLL_STATS` | `0`, `1`, `true`, `false`, `yes`, `no`, `on`, `off` | off |
 //! | `PCOLL_DISABLE` | same as `PCOLL_STATS` | off |
 //! | `PCOLL_NODES` | `shared`, `hostname`, or K (nodes of K consecutive world ranks) | `shared` |
+//! | `PCOLL_MPI` | an MPI name ([`crate::mpi::Mpi`]: `openmpi`, `mpich`, `openmpi5`, `mpich5`, `impi`, `other-openmpi`, `other-mpich`) | what `MPI_Get_library_version` names |
 
 use crate::algo::{Collective, Pick};
 use crate::tuning::size::{parse_size, SIZE_FORMS};
@@ -83,6 +84,8 @@ pub struct Config {
     pub disable: bool,
     /// `PCOLL_NODES`: how ranks are grouped into nodes for `hier` / `hier_ml`.
     pub nodes: crate::nodes::NodeMode,
+    /// `PCOLL_MPI`: treat the running MPI as this one (its table, native model, defaults).
+    pub mpi: Option<crate::mpi::Mpi>,
 }
 
 /// The accepted spellings of an on/off variable ([`parse_bool`]).
@@ -99,7 +102,7 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 
 impl Config {
     /// Every variable `Config` reads.
-    pub const VARS: [&'static str; 13] = [
+    pub const VARS: [&'static str; 14] = [
         "PCOLL_TUNING",
         "PCOLL_REDUCE",
         "PCOLL_ALLREDUCE",
@@ -113,6 +116,7 @@ impl Config {
         "PCOLL_STATS",
         "PCOLL_DISABLE",
         "PCOLL_NODES",
+        "PCOLL_MPI",
     ];
 
     /// Parses a snapshot given as a lookup function. Returns the config and one warning per
@@ -178,6 +182,12 @@ impl Config {
             match crate::nodes::NodeMode::parse(&v) {
                 Ok(m) => cfg.nodes = m,
                 Err(acc) => bad("PCOLL_NODES", &v, "", &acc, "shared"),
+            }
+        }
+        if let Some(v) = var("PCOLL_MPI") {
+            match v.trim().parse::<crate::mpi::Mpi>() {
+                Ok(m) => cfg.mpi = Some(m),
+                Err(why) => bad("PCOLL_MPI", &v, &format!("{why}; "), "an MPI name", "the running MPI"),
             }
         }
         (cfg, warns)

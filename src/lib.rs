@@ -11,6 +11,7 @@ pub mod elide;
 pub mod error;
 pub mod exec;
 pub mod model;
+pub mod mpi;
 pub mod nodes;
 pub mod plan;
 pub mod sched;

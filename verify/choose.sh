@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# verify/choose.sh <openmpi|mpich> <libpcoll.so>: the library's decision under MPI
+# verify/choose.sh <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so>: the library's decision under MPI
 # (pcoll_last_algorithm after each call, verify/choose.c) equals `pcoll-sim choose` for the
 # same table, at p = 1..5, every collective, commutative and non-commutative ops, sizes
 # 8 B..4 MiB: table rules, fallbacks to the model, model cells and native ones (through the
 # gate). Last line: `choose: PASS ...` or `choose: FAIL ...`.
 set -uo pipefail
-[ $# -eq 2 ] || { echo "usage: $0 <openmpi|mpich> <libpcoll.so>" >&2; exit 2; }
+[ $# -eq 2 ] || { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so>" >&2; exit 2; }
 MPI=$1
 LIB=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$ROOT/build/verify
 mkdir -p "$OUT"
+# shellcheck source=../scripts/mpi.sh
+source "$ROOT/scripts/mpi.sh"
+mpi_setup "$MPI" || exit 2
 BIN=$OUT/choose-$MPI
-mpicc.$MPI -O2 -Wall -o "$BIN" "$ROOT/verify/choose.c" -ldl || { echo "choose: FAIL (build)"; exit 1; }
+$MPICC -O2 -Wall -o "$BIN" "$ROOT/verify/choose.c" -ldl || { echo "choose: FAIL (build)"; exit 1; }
 # PCOLL_SIM: a pcoll-sim already built (make test builds it with the core tests).
 if [ -n "${PCOLL_SIM:-}" ] && [ -x "$PCOLL_SIM" ]; then
   SIM=$PCOLL_SIM
@@ -54,15 +57,9 @@ for run in 1 2 3 4 5 env3; do
   p=${run#env}
   ENVV=()
   [ "$run" = env3 ] && ENVV=(PCOLL_REDUCE=greedy PCOLL_ALLREDUCE=model PCOLL_ALLGATHERV=native PCOLL_FALLBACK=silent)
-  if [ "$MPI" = openmpi ]; then
-    xs=(); for e in "${ENVV[@]}"; do xs+=(-x "$e"); done
-    got=$(timeout -k 5 200 mpirun.openmpi --allow-run-as-root --oversubscribe -np $p -x LD_PRELOAD="$LIB" \
-      -x PCOLL_TUNING="$TABLE" "${xs[@]}" "$BIN" $SIZES </dev/null 2>&1)
-  else
-    gs=(); for e in "${ENVV[@]}"; do gs+=(-genv "${e%%=*}" "${e#*=}"); done
-    got=$(timeout -k 5 200 mpiexec.mpich -n $p -genv LD_PRELOAD "$LIB" -genv PCOLL_TUNING "$TABLE" \
-      "${gs[@]}" "$BIN" $SIZES </dev/null 2>&1)
-  fi
+  mpi_np $p
+  mpi_env_args LD_PRELOAD="$LIB" PCOLL_TUNING="$TABLE" "${ENVV[@]}"
+  got=$(timeout -k 5 200 "$MPIRUN" "${MPI_NP_ARGS[@]}" "${MPI_ENV_ARGS[@]}" "$BIN" $SIZES </dev/null 2>&1)
   rc=$?
   if [ $rc != 0 ]; then
     echo "$got" | tail -5; echo "choose: FAIL ($run: exit $rc)"; exit 1

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# verify/gate.sh <openmpi|mpich> <libpcoll.so>: the native gate against the table it stands in
+# verify/gate.sh <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so>: the native gate against the table it stands in
 # for (verify/gate.c), on sub-communicators of 1..4 ranks that are split and freed over and
 # over. Last line: `gate: PASS ...` or `gate: FAIL ...`; exit status non-zero on failure.
 set -uo pipefail
-[ $# -eq 2 ] || { echo "usage: $0 <openmpi|mpich> <libpcoll.so>" >&2; exit 2; }
+[ $# -eq 2 ] || { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so>" >&2; exit 2; }
 MPI=$1
 LIB=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$ROOT/build/verify
 mkdir -p "$OUT"
+# shellcheck source=../scripts/mpi.sh
+source "$ROOT/scripts/mpi.sh"
+mpi_setup "$MPI" || exit 2
 BIN=$OUT/gate-$MPI
-mpicc.$MPI -O2 -Wall -o "$BIN" "$ROOT/verify/gate.c" -ldl || { echo "gate: FAIL (build)"; exit 1; }
+$MPICC -O2 -Wall -o "$BIN" "$ROOT/verify/gate.c" -ldl || { echo "gate: FAIL (build)"; exit 1; }
 TABLE=$OUT/gate.toml
 # verify/gate.c's table: native at p = 2 below 1 KiB and at p = 4, a pcoll algorithm elsewhere.
 for ca in reduce:binomial allreduce:binomial reduce_scatter:binomial allgatherv:ring bcast:binomial \
@@ -18,13 +21,11 @@ for ca in reduce:binomial allreduce:binomial reduce_scatter:binomial allgatherv:
   printf '[[%s]]\np = 2\nbytes = [0, 1024]\nalgorithm = "native"\n[[%s]]\np = 4\nalgorithm = "native"\n' "${ca%:*}" "${ca%:*}"
   printf '[[%s]]\nalgorithm = "%s"\n' "${ca%:*}" "${ca#*:}"
 done >"$TABLE"
-if [ "$MPI" = openmpi ]; then
-  out=$(timeout -k 5 150 mpirun.openmpi --allow-run-as-root --oversubscribe -np 5 -x LD_PRELOAD="$LIB" \
-    -x PCOLL_TUNING="$TABLE" "$BIN" 200 </dev/null 2>&1)
-else
-  out=$(timeout -k 5 150 mpiexec.mpich -n 5 -genv LD_PRELOAD "$LIB" -genv PCOLL_TUNING "$TABLE" \
-    "$BIN" 15 </dev/null 2>&1)
-fi
+# MPICH-ABI MPIs busy-poll when oversubscribed (5 ranks on 2 cores): fewer rounds.
+rounds=200
+[ "$MPI_ABI" = mpich ] && rounds=15
+out=$(timeout -k 5 150 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+  "$ROOT/scripts/mpi.sh" "$MPI" -- 5 LD_PRELOAD="$LIB" PCOLL_TUNING="$TABLE" -- "$BIN" $rounds </dev/null 2>&1)
 rc=$?
 echo "$out" | grep -E '^gate: ' | head -20
 [ $rc = 0 ] && echo "$out" | grep -q '^gate: PASS' && exit 0

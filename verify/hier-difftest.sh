@@ -5,17 +5,20 @@
 # own decision in those runs), and --alg random (every algorithm or pcoll's own decision at
 # random: the model then weighs hier / hier_ml over the nodes), with PCOLL_STATS=1.
 #
-#   verify/hier-difftest.sh <openmpi|mpich> <libpcoll.so> [cases per run, default 200]
+#   verify/hier-difftest.sh <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [cases per run, default 200]
 #   HIER_PS="4" limits the world sizes (make test: p = 4, i.e. nodes 2+2 and 3+1, 40 cases a run).
 # Last line: "N passed, M failed" (cases; a run that crashed or hung counts as one failure).
 set -uo pipefail
-[ $# -ge 2 ] || { echo "usage: $0 <openmpi|mpich> <libpcoll.so> [cases]" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [cases]" >&2; exit 2; }
 MPI=$1; LIB=$(readlink -f "$2"); CASES=${3:-200}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$ROOT/build/verify; mkdir -p "$OUT/logs"
+# shellcheck source=../scripts/mpi.sh
+source "$ROOT/scripts/mpi.sh"
+mpi_setup "$MPI" || exit 2
 BIN=$OUT/difftest-$MPI
 if [ ! -x "$BIN" ] || [ "$ROOT/verify/difftest.c" -nt "$BIN" ]; then
-  mpicc.$MPI -O2 -g -Wall -o "$BIN" "$ROOT/verify/difftest.c" -ldl -lm || exit 1
+  $MPICC -O2 -g -Wall -o "$BIN" "$ROOT/verify/difftest.c" -ldl -lm || exit 1
 fi
 SEED=${DIFFTEST_SEED:-$(( $(date +%s) % 1000000007 ))}
 echo "hier-difftest: $MPI seed=$SEED cases/run=$CASES"
@@ -24,16 +27,12 @@ for alg in hier hier_ml random; do
   for nodes in 2 3; do
     for p in ${HIER_PS:-1 2 3 4 5 6 7 8 9}; do
       n=$CASES; maxc=100000
-      [ $MPI = mpich ] && [ $p -gt 2 ] && n=$(( CASES * 4 / (p + 2) ))
+      [ "$MPI_ABI" = mpich ] && [ $p -gt 2 ] && n=$(( CASES * 4 / (p + 2) ))
       log=$OUT/logs/hier-$MPI-$alg-n$nodes-p$p.log
       args=(--seed $((SEED + p)) --cases $n --max-count $maxc --alg $alg)
-      if [ $MPI = openmpi ]; then
-        timeout -k 10 600 mpirun.openmpi --allow-run-as-root --oversubscribe -np $p -x LD_PRELOAD="$LIB" \
-          -x PCOLL_NODES=$nodes -x PCOLL_STATS=1 -x PCOLL_FALLBACK=silent "$BIN" "${args[@]}" </dev/null >"$log" 2>&1
-      else
-        timeout -k 10 600 mpiexec.mpich -n $p -genv LD_PRELOAD "$LIB" -genv PCOLL_NODES $nodes \
-          -genv PCOLL_STATS 1 -genv PCOLL_FALLBACK silent "$BIN" "${args[@]}" </dev/null >"$log" 2>&1
-      fi
+      mpi_np $p
+      mpi_env_args LD_PRELOAD="$LIB" PCOLL_NODES=$nodes PCOLL_STATS=1 PCOLL_FALLBACK=silent
+      timeout -k 10 600 "$MPIRUN" "${MPI_NP_ARGS[@]}" "${MPI_ENV_ARGS[@]}" "$BIN" "${args[@]}" </dev/null >"$log" 2>&1
       rc=$?
       s=$(grep -E '^difftest: [0-9]+ cases, [0-9]+ mismatches' "$log" | tail -1)
       if [ -z "$s" ]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mpi4py as a real client of pcoll (issue 7).
 #
-#   verify/mpi4py.sh <openmpi|mpich> <libpcoll.so> [--quick|--setup]
+#   verify/mpi4py.sh <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [--quick|--setup]
 #
 # Builds (once, cached) a venv build/venv-<mpi> with mpi4py 4.1.2 compiled from the PyPI sdist
 # against that MPI (at -O0 unless MPI4PY_CFLAGS says otherwise; plus numpy), then runs
@@ -21,21 +21,21 @@
 # Last line: "N passed, M failed" (one test = one (p, module set) comparison).
 set -uo pipefail
 
-usage() { echo "usage: $0 <openmpi|mpich> <libpcoll.so> [--quick|--setup]" >&2; exit 2; }
+usage() { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [--quick|--setup]" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 MPI=$1
 LIB=$(readlink -f "$2")
 MODE=${3:-full}
 case $MODE in --quick) MODE=quick ;; --setup) MODE=setup ;; full|--full) MODE=full ;; *) usage ;; esac
-case $MPI in openmpi|mpich) ;; *) usage ;; esac
-
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=../scripts/mpi.sh
+source "$ROOT/scripts/mpi.sh"
+mpi_setup "$MPI" || usage
 BUILD=$ROOT/build
 VER=4.1.2
 SDIST=$BUILD/mpi4py-$VER.tar.gz
 SRC=$BUILD/mpi4py-$VER
 VENV=$BUILD/venv-$MPI
-MPICC=mpicc.$MPI
 mkdir -p "$BUILD"
 
 log() { echo "mpi4py.sh[$MPI]: $*"; }
@@ -82,11 +82,11 @@ fi
 
 if [ "$MODE" = quick ]; then
   MODS=(test_cco_buf test_cco_vec)
-  if [ "$MPI" = openmpi ]; then PS=(1 2 3); else PS=(1 2); fi
+  if [ "$MPI_ABI" = openmpi ]; then PS=(1 2 3); else PS=(1 2); fi
   TMO=300
 else
   MODS=(test_cco_buf test_cco_vec test_cco_nb_buf test_cco_nb_vec test_op test_cco_obj)
-  if [ "$MPI" = openmpi ]; then PS=(1 2 3 4 5); else PS=(1 2); fi
+  if [ "$MPI_ABI" = openmpi ]; then PS=(1 2 3 4 5); else PS=(1 2); fi
   TMO=1200
 fi
 # -i is a regex searched in the test file name: test_cco_buf also selects test_cco_buf_inter
@@ -103,25 +103,22 @@ run() {
   local p=$1 mode=$2 dir=$OUT/p$1-$2
   mkdir -p "$dir"
   local wrap="exec \"$VENV/bin/python\" \"$SRC/test/main.py\" ${INC[*]@Q} 2>\"$dir/rank.\${OMPI_COMM_WORLD_RANK:-\${PMI_RANK:-0}}\""
-  local env=()
+  local kvs=()
   if [ "$mode" = pcoll ]; then
-    if [ "$MPI" = openmpi ]; then env=(-x LD_PRELOAD="$LIB" -x PCOLL_STATS=1); else env=(-genv LD_PRELOAD "$LIB" -genv PCOLL_STATS 1); fi
+    kvs=(LD_PRELOAD="$LIB" PCOLL_STATS=1)
     # The built-in table hands small messages (all of mpi4py's tests) to native: force pcoll's
     # own algorithms so the suite exercises them (non-commutative ops fall back silently to
     # an order-preserving one). MPI4PY_PCOLL_ALGS="" keeps the table's choice.
     local kv
     for kv in ${MPI4PY_PCOLL_ALGS-PCOLL_REDUCE=binomial PCOLL_ALLREDUCE=butterfly PCOLL_REDUCE_SCATTER=circulant PCOLL_ALLGATHERV=circulant PCOLL_BCAST=circulant PCOLL_ALLGATHER=circulant PCOLL_REDUCE_SCATTER_BLOCK=butterfly PCOLL_FALLBACK=silent}; do
-      if [ "$MPI" = openmpi ]; then env+=(-x "$kv"); else env+=(-genv "${kv%%=*}" "${kv#*=}"); fi
+      kvs+=("$kv")
     done
   fi
   local t0=$SECONDS rc
-  if [ "$MPI" = openmpi ]; then
-    timeout -k 10 $TMO mpirun.openmpi --allow-run-as-root --oversubscribe -np "$p" "${env[@]}" \
-      bash -c "$wrap" </dev/null >"$dir/stdout" 2>"$dir/launcher"
-  else
-    timeout -k 10 $TMO mpiexec.mpich -n "$p" "${env[@]}" bash -c "$wrap" </dev/null \
-      >"$dir/stdout" 2>"$dir/launcher"
-  fi
+  mpi_np "$p"
+  mpi_env_args "${kvs[@]}"
+  timeout -k 10 $TMO "$MPIRUN" "${MPI_NP_ARGS[@]}" "${MPI_ENV_ARGS[@]}" bash -c "$wrap" </dev/null \
+    >"$dir/stdout" 2>"$dir/launcher"
   rc=$?
   echo "$rc" >"$dir/rc"
   echo $((SECONDS - t0)) >"$dir/secs"

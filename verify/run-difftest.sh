@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the randomized differential tester (verify/difftest.c) under one MPI with pcoll preloaded.
 #
-#   verify/run-difftest.sh <openmpi|mpich> <libpcoll.so> [--quick|--soak] [--native]
+#   verify/run-difftest.sh <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [--quick|--soak] [--native]
 #
 #   --quick (default): Open MPI p = 1,2,3,5 and MPICH p = 1,2,3, a few hundred cases each
 #                      (for `make test`, < 3 minutes per MPI on 2 cores)
@@ -13,7 +13,7 @@
 # "N passed, M failed" (cases; a run that crashed or hung counts as one failure).
 set -uo pipefail
 
-usage() { echo "usage: $0 <openmpi|mpich> <libpcoll.so> [--quick|--soak] [--native]" >&2; exit 2; }
+usage() { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [--quick|--soak] [--native]" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 MPI=$1
 LIB=$(readlink -f "$2" 2>/dev/null || echo "$2")
@@ -23,7 +23,9 @@ NATIVE=0
 for a in "$@"; do
   case $a in --quick) MODE=quick ;; --soak) MODE=soak ;; --native) NATIVE=1 ;; *) usage ;; esac
 done
-case $MPI in openmpi|mpich) ;; *) usage ;; esac
+# shellcheck source=../scripts/mpi.sh
+source "$(dirname "$0")/../scripts/mpi.sh"
+mpi_setup "$MPI" || usage
 if [ $NATIVE = 0 ] && [ ! -f "$LIB" ]; then echo "no library: $LIB" >&2; echo "0 passed, 1 failed"; exit 1; fi
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,12 +33,12 @@ OUTDIR=$ROOT/build/verify
 mkdir -p "$OUTDIR/logs"
 BIN=$OUTDIR/difftest-$MPI
 if [ ! -x "$BIN" ] || [ "$ROOT/verify/difftest.c" -nt "$BIN" ]; then
-  mpicc.$MPI -O2 -g -Wall -o "$BIN" "$ROOT/verify/difftest.c" -ldl -lm || { echo "0 passed, 1 failed"; exit 1; }
+  $MPICC -O2 -g -Wall -o "$BIN" "$ROOT/verify/difftest.c" -ldl -lm || { echo "0 passed, 1 failed"; exit 1; }
 fi
 
 SEED=${DIFFTEST_SEED:-$(( $(date +%s) % 1000000007 ))}
 if [ $MODE = quick ]; then
-  if [ $MPI = openmpi ]; then PS=(1 2 3 5); CASES=${DIFFTEST_CASES:-1500}; else PS=(1 2 3); CASES=${DIFFTEST_CASES:-1000}; fi
+  if [ "$MPI_ABI" = openmpi ]; then PS=(1 2 3 5); CASES=${DIFFTEST_CASES:-1500}; else PS=(1 2 3); CASES=${DIFFTEST_CASES:-1000}; fi
   MAXC=${DIFFTEST_MAX_COUNT:-100000}
   TMO=240
 else
@@ -54,15 +56,11 @@ failed=0
 # reversed rank order (wrong for non-commutative ops). Each mutant must produce mismatches.
 selftest() {
   local so=$OUTDIR/mutant-$MPI.so np=3 m out
-  mpicc.$MPI -shared -fPIC -O2 -o "$so" "$ROOT/verify/mutant.c" || { failed=$((failed + 1)); return; }
+  $MPICC -shared -fPIC -O2 -o "$so" "$ROOT/verify/mutant.c" || { failed=$((failed + 1)); return; }
   for m in 1 2 3 4; do
-    if [ $MPI = openmpi ]; then
-      out=$(timeout -k 5 120 mpirun.openmpi --allow-run-as-root --oversubscribe -np $np -x MUTANT=$m \
-        -x LD_PRELOAD="$so" "$BIN" --seed "$SEED" --cases 300 --max-count 1000 </dev/null 2>&1)
-    else
-      out=$(timeout -k 5 120 mpiexec.mpich -n $np -genv MUTANT $m -genv LD_PRELOAD "$so" "$BIN" \
-        --seed "$SEED" --cases 300 --max-count 1000 </dev/null 2>&1)
-    fi
+    out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+      "$ROOT/scripts/mpi.sh" "$MPI" -- $np MUTANT=$m LD_PRELOAD="$so" -- \
+      "$BIN" --seed "$SEED" --cases 300 --max-count 1000 </dev/null 2>&1)
     if echo "$out" | grep -Eq '^difftest: [0-9]+ cases, [1-9][0-9]* mismatches'; then
       passed=$((passed + 1))
     elif echo "$out" | grep -Eq 'MISMATCH|Segmentation fault|signal 11|Aborted'; then
@@ -87,24 +85,20 @@ run_one() {
   shift 2
   local kvs=("$@") # environment settings NAME=value for this run
   # MPICH busy-polls when oversubscribed (MPI-NOTES.md): fewer cases, smaller counts above p=2.
-  if [ $MPI = mpich ] && [ "$p" -gt 2 ]; then
+  if [ "$MPI_ABI" = mpich ] && [ "$p" -gt 2 ]; then
     n=$(( n * 2 / (p + 2) )); [ $n -lt 50 ] && n=50
     [ "$maxc" -gt 100000 ] && maxc=100000
   fi
   [ ${#kvs[@]} -gt 0 ] && tag="-${kvs[0]%%=*}"
   local log=$OUTDIR/logs/difftest-$MPI-$([ $NATIVE = 1 ] && echo native- || true)p$p$tag.log
   local args=(--seed "$s" --cases "$n" --max-count "$maxc" ${DIFFTEST_ARGS:-})
-  local t0=$SECONDS env=()
-  if [ $MPI = openmpi ]; then
-    [ $NATIVE = 0 ] && env=(-x LD_PRELOAD="$LIB")
-    for kv in "${kvs[@]}"; do env+=(-x "$kv"); done
-    timeout -k 10 $TMO mpirun.openmpi --allow-run-as-root --oversubscribe -np "$p" "${env[@]}" \
-      "$BIN" "${args[@]}" </dev/null >"$log" 2>&1
-  else
-    [ $NATIVE = 0 ] && env=(-genv LD_PRELOAD "$LIB")
-    for kv in "${kvs[@]}"; do env+=(-genv "${kv%%=*}" "${kv#*=}"); done
-    timeout -k 10 $TMO mpiexec.mpich -n "$p" "${env[@]}" "$BIN" "${args[@]}" </dev/null >"$log" 2>&1
-  fi
+  local t0=$SECONDS
+  local envs=("${kvs[@]}")
+  [ $NATIVE = 0 ] && envs=(LD_PRELOAD="$LIB" "${kvs[@]}")
+  mpi_np "$p"
+  mpi_env_args "${envs[@]}"
+  timeout -k 10 $TMO "$MPIRUN" "${MPI_NP_ARGS[@]}" "${MPI_ENV_ARGS[@]}" \
+    "$BIN" "${args[@]}" </dev/null >"$log" 2>&1
   local rc=$?
   local dt=$((SECONDS - t0))
   local summary

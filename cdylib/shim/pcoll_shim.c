@@ -89,3 +89,5 @@ int pcoll_c_op_is_rma_only(MPI_Op op)
 const int pcoll_c_comm_type_shared = MPI_COMM_TYPE_SHARED;
 const MPI_Info pcoll_c_info_null = MPI_INFO_NULL;
 const int pcoll_c_max_processor_name = MPI_MAX_PROCESSOR_NAME;
+/* For the running implementation's name (pcoll::mpi::Mpi::detect). */
+const int pcoll_c_max_library_version_string = MPI_MAX_LIBRARY_VERSION_STRING;

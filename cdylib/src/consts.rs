@@ -57,6 +57,7 @@ extern "C" {
     static pcoll_c_comm_type_shared: c_int;
     static pcoll_c_info_null: MPI_Info;
     static pcoll_c_max_processor_name: c_int;
+    static pcoll_c_max_library_version_string: c_int;
 }
 
 macro_rules! getter {
@@ -114,6 +115,7 @@ getter! {
     COMM_TYPE_SHARED: c_int = pcoll_c_comm_type_shared;
     info_null: MPI_Info = pcoll_c_info_null;
     MAX_PROCESSOR_NAME: c_int = pcoll_c_max_processor_name;
+    MAX_LIBRARY_VERSION_STRING: c_int = pcoll_c_max_library_version_string;
 }
 
 /// Open MPI's Fortran `MPI_IN_PLACE` / `MPI_BOTTOM`: addresses of common blocks in libmpi.

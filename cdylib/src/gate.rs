@@ -69,7 +69,7 @@ static WRITER: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 /// At start-up: publish the native-defect guards of every collective (from
 /// [`pcoll::decide::defects`], the only list of them) and open the gate, unless the Rust path
 /// must see every call. Cells of every p start empty (declined) until [`ensure`] fills them.
-pub fn open(cfg: &Config) {
+pub fn open(cfg: &Config, mpi: pcoll::mpi::Mpi) {
     // SAFETY: plain C calls on the gate's own static state.
     unsafe { pcoll_gate_close() };
     if !wanted(cfg) {
@@ -78,7 +78,7 @@ pub fn open(cfg: &Config) {
     for coll in Collective::ALL {
         let mut flags = 0u32;
         let mut root_above: c_ulonglong = 0;
-        for g in defects::guards(crate::state::MPI, coll) {
+        for g in defects::guards(mpi, coll) {
             flags |= guard_bit(g);
             if let Guard::RootNonzeroAbove(b) = g {
                 root_above = b as c_ulonglong;

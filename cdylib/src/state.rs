@@ -6,7 +6,7 @@ use mpi_sys::*;
 use once_cell::sync::{Lazy, OnceCell};
 use pcoll::config::Config;
 use pcoll::decide::{Memo, Overrides, Resolver};
-use pcoll::model::native::Mpi;
+use pcoll::mpi::{Abi, Mpi};
 use pcoll::tuning::Table;
 use pcoll::{Algorithm, Collective, Pick};
 use std::io::Write;
@@ -17,17 +17,42 @@ pub struct Global {
     pub cfg: Config,
     pub table: Table,
     pub world_rank: usize,
+    /// The MPI that runs (`PCOLL_MPI`, else [`running`]): whose built-in table is used,
+    /// whose native collectives the model prices, whose defects are avoided.
+    pub mpi: Mpi,
 }
 
 static GLOBAL: OnceCell<Global> = OnceCell::new();
 
-/// The MPI this library is built against (whose native collectives the model prices, whose
-/// defects are avoided and whose built-in table is embedded).
-pub const MPI: Mpi = if cfg!(pcoll_mpich) {
-    Mpi::Mpich
+/// The ABI this library is compiled for.
+pub const ABI: Abi = if cfg!(pcoll_mpich) {
+    Abi::Mpich
 } else {
-    Mpi::OpenMpi
+    Abi::OpenMpi
 };
+
+/// The MPI implementation that runs, and the first line of its `MPI_Get_library_version`
+/// (asked once; the standard allows the call before `MPI_Init`).
+pub fn running() -> (Mpi, &'static str) {
+    static R: OnceCell<(Mpi, String)> = OnceCell::new();
+    let r = R.get_or_init(|| {
+        let v = library_version();
+        (Mpi::detect(&v, ABI), v.lines().next().unwrap_or("").trim().to_string())
+    });
+    (r.0, &r.1)
+}
+
+fn library_version() -> String {
+    let mut buf = vec![0u8; consts::MAX_LIBRARY_VERSION_STRING().max(1) as usize + 1];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING bytes, as the call requires.
+    let rc = unsafe { PMPI_Get_library_version(buf.as_mut_ptr() as *mut _, &mut len) };
+    if rc != consts::SUCCESS() {
+        return String::new();
+    }
+    buf.truncate((len.max(0) as usize).min(buf.len()));
+    String::from_utf8_lossy(&buf).trim_end_matches('\0').to_string()
+}
 
 /// `PCOLL_DISABLE=1`, read without initialising anything else (pure passthrough); the same
 /// parser as the configuration's.
@@ -54,8 +79,29 @@ pub fn global() -> &'static Global {
         let world_rank = world_rank();
         let (cfg, mut warnings) = Config::from_env();
         init_logger(world_rank, cfg.log.as_deref());
-        let (table, w2) = cfg.load_table_or(builtin_table());
+        let (detected, version) = running();
+        let mpi = cfg.mpi.unwrap_or(detected);
+        if mpi.abi() != ABI {
+            warnings.push(format!(
+                "PCOLL_MPI={mpi} ignored: this library is built for the {} ABI; using {detected}",
+                ABI.name()
+            ));
+        }
+        let mpi = if mpi.abi() == ABI { mpi } else { detected };
+        if let Mpi::Other(_) = mpi {
+            warnings.push(format!(
+                "{version:?} is not an MPI pcoll has measured (Open MPI 4.1/5.0, MPICH 4.0/5.0, Intel MPI 2021): no table rules; the cost model decides, pricing native as the best textbook algorithm, with a margin of {:.0}% (PCOLL_MPI names a measured one to use its table)",
+                100.0 * Table::builtin_for(mpi).margin()
+            ));
+        }
+        let (table, w2) = cfg.load_table_or(Table::builtin_for(mpi));
         warnings.extend(w2);
+        log::info!(
+            "running {} ({version}; {}), table: {}",
+            mpi.describe(),
+            if cfg.mpi.is_some() { "PCOLL_MPI" } else { "MPI_Get_library_version" },
+            table.origin()
+        );
         for w in &warnings {
             // Configuration mistakes are always shown (once per process, from rank 0 only
             // to keep the output readable), whatever the log level.
@@ -67,24 +113,25 @@ pub fn global() -> &'static Global {
         }
         log::debug!("configuration: {cfg:?}");
         install_finalize_hook();
-        crate::gate::open(&cfg);
+        crate::gate::open(&cfg, mpi);
         Global {
             cfg,
             table,
             world_rank,
+            mpi,
         }
     })
 }
 
-/// The table embedded for the MPI this library is built against.
+/// The table embedded for the MPI that runs.
 pub fn builtin_table() -> Table {
-    Table::builtin_for(MPI)
+    Table::builtin_for(global().mpi)
 }
 
 /// The resolver of one call on a communicator of `p` ranks: this process's configuration,
 /// table, run-time overrides, and the model memo for `p`.
 pub fn resolver(g: &'static Global, coll: Collective, p: usize) -> Resolver<'static> {
-    Resolver::new(&g.cfg, &g.table, MPI)
+    Resolver::new(&g.cfg, &g.table, g.mpi)
         .with_overrides(Overrides {
             algorithm: forced(coll),
             segment: segment(),
@@ -304,9 +351,19 @@ pub fn last(coll: Collective) -> Option<Algorithm> {
     (v != NONE).then(|| Algorithm::ALL[v as usize])
 }
 
-/// The stats report: one line per collective and algorithm that ran.
+/// The stats report: a header naming the MPI and the table, then one line per collective
+/// and algorithm that ran.
 pub fn report() -> String {
     let mut out = String::new();
+    if let Some(g) = GLOBAL.get() {
+        out.push_str(&format!(
+            "pcoll: stats on {} ({}; {}), table {}\n",
+            g.mpi.describe(),
+            g.mpi.name(),
+            running().1,
+            g.table.origin()
+        ));
+    }
     for coll in Collective::ALL {
         for alg in Algorithm::ALL.iter() {
             let c = stat(coll, *alg);

@@ -93,6 +93,10 @@ pub trait NativeFacts {
     fn true_lb_positive(&self) -> bool;
     /// Reduce_scatter's counts are not all equal.
     fn unequal_counts(&self) -> bool;
+    /// The op is user-defined (`MPI_Op_create`); a plain call's is not.
+    fn user_op(&self) -> bool {
+        false
+    }
 }
 
 /// A plain call: contiguous type, true lower bound 0, equal counts.

@@ -75,6 +75,12 @@ pub const MAX_SEGMENT: usize = 1 << 31;
 pub const BUILTIN_TOML: &str = include_str!("../../tuning.toml");
 /// The file embedded as the built-in default table for MPICH.
 pub const BUILTIN_MPICH_TOML: &str = include_str!("../../tuning.mpich.toml");
+/// The built-in tables of the MPIs from the Python package registry and for the
+/// implementations pcoll has not measured (`tables/`).
+pub const BUILTIN_OPENMPI5_TOML: &str = include_str!("../../tables/tuning.openmpi5.toml");
+pub const BUILTIN_MPICH5_TOML: &str = include_str!("../../tables/tuning.mpich5.toml");
+pub const BUILTIN_IMPI_TOML: &str = include_str!("../../tables/tuning.impi.toml");
+pub const BUILTIN_OTHER_TOML: &str = include_str!("../../tables/tuning.other.toml");
 /// `[model] margin` when the table does not set one: a pcoll algorithm is chosen by the model
 /// only when predicted at least this much faster than native.
 pub const DEFAULT_MARGIN: f64 = 0.15;
@@ -236,15 +242,24 @@ impl Table {
         Table::builtin_for(Mpi::OpenMpi)
     }
 
-    /// The embedded default for `mpi` (`tuning.toml`, `tuning.mpich.toml`: the two MPIs'
-    /// native collectives win at different sizes).
+    /// The embedded default for `mpi` (`tuning.toml`, `tuning.mpich.toml`, `tables/`: the
+    /// MPIs' native collectives win at different sizes; an unmeasured MPI gets no rules).
     pub fn builtin_for(mpi: Mpi) -> Table {
-        let (text, name) = match mpi {
-            Mpi::OpenMpi => (BUILTIN_TOML, "built-in tuning.toml"),
-            Mpi::Mpich => (BUILTIN_MPICH_TOML, "built-in tuning.mpich.toml"),
-        };
+        let (text, name) = Table::builtin_text(mpi);
         // The embedded files are checked by a test; a broken one is a build defect.
         Table::parse(text, name).unwrap_or_else(|e| panic!("the embedded {name} is invalid:\n{e}"))
+    }
+
+    /// The embedded text of `mpi`'s built-in table and its name.
+    pub fn builtin_text(mpi: Mpi) -> (&'static str, &'static str) {
+        match mpi {
+            Mpi::OpenMpi => (BUILTIN_TOML, "built-in tuning.toml"),
+            Mpi::Mpich => (BUILTIN_MPICH_TOML, "built-in tuning.mpich.toml"),
+            Mpi::OpenMpi5 => (BUILTIN_OPENMPI5_TOML, "built-in tables/tuning.openmpi5.toml"),
+            Mpi::Mpich5 => (BUILTIN_MPICH5_TOML, "built-in tables/tuning.mpich5.toml"),
+            Mpi::IntelMpi => (BUILTIN_IMPI_TOML, "built-in tables/tuning.impi.toml"),
+            Mpi::Other(_) => (BUILTIN_OTHER_TOML, "built-in tables/tuning.other.toml"),
+        }
     }
 
     /// Starts a table built in code (the auto-tuner's way to write one).

@@ -2,18 +2,23 @@
 //! against (Open MPI: mpirun.openmpi; MPICH: mpiexec.mpich, p <= 2 because MPICH busy-polls
 //! when oversubscribed). The bench's `--check` compares every pcoll result with native and
 //! native with a sequential oracle; these tests read its JSON and require zero mismatches.
-//! Skipped (with a message) when the launcher is not installed.
+//! `MPIEXEC` names another launcher of the same ABI (the registry MPIs' `mpiexec`, as
+//! `make test` sets it). Skipped (with a message) when the launcher is not installed.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 fn launcher(np: usize) -> Option<Vec<String>> {
-    let mpi = pcoll_tools::bench::mpi::mpi_name();
+    let mpi = pcoll_tools::bench::mpi::abi_name();
+    let own = std::env::var("MPIEXEC").ok().filter(|s| !s.is_empty());
     let (prog, args): (&str, Vec<String>) = if mpi == "mpich" {
-        ("mpiexec.mpich", vec!["-n".into(), np.to_string()])
+        (
+            own.as_deref().unwrap_or("mpiexec.mpich"),
+            vec!["-n".into(), np.to_string()],
+        )
     } else {
         (
-            "mpirun.openmpi",
+            own.as_deref().unwrap_or("mpirun.openmpi"),
             vec![
                 "--allow-run-as-root".into(),
                 "--oversubscribe".into(),
@@ -155,7 +160,7 @@ fn bench_other_types_and_ops_checked() {
     ] {
         let j = tmp(&format!("{dt}.json"));
         let Some(_) = run(
-            if pcoll_tools::bench::mpi::mpi_name() == "mpich" {
+            if pcoll_tools::bench::mpi::abi_name() == "mpich" {
                 2
             } else {
                 3

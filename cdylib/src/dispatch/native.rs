@@ -41,6 +41,7 @@ pub(super) fn native_requested(g: &'static Global, a: &Args) -> Option<usize> {
     let unequal = || a.unequal_counts();
     let nf = ArgFacts {
         dt: a.dt,
+        op: a.op,
         unequal: &unequal,
     };
     let d = decide(g, &call, &nf).ok()?;
@@ -218,7 +219,7 @@ fn native_decided(
         root: 0,
         nodes: Default::default(),
     };
-    let nf = ArgFacts { dt, unequal };
+    let nf = ArgFacts { dt, op, unequal };
     let d = decide(g, &call, &nf).ok()?;
     if d.algorithm != Algorithm::Native {
         return None;

@@ -17,6 +17,8 @@ use std::os::raw::c_int;
 /// The defect facts of a call, asked of the MPI only when a defect rule needs them.
 pub(super) struct ArgFacts<'a> {
     pub dt: MPI_Datatype,
+    /// The call's op (`MPI_OP_NULL` for the collectives that do not reduce).
+    pub op: MPI_Op,
     pub unequal: &'a dyn Fn() -> bool,
 }
 
@@ -29,6 +31,9 @@ impl NativeFacts for ArgFacts<'_> {
     }
     fn unequal_counts(&self) -> bool {
         (self.unequal)()
+    }
+    fn user_op(&self) -> bool {
+        self.op != consts::op_null() && !mpi_types::op_is_predefined(self.op)
     }
 }
 
@@ -85,6 +90,7 @@ pub(super) fn choose(
     let unequal = || a.unequal_counts();
     let nf = ArgFacts {
         dt: a.dt,
+        op: a.op,
         unequal: &unequal,
     };
     let mut d = decided(g, &call, &nf)?;

@@ -234,23 +234,17 @@ fn unstage_bcast(a: &Args, v: &Valid, st: &CommState, buf: &Scratch) -> Result<(
     }
 }
 
-/// Chunk bytes and the largest chunked message when the environment does not say: below
-/// the eager limit of the MPI's shared-memory transport (Open MPI 4.1 vader: 4 KiB with the
-/// header; MPICH 4.0 ch4 posix: 16 KiB cells, where chunks of half a cell measured fastest),
-/// and as far as chunks measured faster than one rendezvous message on this machine.
+/// Chunk bytes and the largest chunked message when the environment does not say: the
+/// running MPI's ([`pcoll::mpi::Mpi::chunk_defaults`]).
 /// The collectives that only move data (bcast, allgather, allgatherv) chunk only messages of
 /// up to [`COPY_CHUNKS`] chunks by default between ranks of one node: one just above the
 /// eager limit gains (Open MPI p = 2, forced ring allgatherv of 8 KiB, i.e. 4 KiB blocks:
 /// 0.87x native chunked, 1.27x whole; 16 KiB 1.11x against 1.26x), one of many chunks loses
 /// to a single rendezvous through shared memory (32 KiB 1.39-1.42x against 1.19-1.24x,
-/// 256 KiB 2.6x against 1.1x; MPICH alike). Between nodes they chunk up to `CHUNK_DEFAULT.1`
-/// as the reductions do everywhere: on the emulated cluster (MPICH, 4 nodes, 500 Mbit/s TCP)
-/// the default bcast measured 0.54-0.66x native at 256 KiB-4 MiB chunked, 0.70-0.84x whole.
-const CHUNK_DEFAULT: (usize, usize) = if cfg!(pcoll_mpich) {
-    (7680, 2 << 20)
-} else {
-    (3840, 256 << 10)
-};
+/// 256 KiB 2.6x against 1.1x; MPICH alike). Between nodes they chunk up to the largest
+/// chunked message as the reductions do everywhere: on the emulated cluster (MPICH, 4 nodes,
+/// 500 Mbit/s TCP) the default bcast measured 0.54-0.66x native at 256 KiB-4 MiB chunked,
+/// 0.70-0.84x whole.
 
 /// Most chunks of a default-chunked message of bcast, allgather and allgatherv.
 const COPY_CHUNKS: usize = 4;
@@ -260,8 +254,9 @@ const COPY_CHUNKS: usize = 4;
 /// says so), allgatherv runs in bytes (see [`in_bytes`](super::validate::in_bytes)), and the
 /// nodes are the same on every rank.
 fn chunking<'a>(g: &Global, coll: Collective, f: &TypeFacts, st: &'a CommState) -> Chunking<'a> {
-    let chunk = g.cfg.chunk.unwrap_or(CHUNK_DEFAULT.0);
-    let max_bytes = g.cfg.chunk_max.unwrap_or(CHUNK_DEFAULT.1);
+    let dflt = g.mpi.chunk_defaults();
+    let chunk = g.cfg.chunk.unwrap_or(dflt.0);
+    let max_bytes = g.cfg.chunk_max.unwrap_or(dflt.1);
     let size = f.size;
     if chunk == 0 || size == 0 || size > chunk {
         return Default::default();

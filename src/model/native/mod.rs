@@ -68,39 +68,7 @@ use ompi::{ompi_allgatherv, ompi_allreduce, ompi_bcast_cx, ompi_reduce, ompi_red
 /// Element size assumed for the MPIs' count-based tests (`MPI_DOUBLE`).
 pub const ELEMENT_BYTES: usize = 8;
 
-/// Which MPI's native collectives are modelled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Mpi {
-    OpenMpi,
-    Mpich,
-}
-
-impl Mpi {
-    pub const ALL: [Mpi; 2] = [Mpi::OpenMpi, Mpi::Mpich];
-    pub fn name(self) -> &'static str {
-        match self {
-            Mpi::OpenMpi => "openmpi",
-            Mpi::Mpich => "mpich",
-        }
-    }
-}
-
-impl std::fmt::Display for Mpi {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Mpi {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "openmpi" | "open-mpi" | "ompi" => Ok(Mpi::OpenMpi),
-            "mpich" => Ok(Mpi::Mpich),
-            _ => Err(format!("unknown MPI '{s}' (openmpi, mpich)")),
-        }
-    }
-}
+pub use crate::mpi::{Abi, Mpi, Rules};
 
 /// The algorithm an MPI's default selection runs, and its predicted time.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -131,8 +99,9 @@ pub fn native(
         };
     }
     let x = Cx::new(p, bytes, c);
-    let (algorithm, time) = match mpi {
-        Mpi::OpenMpi => match coll {
+    let (algorithm, time) = match mpi.rules() {
+        Rules::Textbook => textbook(coll, p, bytes, commutative, c),
+        Rules::OpenMpi => match coll {
             Collective::Allreduce => ompi_allreduce(&x, commutative),
             Collective::Reduce => ompi_reduce(&x, commutative),
             Collective::ReduceScatter => ompi_reduce_scatter(&x, commutative),
@@ -141,7 +110,7 @@ pub fn native(
             Collective::Allgather => family::ompi_allgather(&x),
             Collective::ReduceScatterBlock => family::ompi_reduce_scatter_block(&x, commutative),
         },
-        Mpi::Mpich => match coll {
+        Rules::Mpich => match coll {
             Collective::Allreduce => mpich_allreduce(&x, commutative),
             Collective::Reduce => mpich_reduce(&x, commutative),
             Collective::ReduceScatter => mpich_reduce_scatter(&x, commutative),
@@ -152,6 +121,27 @@ pub fn native(
         },
     };
     NativeChoice { algorithm, time }
+}
+
+/// An MPI whose selection is not modelled ([`Rules::Textbook`]): the fastest of the textbook
+/// algorithms every MPI implements (binomial trees, pipelined chains, recursive
+/// halving/doubling with Rabenseifner's fold-in, rings, van de Geijn's bcast), priced with
+/// pcoll's own closed forms. pcoll's greedy and circulant schedules are not among them, so a
+/// pcoll algorithm wins a cell only where it beats all of those (and by the table's margin).
+fn textbook(
+    coll: Collective,
+    p: usize,
+    bytes: usize,
+    commutative: bool,
+    c: &CostParams,
+) -> (&'static str, f64) {
+    use crate::algo::Algorithm::*;
+    [Binomial, Pipeline, Butterfly, Ring, ScatterAllgather]
+        .into_iter()
+        .filter(|a| crate::Algorithm::available(coll).contains(a))
+        .filter(|a| commutative || a.order_preserving(coll))
+        .map(|a| (a.name(), crate::model::predict(coll, a, p, bytes, c).time))
+        .fold(("binomial", f64::INFINITY), |b, x| if x.1 < b.1 { x } else { b })
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -255,8 +255,14 @@ pub fn short_version(full: &str) -> String {
     head.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Which MPI this binary is built against (`openmpi` / `mpich`).
+/// Which MPI runs (`openmpi`, `mpich`, `openmpi5`, `mpich5`, `impi`, `other-...`: the
+/// library's [`pcoll::mpi::Mpi`] name, `PCOLL_MPI` included). MPI must be initialised.
 pub fn mpi_name() -> &'static str {
+    pcoll_mpi::state::global().mpi.name()
+}
+
+/// Which ABI this binary is built against (`openmpi` / `mpich`).
+pub fn abi_name() -> &'static str {
     consts::MPI_NAME
 }
 

@@ -1,0 +1,116 @@
+//! The running MPI (`pcoll::mpi::Mpi`): which table, native model and defects each of the five
+//! measured implementations and an unmeasured one get.
+
+use pcoll::algo::{Algorithm, Collective};
+use pcoll::decide::defects;
+use pcoll::decide::{CallFacts, NativeFacts, PlainFacts};
+use pcoll::model::native::{native, Rules};
+use pcoll::model::predict;
+use pcoll::mpi::{Abi, Mpi};
+use pcoll::tuning::Table;
+use pcoll::CostParams;
+
+struct Holey {
+    user_op: bool,
+}
+
+impl NativeFacts for Holey {
+    fn holes(&self) -> bool {
+        true
+    }
+    fn true_lb_positive(&self) -> bool {
+        false
+    }
+    fn unequal_counts(&self) -> bool {
+        false
+    }
+    fn user_op(&self) -> bool {
+        self.user_op
+    }
+}
+
+#[test]
+fn every_mpi_has_its_own_builtin_table() {
+    let mut origins = Vec::new();
+    for m in Mpi::KNOWN
+        .into_iter()
+        .chain([Mpi::Other(Abi::OpenMpi), Mpi::Other(Abi::Mpich)])
+    {
+        let t = Table::builtin_for(m);
+        origins.push(t.origin().to_string());
+        // The two unmeasured ones share one table: no rules.
+        let unmeasured = matches!(m, Mpi::Other(_));
+        assert_eq!(
+            t.lookup(Collective::Reduce, 2, 1 << 20).is_none(),
+            unmeasured,
+            "{m}"
+        );
+    }
+    origins.dedup();
+    assert_eq!(origins.len(), 6, "{origins:?}");
+}
+
+#[test]
+fn unmodelled_natives_are_priced_as_the_best_textbook_algorithm() {
+    let c = CostParams {
+        alpha: 1.4e-6,
+        beta: 7.7e-11,
+        gamma: 1.3e-11,
+    };
+    for m in [Mpi::Mpich5, Mpi::IntelMpi, Mpi::Other(Abi::OpenMpi)] {
+        assert_eq!(m.rules(), Rules::Textbook);
+        for coll in Collective::ALL {
+            for p in [2, 3, 5, 8, 64] {
+                for bytes in [8, 4096, 1 << 20, 1 << 24] {
+                    let n = native(m, coll, p, bytes, true, &c);
+                    let best = [
+                        Algorithm::Binomial,
+                        Algorithm::Pipeline,
+                        Algorithm::Butterfly,
+                        Algorithm::Ring,
+                        Algorithm::ScatterAllgather,
+                    ]
+                    .into_iter()
+                    .filter(|a| Algorithm::available(coll).contains(a))
+                    .map(|a| predict(coll, a, p, bytes, &c).time)
+                    .fold(f64::INFINITY, f64::min);
+                    assert_eq!(n.time, best, "{m} {coll} p={p} {bytes}");
+                    // pcoll's greedy and circulant are never the native's algorithm.
+                    assert!(!["greedy", "greedy_uni", "circulant"].contains(&n.algorithm));
+                }
+            }
+        }
+    }
+    assert_eq!(Mpi::OpenMpi5.rules(), Rules::OpenMpi);
+    assert_eq!(Mpi::Mpich.rules(), Rules::Mpich);
+}
+
+#[test]
+fn defects_apply_to_their_family_or_to_their_implementation() {
+    let reduce = CallFacts {
+        root: 1,
+        ..CallFacts::new(Collective::Reduce, 3, 1 << 20)
+    };
+    // MPICH 4.0's in-place-at-nonzero-root defect: avoided under every MPICH-ABI MPI.
+    for m in [Mpi::Mpich, Mpi::Mpich5, Mpi::IntelMpi, Mpi::Other(Abi::Mpich)] {
+        assert_eq!(
+            defects::fired(m, &reduce, &PlainFacts).map(|d| d.name),
+            Some("mpich-reduce-inplace-root"),
+            "{m}"
+        );
+    }
+    for m in [Mpi::OpenMpi, Mpi::OpenMpi5] {
+        assert!(defects::fired(m, &reduce, &PlainFacts).is_none(), "{m}");
+    }
+    // Intel MPI's user-op-on-holes reduce: there only, and only with a user op.
+    let root0 = CallFacts::new(Collective::Reduce, 3, 40_000);
+    let user = Holey { user_op: true };
+    assert_eq!(
+        defects::fired(Mpi::IntelMpi, &root0, &user).map(|d| d.name),
+        Some("impi-reduce-userop-holes")
+    );
+    assert!(defects::fired(Mpi::IntelMpi, &root0, &Holey { user_op: false }).is_none());
+    for m in [Mpi::Mpich, Mpi::Mpich5, Mpi::OpenMpi] {
+        assert!(defects::fired(m, &root0, &user).is_none(), "{m}");
+    }
+}
