@@ -33,8 +33,7 @@ pub const MPI: Mpi = if cfg!(pcoll_mpich) {
 /// parser as the configuration's.
 pub fn disabled() -> bool {
     static D: Lazy<bool> = Lazy::new(|| {
-        std::env::var("PCOLL_DISABLE")
-            .ok()
+        crate::agree::var("PCOLL_DISABLE")
             .and_then(|v| pcoll::config::parse_bool(&v))
             .unwrap_or(false)
     });
@@ -52,10 +51,9 @@ fn world_rank() -> usize {
 pub fn global() -> &'static Global {
     GLOBAL.get_or_init(|| {
         let world_rank = world_rank();
-        let (cfg, mut warnings) = Config::from_env();
+        // Settled across ranks at MPI_Init (agree.rs): the same on every rank.
+        let (cfg, table, warnings) = crate::agree::settings(builtin_table());
         init_logger(world_rank, cfg.log.as_deref());
-        let (table, w2) = cfg.load_table_or(builtin_table());
-        warnings.extend(w2);
         for w in &warnings {
             // Configuration mistakes are always shown (once per process, from rank 0 only
             // to keep the output readable), whatever the log level.
