@@ -10,10 +10,14 @@
 #   force-one      PCOLL_REDUCE / PCOLL_ALLREDUCE forced on rank 1 only
 #   segment-one    PCOLL_SEGMENT on rank 1 only (segmented algorithms forced on all ranks)
 #   same           the same settings everywhere (control: no warning at all)
+#   noinit         MPI initialised with PMPI_Init (verify/agree_noinit.c: allreduce, reduce):
+#                  a table on every rank, PCOLL_ALLREDUCE / PCOLL_REDUCE on rank 1 only; every
+#                  rank must ignore them alike, rank 0 warns once naming PCOLL_TUNING
 # A run passes when it ends within AGREE_TIMEOUT seconds (default 120; a hang fails), every
 # case matches the rank-order reference ("difftest: N cases, 0 mismatches"), rank 0 printed
 # exactly one "pcoll: warning: settings differ across ranks" line naming each variable that
-# differs (none for `same`) and no other rank printed one. Last line: `agree: PASS (n runs)`
+# differs (none for `same`; for `noinit` the "MPI_Init was not seen" line) and no other rank
+# printed one. Last line: `agree: PASS (n runs)`
 # or `agree: FAIL (k of n runs)`; exit status non-zero on failure.
 # AGREE_CASES (default 300) and AGREE_MAX_COUNT (default 20000) size each run.
 set -uo pipefail
@@ -32,6 +36,8 @@ BIN=$ROOT/build/verify/difftest-$MPI
 if [ ! -x "$BIN" ] || [ "$ROOT/verify/difftest.c" -nt "$BIN" ]; then
   mpicc.$MPI -O2 -g -Wall -o "$BIN" "$ROOT/verify/difftest.c" -ldl -lm || { echo "agree: FAIL (build)"; exit 1; }
 fi
+NOINIT=$OUT/noinit
+mpicc.$MPI -O2 -Wall -o "$NOINIT" "$ROOT/verify/agree_noinit.c" || { echo "agree: FAIL (build)"; exit 1; }
 TMO=${AGREE_TIMEOUT:-120}
 CASES=${AGREE_CASES:-300}
 MAXC=${AGREE_MAX_COUNT:-20000}
@@ -63,34 +69,34 @@ scenario() {
   rm -f "$dir"/out.*
   if [ "$MPI" = openmpi ]; then
     timeout -k 5 "$TMO" mpirun.openmpi --allow-run-as-root --oversubscribe -np "$p" -x LD_PRELOAD="$LIB" \
-      "$WRAP" "$dir" "$BIN" --seed "$SEED" --cases "$CASES" --max-count "$MAXC" --alg none </dev/null >"$dir/mpirun.log" 2>&1
+      "$WRAP" "$dir" "${CMD[@]}" </dev/null >"$dir/mpirun.log" 2>&1
   else
     timeout -k 5 "$TMO" mpiexec.mpich -n "$p" -genv LD_PRELOAD "$LIB" \
-      "$WRAP" "$dir" "$BIN" --seed "$SEED" --cases "$CASES" --max-count "$MAXC" --alg none </dev/null >"$dir/mpirun.log" 2>&1
+      "$WRAP" "$dir" "${CMD[@]}" </dev/null >"$dir/mpirun.log" 2>&1
   fi
   rc=$?
   runs=$((runs + 1))
   [ $rc = 124 ] || [ $rc = 137 ] && why="hung (killed after ${TMO} s)"
   [ -z "$why" ] && [ $rc != 0 ] && why="exit status $rc"
-  [ -z "$why" ] && ! grep -Eq '^difftest: [0-9]+ cases, 0 mismatches' "$dir/out.0" && why="no clean difftest result"
-  n=$(grep -c '^pcoll: warning: settings differ across ranks' "$dir/out.0" 2>/dev/null)
+  [ -z "$why" ] && ! grep -Eq "$OKRE" "$dir/out.0" && why="no clean result"
+  n=$(grep -c "^pcoll: warning: $WARNRE" "$dir/out.0" 2>/dev/null)
   if [ -z "$why" ]; then
     if [ -z "$expect" ]; then
       [ "$n" = 0 ] || why="rank 0 warned $n times, expected no warning"
     elif [ "$n" != 1 ]; then
-      why="rank 0 printed $n 'settings differ' warnings, expected exactly 1"
+      why="rank 0 printed $n '$WARNRE' warnings, expected exactly 1"
     else
       for v in $expect; do
-        grep '^pcoll: warning: settings differ across ranks' "$dir/out.0" | grep -q "$v (" ||
+        grep "^pcoll: warning: $WARNRE" "$dir/out.0" | grep -q "$v[ (,]" ||
           why="the warning does not name $v"
       done
     fi
   fi
   for ((r = 1; r < p; r++)); do
-    [ -z "$why" ] && grep -q 'settings differ' "$dir/out.$r" 2>/dev/null && why="rank $r printed the warning too"
+    [ -z "$why" ] && grep -q "$WARNRE" "$dir/out.$r" 2>/dev/null && why="rank $r printed the warning too"
   done
   if [ -z "$why" ]; then
-    echo "  ok    $name p=$p: $(grep -E '^difftest: ' "$dir/out.0" | tail -1)"
+    echo "  ok    $name p=$p: $(grep -E "$OKRE" "$dir/out.0" | tail -1)"
   else
     fails=$((fails + 1))
     echo "  FAIL  $name p=$p: $why (seed $SEED; logs in $dir)"
@@ -103,6 +109,9 @@ setup() { rm -rf "$OUT/$1.p$2"; mkdir -p "$OUT/$1.p$2"; }
 put() { echo "export $4" >>"$OUT/$1.p$2/env.$3"; }
 
 echo "agree ($MPI, p = ${PS[*]}, $CASES cases each, seed $SEED):"
+CMD=("$BIN" --seed "$SEED" --cases "$CASES" --max-count "$MAXC" --alg none)
+OKRE='^difftest: [0-9]+ cases, 0 mismatches'
+WARNRE='settings differ across ranks'
 for p in "${PS[@]}"; do
   last=$((p - 1))
   setup tuning-rank0 "$p"
@@ -135,6 +144,19 @@ for p in "${PS[@]}"; do
   put same "$p" all "PCOLL_TUNING=$OUT/a.toml"
   put same "$p" all "PCOLL_SEGMENT=4096"
   scenario same "$p" ""
+done
+
+# MPI initialised with PMPI_Init (pcoll's MPI_Init not seen): every rank drops its steering
+# settings alike; rank 0 names what it dropped.
+CMD=("$NOINIT")
+OKRE='^noinit: ok'
+WARNRE='MPI_Init was not seen by pcoll'
+for p in "${PS[@]}"; do
+  setup noinit "$p"
+  put noinit "$p" all "PCOLL_TUNING=$OUT/a.toml"
+  put noinit "$p" 1 "PCOLL_ALLREDUCE=butterfly"
+  put noinit "$p" 1 "PCOLL_REDUCE=pipeline"
+  scenario noinit "$p" "PCOLL_TUNING"
 done
 if [ $fails = 0 ]; then echo "agree: PASS ($runs runs)"; exit 0; fi
 echo "agree: FAIL ($fails of $runs runs)"
