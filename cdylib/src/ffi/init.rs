@@ -1,5 +1,5 @@
-//! `MPI_Init` and `MPI_Init_thread` (C; and, for Open MPI, whose Fortran bindings call
-//! `PMPI_Init` directly, the Fortran symbols): forwarded, then the decision inputs are
+//! `MPI_Init` and `MPI_Init_thread` (C; and the Fortran symbols whose bindings call
+//! `PMPI_Init` directly): forwarded, then the decision inputs are
 //! settled across `MPI_COMM_WORLD` (`crate::agree`), where every rank is.
 #![allow(non_snake_case)]
 
@@ -34,21 +34,32 @@ pub unsafe extern "C" fn MPI_Init_thread(
     })
 }
 
-#[cfg(pcoll_openmpi)]
+/// The Fortran entries that reach `PMPI_Init` without the C `MPI_Init`: all of Open MPI's
+/// (mpif.h / `use mpi`, and `ompi_init_f`, which `use mpi_f08` calls); MPICH's `use mpi_f08`
+/// ones (its mpif.h / `use mpi` call the C `MPI_Init`, served above).
 mod fortran {
     use super::*;
-    use crate::ffi::fortran::{set_ierr, Fint};
+    type Fint = RSMPI_Fint;
+
+    /// # Safety
+    /// `ierr` is null (`use mpi_f08`'s optional argument) or a writable INTEGER.
+    unsafe fn done(ierr: *mut Fint, rc: c_int) {
+        if !ierr.is_null() {
+            // SAFETY: checked non-null.
+            unsafe { *ierr = rc as Fint };
+        }
+    }
 
     macro_rules! export_init {
         ($($name:ident),*) => {$(
             #[no_mangle]
             pub unsafe extern "C" fn $name(ierr: *mut Fint) {
-                // SAFETY: MPI-2 allows null argc/argv (Open MPI's own binding passes none).
+                // SAFETY: MPI-2 allows null argc/argv (the MPIs' own bindings pass none).
                 let rc = guard("MPI_INIT", || {
                     settle(unsafe { PMPI_Init(std::ptr::null_mut(), std::ptr::null_mut()) })
                 });
                 // SAFETY: Fortran's INTEGER ierr.
-                unsafe { set_ierr(ierr, rc) };
+                unsafe { done(ierr, rc) };
             }
         )*};
     }
@@ -70,12 +81,14 @@ mod fortran {
                     settle(rc)
                 });
                 // SAFETY: Fortran's INTEGER ierr.
-                unsafe { set_ierr(ierr, rc) };
+                unsafe { done(ierr, rc) };
             }
         )*};
     }
 
+    #[cfg(pcoll_openmpi)]
     export_init!(mpi_init_, mpi_init__, mpi_init, MPI_INIT, ompi_init_f);
+    #[cfg(pcoll_openmpi)]
     export_init_thread!(
         mpi_init_thread_,
         mpi_init_thread__,
@@ -83,4 +96,8 @@ mod fortran {
         MPI_INIT_THREAD,
         ompi_init_thread_f
     );
+    #[cfg(pcoll_mpich)]
+    export_init!(mpi_init_f08_);
+    #[cfg(pcoll_mpich)]
+    export_init_thread!(mpi_init_thread_f08_);
 }
