@@ -115,11 +115,12 @@ ctest-%:
 ctest-cargo-%:
 	$(call MPI_ENV,$*) MPIEXEC=$$MPIRUN CARGO_TARGET_DIR=$(CURDIR)/target-$* $(CARGO) test --release $(PKGS_MPI)
 
-# Randomized differential test (short), the native gate against its table, and mpi4py's own
-# collective tests under pcoll.
+# Randomized differential test (short), the native gate against its table, settings that
+# differ across ranks (verify/agree.sh), and mpi4py's own collective tests under pcoll.
 verify-%: mpi4py-setup
 	bash verify/run-difftest.sh $* build/$*/libpcoll.so --quick
 	bash verify/gate.sh $* build/$*/libpcoll.so
+	bash verify/agree.sh $* build/$*/libpcoll.so
 	$(if $(filter $*,$(DEBIAN_MPIS)),HIER_PS=4 bash verify/hier-difftest.sh $* build/$*/libpcoll.so 40)
 	PCOLL_SIM=$(CURDIR)/target-$(CORE_MPI)/release/pcoll-sim bash verify/choose.sh $* build/$*/libpcoll.so
 	bash verify/mpi4py.sh $* build/$*/libpcoll.so --quick

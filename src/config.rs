@@ -19,6 +19,7 @@
 //! | `PCOLL_NODES` | `shared`, `hostname`, or K (nodes of K consecutive world ranks) | `shared` |
 //! | `PCOLL_MPI` | an MPI name ([`crate::mpi::Mpi`]: `openmpi`, `mpich`, `openmpi5`, `mpich5`, `impi`, `other-openmpi`, `other-mpich`) | what `MPI_Get_library_version` names |
 
+use crate::agree::TableRead;
 use crate::algo::{Collective, Pick};
 use crate::tuning::size::{parse_size, SIZE_FORMS};
 use crate::tuning::{Table, MAX_SEGMENT};
@@ -217,29 +218,41 @@ impl Config {
     /// [`Config::load_table`] with another built-in table (the MPI library embeds one tuned
     /// for the MPI it is built against).
     pub fn load_table_or(&self, builtin: Table) -> (Table, Vec<String>) {
-        let Some(path) = &self.tuning else {
-            return (builtin, Vec::new());
+        let read = match &self.tuning {
+            None => TableRead::Unset,
+            Some(path) => match std::fs::read_to_string(path) {
+                Ok(t) => TableRead::Text(t),
+                Err(e) => TableRead::Unreadable(e.to_string()),
+            },
         };
-        let origin = path.display().to_string();
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) => {
-                return (
-                    builtin,
-                    vec![format!(
-                        "PCOLL_TUNING={origin:?}: cannot read the file ({e}); accepted: a readable tuning.toml; using the built-in table"
-                    )],
-                )
-            }
-        };
-        match Table::parse(&text, &origin) {
-            Ok(t) => (t, Vec::new()),
-            Err(e) => (
+        self.table_from(&read, builtin)
+    }
+
+    /// The table from the file's bytes as read (`PCOLL_TUNING` names it in warnings): the
+    /// file's table if it parses, else `builtin` with a warning saying why.
+    pub fn table_from(&self, read: &TableRead, builtin: Table) -> (Table, Vec<String>) {
+        let origin = self
+            .tuning
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        match read {
+            TableRead::Unset => (builtin, Vec::new()),
+            TableRead::Unreadable(e) => (
                 builtin,
                 vec![format!(
-                    "PCOLL_TUNING={origin:?}: invalid tuning table; using the built-in table:\n{e}"
+                    "PCOLL_TUNING={origin:?}: cannot read the file ({e}); accepted: a readable tuning.toml; using the built-in table"
                 )],
             ),
+            TableRead::Text(text) => match Table::parse(text, &origin) {
+                Ok(t) => (t, Vec::new()),
+                Err(e) => (
+                    builtin,
+                    vec![format!(
+                        "PCOLL_TUNING={origin:?}: invalid tuning table; using the built-in table:\n{e}"
+                    )],
+                ),
+            },
         }
     }
 }

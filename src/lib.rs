@@ -4,6 +4,7 @@
 //! `cdylib/` puts this behind the MPI C ABI.
 #![forbid(unsafe_code)]
 
+pub mod agree;
 pub mod algo;
 pub mod config;
 pub mod decide;

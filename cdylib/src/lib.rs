@@ -13,6 +13,7 @@
 //! `state::global`, `state::resolver`) and the MPI constants (`consts`). This crate itself
 //! depends on neither clap nor serde_json.
 
+pub mod agree;
 pub mod comm;
 pub mod consts;
 pub mod dispatch;

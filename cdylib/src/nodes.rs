@@ -9,6 +9,9 @@
 //!
 //! Collective over the communicator: called where every rank of it is (see the callers). If
 //! an MPI call fails, the layout is one node (node-aware algorithms then run node-local).
+//! The same layout on every rank (issue 29): `PCOLL_NODES` is settled across ranks at
+//! `MPI_Init` (`agree.rs`), every rank gathers the same keys, and `Layout::from_keys` is a
+//! pure function of them; no host name or world rank is used unshared.
 
 use crate::consts;
 use mpi_sys::*;

@@ -58,8 +58,7 @@ fn library_version() -> String {
 /// parser as the configuration's.
 pub fn disabled() -> bool {
     static D: Lazy<bool> = Lazy::new(|| {
-        std::env::var("PCOLL_DISABLE")
-            .ok()
+        crate::agree::var("PCOLL_DISABLE")
             .and_then(|v| pcoll::config::parse_bool(&v))
             .unwrap_or(false)
     });
@@ -77,28 +76,16 @@ fn world_rank() -> usize {
 pub fn global() -> &'static Global {
     GLOBAL.get_or_init(|| {
         let world_rank = world_rank();
-        let (cfg, mut warnings) = Config::from_env();
+        // Settled across ranks at MPI_Init (agree.rs): the same on every rank.
+        let (cfg, table, mut warnings) =
+            crate::agree::settings(&|c| Table::builtin_for(choose_mpi(c).0));
         init_logger(world_rank, cfg.log.as_deref());
-        let (detected, version) = running();
-        let mpi = cfg.mpi.unwrap_or(detected);
-        if mpi.abi() != ABI {
-            warnings.push(format!(
-                "PCOLL_MPI={mpi} ignored: this library is built for the {} ABI; using {detected}",
-                ABI.name()
-            ));
-        }
-        let mpi = if mpi.abi() == ABI { mpi } else { detected };
-        if let Mpi::Other(_) = mpi {
-            warnings.push(format!(
-                "{version:?} is not an MPI pcoll has measured (Open MPI 4.1/5.0, MPICH 4.0/5.0, Intel MPI 2021): no table rules; the cost model decides, pricing native as the best textbook algorithm, with a margin of {:.0}% (PCOLL_MPI names a measured one to use its table)",
-                100.0 * Table::builtin_for(mpi).margin()
-            ));
-        }
-        let (table, w2) = cfg.load_table_or(Table::builtin_for(mpi));
-        warnings.extend(w2);
+        let (mpi, mpi_warnings) = choose_mpi(&cfg);
+        warnings.extend(mpi_warnings);
         log::info!(
-            "running {} ({version}; {}), table: {}",
+            "running {} ({}; {}), table: {}",
             mpi.describe(),
+            running().1,
             if cfg.mpi.is_some() { "PCOLL_MPI" } else { "MPI_Get_library_version" },
             table.origin()
         );
@@ -126,6 +113,31 @@ pub fn global() -> &'static Global {
 /// The table embedded for the MPI that runs.
 pub fn builtin_table() -> Table {
     Table::builtin_for(global().mpi)
+}
+
+/// The MPI whose table, model and defaults apply: `PCOLL_MPI` (of this library's ABI), else
+/// the one that runs; with a warning for an override of the wrong ABI or an unmeasured MPI.
+fn choose_mpi(cfg: &Config) -> (Mpi, Vec<String>) {
+    let (detected, version) = running();
+    let mut warnings = Vec::new();
+    let mpi = match cfg.mpi {
+        Some(m) if m.abi() != ABI => {
+            warnings.push(format!(
+                "PCOLL_MPI={m} ignored: this library is built for the {} ABI; using {detected}",
+                ABI.name()
+            ));
+            detected
+        }
+        Some(m) => m,
+        None => detected,
+    };
+    if let Mpi::Other(_) = mpi {
+        warnings.push(format!(
+            "{version:?} is not an MPI pcoll has measured (Open MPI 4.1/5.0, MPICH 4.0/5.0, Intel MPI 2021): no table rules; the cost model decides, pricing native as the best textbook algorithm, with a margin of {:.0}% (PCOLL_MPI names a measured one to use its table)",
+            100.0 * Table::builtin_for(mpi).margin()
+        ));
+    }
+    (mpi, warnings)
 }
 
 /// The resolver of one call on a communicator of `p` ranks: this process's configuration,

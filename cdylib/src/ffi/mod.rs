@@ -10,6 +10,7 @@ pub mod family;
 pub mod fortran;
 #[cfg(pcoll_openmpi)]
 pub mod fortran_family;
+pub mod init;
 
 use crate::consts;
 use std::os::raw::c_int;

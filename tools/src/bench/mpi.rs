@@ -25,6 +25,8 @@ pub fn init() {
             unsafe { PMPI_Init(std::ptr::null_mut(), std::ptr::null_mut()) },
             "MPI_Init",
         );
+        // The library's settings, compared across ranks as its MPI_Init export does.
+        pcoll_mpi::agree::at_init();
     }
 }
 
