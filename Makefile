@@ -90,6 +90,7 @@ ctest-%:
 # collective tests under pcoll.
 verify-%: mpi4py-setup
 	bash verify/run-difftest.sh $* build/$*/libpcoll.so --quick
+	bash verify/run-difftest.sh $* build/$*/libpcoll.so --shm
 	bash verify/gate.sh $* build/$*/libpcoll.so
 	HIER_PS=4 bash verify/hier-difftest.sh $* build/$*/libpcoll.so 40
 	PCOLL_SIM=$(CURDIR)/target-$(CORE_MPI)/release/pcoll-sim bash verify/choose.sh $* build/$*/libpcoll.so

@@ -93,6 +93,12 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         log::debug!("{} p={} bytes={bytes}: native ({why})", a.coll, v.spec.p);
         return rc;
     }
+    if alg == Algorithm::Shm {
+        let result = serve::run_shm(g, a, &v).map(|()| 0);
+        let rc = finish(g, a, (&v, alg), result, t0, &why);
+        call::recycle(std::mem::take(&mut v.spec.counts));
+        return rc;
+    }
     let result = serve::run(g, a, &v, alg);
     // `why` is only written for a warning or the debug log: neither is kept.
     if let (Ok((st, prog)), true, true) = (&result, settled, why.is_empty()) {
