@@ -200,27 +200,7 @@ fn chunk(
         } else {
             call.cell_at(w.cell_ptr(bases, me, slot, true), a)
         };
-        let (first, rest) = fold_order(p, me, call.commutative);
-        let mut rest = rest.into_iter();
-        match (call.fused, rest.as_slice().first()) {
-            // acc := x_k ⊕ x_first in one pass (never in place: then the copy is free).
-            (Some((f, size)), Some(&k))
-                if x(first) != acc as *const u8
-                    && [x(first), x(k), acc as *const u8]
-                        .iter()
-                        .all(|q| (*q as usize) % size == 0) =>
-            {
-                rest.next();
-                // SAFETY: b - a aligned elements at each; `acc` (an output cell or the root's
-                // receive buffer) is neither input: cells are distinct, and the receive
-                // buffer is an input only in place, where `acc == x(first)`.
-                unsafe { f(x(k), x(first), acc, b - a) };
-            }
-            _ => call.copy(x(first), acc, b - a)?,
-        }
-        for k in rest {
-            call.fold(x(k), acc, b - a)?;
-        }
+        fold(call, p, me, &x, acc, b - a)?;
         counter(me, REDUCED).store(g, Ordering::Release);
     }
     // 3. Copy out.
@@ -237,5 +217,38 @@ fn chunk(
         }
     }
     counter(me, READ).store(g, Ordering::Release);
+    Ok(())
+}
+
+/// The fold of one slice of `n` elements into `acc`, inputs `x(k)`, in [`fold_order`].
+fn fold(
+    call: &Call,
+    p: usize,
+    me: usize,
+    x: &dyn Fn(usize) -> *const u8,
+    acc: *mut u8,
+    n: usize,
+) -> Result<(), Error> {
+    let (first, rest) = fold_order(p, me, call.commutative);
+    let mut rest = rest.into_iter();
+    match (call.fused, rest.as_slice().first()) {
+        // acc := x_k ⊕ x_first in one pass (never in place: then the copy is free).
+        (Some((f, size)), Some(&k))
+            if x(first) != acc as *const u8
+                && [x(first), x(k), acc as *const u8]
+                    .iter()
+                    .all(|q| (*q as usize) % size == 0) =>
+        {
+            rest.next();
+            // SAFETY: n aligned elements at each; `acc` (an output cell or the root's receive
+            // buffer) is neither input: cells are distinct, and the receive buffer is an
+            // input only in place, where `acc == x(first)`.
+            unsafe { f(x(k), x(first), acc, n) };
+        }
+        _ => call.copy(x(first), acc, n)?,
+    }
+    for k in rest {
+        call.fold(x(k), acc, n)?;
+    }
     Ok(())
 }
