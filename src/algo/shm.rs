@@ -7,28 +7,36 @@
 //! `cell_elems` elements. Chunk `c` (elements `[c·ce, min((c+1)·ce, n))`) uses slot
 //! `c mod SLOTS`, so that copying chunk `c+1` in overlaps reducing chunk `c`:
 //!
-//! 1. every rank copies its input chunk into its input cell, except the slice it reduces
-//!    itself, which it reads from its own buffer ([`Shape::copies_own`] says when it must be
-//!    copied too); then it publishes `filled`;
+//! 1. every rank copies into its input cell the slices of its chunk that others read
+//!    ([`Shape::copies_in`]); then it publishes `filled`;
 //! 2. slice `j` of the chunk (a balanced split into [`Shape::nslices`] ≤ p slices) is reduced
-//!    by rank `(root + j) mod p` ([`Shape::owner`]) in the order of [`fold_order`], into its
-//!    output cell, or for a reduce's slice 0 (the root's own) straight into the root's
-//!    receive buffer; it publishes `reduced`;
+//!    by rank `(root + j) mod p` ([`Shape::owner`]) over the inputs of [`Shape::fold`], in
+//!    that order, into its output cell, or for a reduce's slice 0 (the root's own) straight
+//!    into the root's receive buffer; it publishes `reduced`;
 //! 3. the root (reduce) or every rank (allreduce) copies the slices from their owners' output
 //!    cells into its receive buffer, and publishes `read` (a rank that copies nothing out
 //!    publishes it after step 2).
 //!
+//! **Root last** ([`Shape::root_last`]: a reduce with a commutative op, or root 0): the root
+//! copies nothing in; the owners of the other slices fold every input but the root's (a fold
+//! of one input is the owner's copied-in input itself: [`Shape::partial_in_input`]), and the
+//! root combines `x_root ⊕ partial` into its receive buffer as it copies out. At p = 2 the
+//! root then streams 3m bytes (read two, write one), the one-core `z = x + y` bound, and waits
+//! once per chunk.
+//!
 //! A rank writes slot `c mod SLOTS` only after every rank published `read` for chunk
 //! `c - SLOTS`: the copy-out ranks read only after every owner reduced, and the owners reduce
-//! only after every rank filled, so that chunk's cells are no longer read by anybody.
+//! only after every input was filled, so that chunk's cells are no longer read by anybody.
 //!
 //! Order: each slice is folded by one rank as `x_0 ⊕ (x_1 ⊕ (… ⊕ x_{p-1}))` for a
-//! non-commutative op (canonical rank order, the same bracketing for every element), and
-//! every rank of an allreduce copies that one result: bit-identical everywhere.
+//! non-commutative op (canonical rank order, the same bracketing for every element; root last
+//! only at root 0, as `x_0 ⊕ partial`), and every rank of an allreduce copies that one result:
+//! bit-identical everywhere.
 //!
 //! Cost at p ranks for m bytes (memory bandwidth b of one core, the reductions of the slices
 //! in parallel): copy-in `2m/b` per rank, reduction of a slice `(p+1)·(m/p)/b`, copy-out
-//! `2m/b` at each copy-out rank; no message, and one cache-line handshake per chunk.
+//! `2m/b` at each copy-out rank (root last: `3m/b` at the root, no copy-in); no message, and
+//! one cache-line handshake per chunk.
 
 /// Slots (pairs of input and output cells) per rank: two, so that copying the next chunk in
 /// overlaps reducing this one.
@@ -48,6 +56,10 @@ pub struct Shape {
     pub min_slice: usize,
     /// Allreduce: every rank copies the result out (reduce: the root only).
     pub all: bool,
+    /// The op commutes.
+    pub commutative: bool,
+    /// Let a reduce's root combine last where it may ([`Shape::root_last`]).
+    pub combine_at_root: bool,
 }
 
 impl Shape {
@@ -92,23 +104,46 @@ impl Shape {
     pub fn direct(&self, rank: usize, j: usize) -> bool {
         !self.all && rank == self.root && j == 0
     }
-    /// Must `rank` copy the input of its own slice into its cell too? Only when the result
-    /// goes into a buffer that holds that input (`MPI_IN_PLACE` at a reduce's root) and the op
-    /// does not commute: the right fold writes the result before it reads the own input.
-    pub fn copies_own(&self, rank: usize, j: usize, in_place: bool, commutative: bool) -> bool {
-        in_place && self.direct(rank, j) && !commutative
+    /// A reduce whose root combines `x_root ⊕ partial` as it copies out (module docs).
+    pub fn root_last(&self) -> bool {
+        self.combine_at_root && !self.all && self.p > 1 && (self.commutative || self.root == 0)
     }
-}
-
-/// The order in which the owner of a slice folds the p inputs: the result starts as a copy of
-/// input `first`, then `acc := x_k ⊕ acc` (`MPI_Reduce_local(in = x_k, inout = acc)`) for each
-/// `k` of `rest` in turn. Non-commutative: from the right, `x_0 ⊕ (x_1 ⊕ (… ⊕ x_{p-1}))`.
-/// Commutative: the owner's own input first (no copy when the result buffer holds it).
-pub fn fold_order(p: usize, me: usize, commutative: bool) -> (usize, Vec<usize>) {
-    if commutative {
-        (me, (0..p).filter(|&k| k != me).collect())
-    } else {
-        (p - 1, (0..p - 1).rev().collect())
+    /// Does `rank` copy slice `j` of its input into its input cell? Every slice others read:
+    /// all but its own — and its own too when the result goes into a buffer that holds that
+    /// input (`MPI_IN_PLACE` at a reduce's root) with a non-commutative op (the right fold
+    /// writes the result before it reads the own input), or when its own input is the whole
+    /// partial the root reads (root last, p = 2). Root last: the root copies no other slice.
+    pub fn copies_in(&self, rank: usize, j: usize, len: usize, in_place: bool) -> bool {
+        if self.slice_of(rank, len) != Some(j) {
+            return !(self.root_last() && rank == self.root);
+        }
+        (in_place && self.direct(rank, j) && !self.commutative) || self.partial_in_input(j)
+    }
+    /// The partial of slice `j` is its owner's copied-in input (root last, a fold of one
+    /// input: p = 2), not its output cell.
+    pub fn partial_in_input(&self, j: usize) -> bool {
+        self.root_last() && j != 0 && self.p == 2
+    }
+    /// Does the root combine slice `j` as `x_root ⊕ partial` as it copies it out?
+    pub fn combines(&self, j: usize) -> bool {
+        self.root_last() && j != 0
+    }
+    /// The inputs the owner `me` of slice `j` folds: the result starts as a copy of input
+    /// `first`, then `acc := x_k ⊕ acc` (`MPI_Reduce_local(in = x_k, inout = acc)`) for each
+    /// `k` of `rest` in turn. Non-commutative: from the right, `x_0 ⊕ (x_1 ⊕ (… ⊕ x_{p-1}))`
+    /// (root last: without `x_0`). Commutative: the owner's own input first (no copy when the
+    /// result buffer holds it). Root last leaves out the root's input.
+    pub fn fold(&self, me: usize, j: usize) -> (usize, Vec<usize>) {
+        let skip = (self.combines(j)).then_some(self.root);
+        let inputs = (0..self.p).filter(|&k| Some(k) != skip);
+        if self.commutative {
+            (me, inputs.filter(|&k| k != me).collect())
+        } else {
+            let mut v: Vec<usize> = inputs.collect();
+            let first = v.pop().unwrap_or(me);
+            v.reverse();
+            (first, v)
+        }
     }
 }
 
@@ -124,6 +159,8 @@ mod tests {
             cell_elems: ce,
             min_slice: 3,
             all,
+            commutative: false,
+            combine_at_root: true,
         }
     }
 
@@ -163,8 +200,9 @@ mod tests {
 
     /// The whole protocol run in phase order on sequences (op: concatenation, which is
     /// associative and not commutative): every element of the result must list the ranks in
-    /// order, at the root of a reduce and on every rank of an allreduce, in place or not.
-    fn simulate(s: Shape, commutative: bool, in_place: bool) -> Vec<Vec<Vec<Vec<usize>>>> {
+    /// order, at the root of a reduce and on every rank of an allreduce, in place or not. An
+    /// input a rank did not copy in reads as 999.
+    fn simulate(s: Shape, in_place: bool) -> Vec<Vec<Vec<usize>>> {
         type Buf = Vec<Vec<usize>>;
         let p = s.p;
         let input = |r: usize| -> Buf { vec![vec![r]; s.count] };
@@ -193,13 +231,14 @@ mod tests {
                     input(r)[lo..hi].to_vec()
                 }
             };
-            // 1. copy-in (the own slice is left out unless it must be copied).
-            let mut cell: Vec<Buf> = (0..p).map(|r| src(r, &recv)).collect();
-            for r in 0..p {
-                if let Some(j) = s.slice_of(r, len) {
-                    if !s.copies_own(r, j, in_place, commutative) {
+            // 1. copy-in.
+            let mut cell: Vec<Buf> = vec![vec![vec![999]; len]; p];
+            for (r, cr) in cell.iter_mut().enumerate() {
+                let own = src(r, &recv);
+                for j in 0..s.nslices(len) {
+                    if s.copies_in(r, j, len, in_place) {
                         let (a, b) = s.slice(len, j);
-                        cell[r][a..b].iter_mut().for_each(|e| e.push(999));
+                        cr[a..b].clone_from_slice(&own[a..b]);
                     }
                 }
             }
@@ -208,8 +247,11 @@ mod tests {
             let mut out: Vec<Buf> = vec![vec![vec![]; len]; p];
             for j in 0..s.nslices(len) {
                 let me = s.owner(j);
+                if s.partial_in_input(j) {
+                    continue;
+                }
                 let (a, b) = s.slice(len, j);
-                let own_cell = s.copies_own(me, j, in_place, commutative);
+                let own_cell = s.copies_in(me, j, len, in_place);
                 let x = |k: usize, e: usize, recv: &Vec<Buf>| -> Vec<usize> {
                     if k == me && !own_cell {
                         src(me, recv)[e].clone()
@@ -218,7 +260,7 @@ mod tests {
                     }
                 };
                 let direct = s.direct(me, j);
-                let (first, rest) = fold_order(p, me, commutative);
+                let (first, rest) = s.fold(me, j);
                 for e in a..b {
                     let v = x(first, e, &recv);
                     if direct {
@@ -238,20 +280,30 @@ mod tests {
                     }
                 }
             }
-            // 3. copy-out.
+            // 3. copy-out (root last: x_root ⊕ partial).
             for r in (0..p).filter(|&r| s.copies_out(r)) {
+                let own = src(r, &recv);
                 for j in 0..s.nslices(len) {
                     if s.direct(r, j) {
                         continue;
                     }
                     let (a, b) = s.slice(len, j);
+                    let o = s.owner(j);
                     for e in a..b {
-                        recv[r][lo + e] = out[s.owner(j)][e].clone();
+                        let mut v = if s.partial_in_input(j) {
+                            cell[o][e].clone()
+                        } else {
+                            out[o][e].clone()
+                        };
+                        if s.combines(j) {
+                            op(&own[e], &mut v);
+                        }
+                        recv[r][lo + e] = v;
                     }
                 }
             }
         }
-        vec![recv]
+        recv
     }
 
     #[test]
@@ -262,8 +314,14 @@ mod tests {
                     for all in [false, true] {
                         for root in 0..p {
                             let s = shape(p, if all { 0 } else { root }, count, ce, all);
-                            for in_place in [false, true] {
-                                let recv = simulate(s, false, in_place).remove(0);
+                            for (in_place, cr) in
+                                [(false, false), (false, true), (true, false), (true, true)]
+                            {
+                                let s = Shape {
+                                    combine_at_root: cr,
+                                    ..s
+                                };
+                                let recv = simulate(s, in_place);
                                 let want: Vec<usize> = (0..p).collect();
                                 for r in (0..p).filter(|&r| s.copies_out(r)) {
                                     for (i, e) in recv[r].iter().enumerate() {
@@ -284,14 +342,22 @@ mod tests {
     #[test]
     fn commutative_fold_reads_every_input_once() {
         for p in 1..=9 {
-            for root in 0..p {
-                let s = shape(p, root, 20, 7, false);
+            for (root, all) in (0..p).map(|r| (r, false)).chain([(0, true)]) {
+                let s = shape(p, root, 20, 7, all);
                 for in_place in [false, true] {
-                    let recv = simulate(s, true, in_place).remove(0);
-                    for e in &recv[root] {
-                        let mut v = e.clone();
-                        v.sort();
-                        assert_eq!(v, (0..p).collect::<Vec<_>>());
+                    let recv = simulate(
+                        Shape {
+                            commutative: true,
+                            ..s
+                        },
+                        in_place,
+                    );
+                    for r in (0..p).filter(|&r| s.copies_out(r)) {
+                        for e in &recv[r] {
+                            let mut v = e.clone();
+                            v.sort();
+                            assert_eq!(v, (0..p).collect::<Vec<_>>(), "{s:?} ip {in_place}");
+                        }
                     }
                 }
             }

@@ -75,6 +75,19 @@ fn settings() -> &'static Settings {
     &S
 }
 
+/// A reduce's root combines `x_root ⊕ partial` as it copies out (`PCOLL_SHM_COMBINE=1`; every
+/// rank must agree). Off by default: at p = 2 on this machine it streams fewer bytes but does
+/// all the reducing on one core, and measured slower (docs/shm.md).
+pub fn combine_at_root() -> bool {
+    static C: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
+        std::env::var("PCOLL_SHM_COMBINE")
+            .ok()
+            .and_then(|v| pcoll::config::parse_bool(&v))
+            .unwrap_or(false)
+    });
+    *C
+}
+
 /// `shm` may run (`PCOLL_SHM` is not 0).
 pub fn enabled() -> bool {
     settings().on

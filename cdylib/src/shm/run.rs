@@ -8,7 +8,7 @@ use crate::consts;
 use crate::mpi_types::TypeFacts;
 use crate::pack;
 use mpi_sys::*;
-use pcoll::algo::shm::{fold_order, Shape, SLOTS};
+use pcoll::algo::shm::{Shape, SLOTS};
 use pcoll::Error;
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -138,6 +138,8 @@ pub fn run(w: &Win, call: &Call) -> Result<(), Error> {
         cell_elems: ce,
         min_slice: (MIN_SLICE_BYTES / call.facts.size.max(1)).max(1),
         all: call.all,
+        commutative: call.commutative,
+        combine_at_root: super::combine_at_root(),
     };
     let bases = inner.bases.clone();
     for c in 0..shape.chunks() {
@@ -169,23 +171,23 @@ fn chunk(
         }
     }
     let mine = s.slice_of(me, len);
-    let own_cell = mine.map_or(true, |j| {
-        s.copies_own(me, j, call.in_place, call.commutative)
-    });
+    let own_cell = mine.map_or(true, |j| s.copies_in(me, j, len, call.in_place));
     let my_in = w.cell_ptr(bases, me, slot, false);
-    // 1. Copy in, all but the own slice (read from the own buffer by this rank alone).
+    // 1. Copy in the slices others read.
     for j in 0..s.nslices(len) {
-        if Some(j) == mine && !own_cell {
-            continue;
+        if s.copies_in(me, j, len, call.in_place) {
+            let (a, b) = s.slice(len, j);
+            call.copy(call.at(call.input, lo + a), call.cell_at(my_in, a), b - a)?;
         }
-        let (a, b) = s.slice(len, j);
-        call.copy(call.at(call.input, lo + a), call.cell_at(my_in, a), b - a)?;
     }
     counter(me, FILLED).store(g, Ordering::Release);
-    // 2. Reduce the own slice.
-    if let Some(j) = mine {
-        for k in (0..p).filter(|&k| k != me) {
-            wait_for(counter(k, FILLED), g);
+    // 2. Reduce the own slice (unless its partial is the copied-in input itself).
+    if let Some(j) = mine.filter(|&j| !s.partial_in_input(j)) {
+        let (first, rest) = s.fold(me, j);
+        for &k in std::iter::once(&first).chain(&rest) {
+            if k != me {
+                wait_for(counter(k, FILLED), g);
+            }
         }
         let (a, b) = s.slice(len, j);
         let x = |k: usize| -> *const u8 {
@@ -200,10 +202,12 @@ fn chunk(
         } else {
             call.cell_at(w.cell_ptr(bases, me, slot, true), a)
         };
-        fold(call, p, me, &x, acc, b - a)?;
+        fold(call, (first, rest), &x, acc, b - a)?;
+    }
+    if mine.is_some() {
         counter(me, REDUCED).store(g, Ordering::Release);
     }
-    // 3. Copy out.
+    // 3. Copy out (root last: x_root ⊕ partial).
     if s.copies_out(me) {
         for j in 0..s.nslices(len) {
             if s.direct(me, j) {
@@ -212,32 +216,34 @@ fn chunk(
             let owner = s.owner(j);
             wait_for(counter(owner, REDUCED), g);
             let (a, b) = s.slice(len, j);
-            let from = call.cell_at(w.cell_ptr(bases, owner, slot, true), a);
-            call.copy(from, call.at(call.output, lo + a), b - a)?;
+            let cell = w.cell_ptr(bases, owner, slot, !s.partial_in_input(j));
+            let from = call.cell_at(cell, a);
+            let to = call.at(call.output, lo + a);
+            if s.combines(j) {
+                combine(call, call.at(call.input, lo + a), from, to, b - a)?;
+            } else {
+                call.copy(from, to, b - a)?;
+            }
         }
     }
     counter(me, READ).store(g, Ordering::Release);
     Ok(())
 }
 
-/// The fold of one slice of `n` elements into `acc`, inputs `x(k)`, in [`fold_order`].
+/// The fold of one slice of `n` elements into `acc`, inputs `x(k)` in the plan's order
+/// (`Shape::fold`).
 fn fold(
     call: &Call,
-    p: usize,
-    me: usize,
+    (first, rest): (usize, Vec<usize>),
     x: &dyn Fn(usize) -> *const u8,
     acc: *mut u8,
     n: usize,
 ) -> Result<(), Error> {
-    let (first, rest) = fold_order(p, me, call.commutative);
     let mut rest = rest.into_iter();
     match (call.fused, rest.as_slice().first()) {
         // acc := x_k ⊕ x_first in one pass (never in place: then the copy is free).
         (Some((f, size)), Some(&k))
-            if x(first) != acc as *const u8
-                && [x(first), x(k), acc as *const u8]
-                    .iter()
-                    .all(|q| (*q as usize) % size == 0) =>
+            if x(first) != acc as *const u8 && aligned(size, &[x(first), x(k), acc]) =>
         {
             rest.next();
             // SAFETY: n aligned elements at each; `acc` (an output cell or the root's receive
@@ -251,4 +257,31 @@ fn fold(
         call.fold(x(k), acc, n)?;
     }
     Ok(())
+}
+
+fn aligned(size: usize, ptrs: &[*const u8]) -> bool {
+    ptrs.iter().all(|q| (*q as usize) % size == 0)
+}
+
+/// `z := x_root ⊕ partial` over `n` elements at a reduce's root (root last). In place
+/// (`z == x_root`) with a non-commutative op the partial's cell takes the result first: only
+/// the root reads it.
+fn combine(call: &Call, xr: *const u8, part: *mut u8, z: *mut u8, n: usize) -> Result<(), Error> {
+    if let Some((f, size)) = call.fused {
+        if xr != z as *const u8 && aligned(size, &[xr, part, z]) {
+            // SAFETY: n aligned elements at each; `z` is the root's receive buffer, which is
+            // neither its input (not in place) nor a cell.
+            unsafe { f(xr, part, z, n) };
+            return Ok(());
+        }
+    }
+    if xr == z as *const u8 {
+        if call.commutative {
+            return call.fold(part, z, n);
+        }
+        call.fold(xr, part, n)?;
+        return call.copy(part, z, n);
+    }
+    call.copy(part, z, n)?;
+    call.fold(xr, z, n)
 }
