@@ -1,10 +1,10 @@
 //! The `shm` protocol over a communicator's window: `pcoll::algo::shm`'s plan, run with
 //! copies, `MPI_Reduce_local` and acquire/release counters (module docs there). Waiting spins,
-//! then yields the core (`sched_yield`) in its loop: briefly when the communicator has more
-//! ranks than this process may use cores (a spinning rank would hold the core the rank it
-//! waits for needs), for up to [`PATIENCE`] otherwise (a yield with other jobs on the machine
-//! gives the core away for a whole time slice: forced allreduce at 1 MiB, p = 2, with other
-//! jobs running, took 6.6 ms against native's 0.5 ms when it yielded after 200 spins).
+//! then yields the core (`sched_yield`) in its loop: after 200 spins (a spinning rank holds
+//! the core, or the hyperthread, the rank it waits for needs), or when the ranks do not
+//! outnumber the cores after [`patience`] (default 0; a yield with other jobs on the machine
+//! gives the core away for a time slice: a 1 MiB allreduce, p = 2, took 6.6 ms against
+//! native's 0.5 ms with other jobs running, but spinning 2 ms lost on a quiet machine).
 
 use super::{Win, FILLED, READ, REDUCED};
 use crate::consts;
@@ -42,8 +42,18 @@ pub struct Call {
 /// Spins before the first yield when the ranks outnumber the cores.
 const SPINS: u32 = 200;
 
-/// Spinning before the first yield otherwise.
-const PATIENCE: std::time::Duration = std::time::Duration::from_millis(2);
+/// Spinning before the first yield otherwise (`PCOLL_SHM_PATIENCE_US`, default 0: on a quiet
+/// machine 2000 made a p = 2 reduce 1.4-1.8x native against 0.45-0.71x, allreduce alike).
+fn patience() -> std::time::Duration {
+    static D: once_cell::sync::Lazy<std::time::Duration> = once_cell::sync::Lazy::new(|| {
+        let us = std::env::var("PCOLL_SHM_PATIENCE_US")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        std::time::Duration::from_micros(us)
+    });
+    *D
+}
 
 /// Fewest bytes a rank reduces as a slice of its own.
 const MIN_SLICE_BYTES: usize = 16 << 10;
@@ -58,7 +68,8 @@ fn wait_for(c: &AtomicU64, at_least: u64, patient: bool) {
             std::hint::spin_loop();
         } else if patient && n % 256 != 0 {
             std::hint::spin_loop();
-        } else if patient && since.get_or_insert_with(std::time::Instant::now).elapsed() < PATIENCE
+        } else if patient
+            && since.get_or_insert_with(std::time::Instant::now).elapsed() < patience()
         {
             std::hint::spin_loop();
         } else {
