@@ -157,13 +157,13 @@ shm_served() {
 }
 if [ $MODE = shm ]; then
   for p in "${PS[@]}"; do
-    # Odd p: cells of 1 KiB (a 12 KiB window), so that most calls run many chunks.
-    if [ $((p % 2)) = 1 ]; then run_one "$p" "$CASES" PCOLL_SHM_BYTES=12288; shm_served "$p" -PCOLL_SHM_BYTES 1
+    # Odd p: cells of 1 KiB (a 24 KiB window: a page of counters, a page of stagger per cell), so that most calls run many chunks.
+    if [ $((p % 2)) = 1 ]; then run_one "$p" "$CASES" PCOLL_SHM_BYTES=24576; shm_served "$p" -PCOLL_SHM_BYTES 1
     else run_one "$p" "$CASES"; shm_served "$p" "" 1; fi
   done
   # p = 2 and 4 with many chunks, the root combining x_root ⊕ partial as it copies out.
-  run_one 2 "$CASES" PCOLL_SHM_BYTES=8704 PCOLL_SHM_COMBINE=1; shm_served 2 -PCOLL_SHM_BYTES 1
-  run_one 4 $(( CASES / 2 )) PCOLL_SHM_BYTES=12288 PCOLL_SHM_COMBINE=1; shm_served 4 -PCOLL_SHM_BYTES 1
+  run_one 2 "$CASES" PCOLL_SHM_BYTES=22528 PCOLL_SHM_COMBINE=1; shm_served 2 -PCOLL_SHM_BYTES 1
+  run_one 4 $(( CASES / 2 )) PCOLL_SHM_BYTES=24576 PCOLL_SHM_COMBINE=1; shm_served 4 -PCOLL_SHM_BYTES 1
   # Fallback: a window larger than /dev/shm, and shm turned off: served by the others.
   run_one 3 $(( CASES / 2 )) PCOLL_SHM_BYTES=1T PCOLL_FALLBACK=silent
   grep -q 'WARN: shm: /dev/shm lacks room' "$OUTDIR/logs/difftest-$MPI-p3-PCOLL_SHM_BYTES.log" ||

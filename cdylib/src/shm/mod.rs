@@ -31,10 +31,13 @@ use std::sync::atomic::AtomicU64;
 
 /// Default segment per rank: two slots of 256 KiB cells (issue #30: 64-256 KiB cells beat
 /// 8 KiB ones at 2 MiB).
-pub const DEFAULT_BYTES: usize = CTRL + 2 * SLOTS * (256 << 10);
+pub const DEFAULT_BYTES: usize = CTRL + 2 * SLOTS * ((256 << 10) + 4096);
 
 /// Bytes before the first cell: the counters' page.
 const CTRL: usize = 4096;
+
+/// Step between the page offsets of consecutive cells (odd multiple of a cache line).
+const STAGGER: usize = 64 * 13;
 
 /// Offsets of the counters in a segment.
 pub(crate) const FILLED: usize = 0;
@@ -58,11 +61,11 @@ fn settings() -> &'static Settings {
         };
         let bytes = match std::env::var("PCOLL_SHM_BYTES") {
             Ok(v) => match pcoll::tuning::size::parse_size(&v) {
-                Ok(b) if b > CTRL + 2 * SLOTS * 64 => b,
+                Ok(b) if b > CTRL + 2 * SLOTS * (4096 + 64) => b,
                 _ => {
                     log::warn!(
                         "PCOLL_SHM_BYTES={v}: not a size above {} bytes; using {DEFAULT_BYTES}",
-                        CTRL + 2 * SLOTS * 64
+                        CTRL + 2 * SLOTS * (4096 + 64)
                     );
                     DEFAULT_BYTES
                 }
@@ -125,8 +128,12 @@ impl Win {
         unsafe { &*(bases[rank].add(off) as *const AtomicU64) }
     }
     /// Input (`out == false`) or output cell of `slot` in `rank`'s segment.
+    /// Cells start at staggered offsets within a page ([`STAGGER`]), so that the cells one
+    /// fold reads and writes do not share their low address bits (4 KiB aliasing).
     fn cell_ptr(&self, bases: &[*mut u8], rank: usize, slot: usize, out: bool) -> *mut u8 {
-        bases[rank].wrapping_add(CTRL + (2 * slot + usize::from(out)) * self.cell)
+        let k = 2 * slot + usize::from(out);
+        let skew = ((rank * (2 * SLOTS) + k) * STAGGER) % 4096;
+        bases[rank].wrapping_add(CTRL + k * (self.cell + 4096) + skew)
     }
     /// Free the window (collective over the communicator; idempotent).
     pub fn release(&self) {
@@ -284,7 +291,8 @@ fn allocate(node: MPI_Comm, p: usize, rank: usize, bytes: usize) -> Option<Box<W
         // A window some rank lacks cannot be freed collectively: leave it.
         return None;
     }
-    let cell = ((bytes - CTRL) / (2 * SLOTS)) & !63;
+    // Each cell has a page of room for its stagger.
+    let cell = ((bytes - CTRL) / (2 * SLOTS) - 4096) & !63; // > 0: `settings` checked it
     let w = Box::new(Win {
         inner: Mutex::new(Some(Inner {
             win,
