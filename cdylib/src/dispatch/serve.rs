@@ -84,6 +84,9 @@ pub(super) fn run_shm(g: &Global, a: &Args, v: &Valid) -> Result<(), Error> {
     }
     let st = comm::state(a.comm, spec.p, spec.rank)
         .map_err(|c| Error::Mpi(c, "communicator setup".into()))?;
+    // Every rank is here: ask for the nodes now (once per communicator), as `run` does, so
+    // that the decision is settled and the call may be served again (`dispatch::again`).
+    st.layout(g);
     let w = st
         .shm()
         .ok_or_else(|| Error::Internal("shm chosen without a window".into()))?;
