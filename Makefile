@@ -119,6 +119,7 @@ ctest-cargo-%:
 # differ across ranks (verify/agree.sh), and mpi4py's own collective tests under pcoll.
 verify-%: mpi4py-setup
 	bash verify/run-difftest.sh $* build/$*/libpcoll.so --quick
+	bash verify/run-difftest.sh $* build/$*/libpcoll.so --shm
 	bash verify/gate.sh $* build/$*/libpcoll.so
 	bash verify/agree.sh $* build/$*/libpcoll.so
 	$(if $(filter $*,$(DEBIAN_MPIS)),HIER_PS=4 bash verify/hier-difftest.sh $* build/$*/libpcoll.so 40)

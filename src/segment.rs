@@ -183,7 +183,7 @@ mod tests {
             for &alg in Algorithm::available(coll) {
                 // The node-aware ones are built over a layout (their steps take the model's
                 // segments: tests/hier_sim.rs).
-                if alg == Algorithm::Native || alg.node_aware() {
+                if alg == Algorithm::Native || alg.node_aware() || alg == Algorithm::Shm {
                     continue;
                 }
                 let mut differs = false;

@@ -393,6 +393,8 @@ fn algs(coll: Collective) -> Vec<Algorithm> {
         .filter(|a| {
             *a != Algorithm::Native
                 && !a.node_aware()
+                // shm runs over a shared window, not a program (verify/run-difftest.sh --shm).
+                && *a != Algorithm::Shm
                 && only.as_ref().map_or(true, |o| o.contains(a))
         })
         .collect()

@@ -27,7 +27,7 @@
  * Rank 0 ends with `difftest: N cases, M mismatches`. Exit status 1 if M > 0.
  *
  * Usage: difftest [--seed S] [--cases N] [--first K] [--case N] [--max-count C]
- *                 [--max-bytes B] [--alg NAME|random|none] [--coll NAME] [--verbose]
+ *                 [--max-bytes B] [--alg NAME|random|none] [--coll NAME[,NAME...]] [--verbose]
  *                 [--full-range]
  * --full-range stops steering around known defects of the native MPIs (MPI-NOTES.md):
  * unsigned MIN/MAX with the top bit set, MPICH in-place reduce at root != 0, MPICH
@@ -480,8 +480,11 @@ static const char *coll_name[] = {"reduce", "allreduce", "reduce_scatter", "allg
                                   "bcast", "allgather", "reduce_scatter_block"};
 static const char *alg_names[] = {"native", "binomial", "pipeline", "greedy", "greedy_uni",
                                   "circulant", "butterfly", "ring", "hier", "hier_ml",
-                                  "scatter_allgather"};
-#define NALG 11
+                                  "scatter_allgather", "shm"};
+#define NALG 12
+/* Random draws pick among the first 11 (shm is tested forced: verify/run-difftest.sh --shm),
+ * so that older reproducers draw the same algorithms. */
+#define NALG_RANDOM 11
 /* The draw that picks a random algorithm keeps the range it had with 8 algorithms, so that
  * every other draw of a seed (and every older reproducer) is unchanged. */
 #define NALG_DRAW 8
@@ -539,6 +542,8 @@ static long max_count = 1000000;
 static long max_bytes = 16L << 20; /* per buffer */
 static int is_mpich, have_pcoll;
 static int only_coll = -1;
+/* --coll A,B,...: the cases' collectives (one: no draw, as before). */
+static int coll_list[C_NUM], ncoll_list = 0;
 static int alg_mode = 0; /* 0 random, 1 none, 2 fixed */
 static int fixed_alg = -1;
 static int verbose, trace;
@@ -766,7 +771,8 @@ static void draw_case(case_t *c, uint64_t seed, long idx) {
     c->seed = seed;
     c->idx = idx;
     rng_t r = {splitmix(seed * 0x2545F4914F6CDD1Dull + (uint64_t)idx)};
-    c->coll = only_coll >= 0 ? only_coll : (int)rbelow(&r, C_NUM);
+    c->coll = ncoll_list > 1 ? coll_list[rbelow(&r, (uint64_t)ncoll_list)]
+              : only_coll >= 0 ? only_coll : (int)rbelow(&r, C_NUM);
     (void)rnext(&r);
     if (no_op(c->coll)) {
         c->op = -1;
@@ -803,7 +809,7 @@ static void draw_case(case_t *c, uint64_t seed, long idx) {
         if (alg_mode == 2) c->alg = alg_avail[c->coll][fixed_alg] ? fixed_alg : -1;
         else if (alg_mode == 0 && a >= NALG_DRAW && n_avail[c->coll] > 0) {
             int k = (int)(k64 % (uint64_t)n_avail[c->coll]);
-            for (int j = 0; j < NALG; j++)
+            for (int j = 0; j < NALG_RANDOM; j++)
                 if (alg_avail[c->coll][j] && k-- == 0) { c->alg = j; break; }
         }
     }
@@ -1332,7 +1338,7 @@ static void probe_algorithms(void) {
             if (any) {
                 alg_unimpl[c][a] = 1;
                 alg_avail[c][a] = 0;
-                n_avail[c]--;
+                if (a < NALG_RANDOM) n_avail[c]--;
             }
         }
     free(sb); free(rb); free(cnt); free(dsp);
@@ -1363,8 +1369,16 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--max-count") && v) { max_count = atol(v); i++; }
         else if (!strcmp(a, "--max-bytes") && v) { max_bytes = atol(v); i++; }
         else if (!strcmp(a, "--coll") && v) {
-            only_coll = lookup(v, coll_name, C_NUM);
-            if (only_coll < 0) die("unknown collective %s", v);
+            char list[256];
+            snprintf(list, sizeof list, "%s", v);
+            ncoll_list = 0;
+            for (char *t = strtok(list, ","); t && ncoll_list < C_NUM; t = strtok(NULL, ",")) {
+                int c = lookup(t, coll_name, C_NUM);
+                if (c < 0) die("unknown collective %s", t);
+                coll_list[ncoll_list++] = c;
+            }
+            if (ncoll_list == 0) die("--coll: no collective");
+            only_coll = ncoll_list == 1 ? coll_list[0] : -1;
             i++;
         } else if (!strcmp(a, "--alg") && v) {
             if (!strcmp(v, "random")) alg_mode = 0;
@@ -1380,7 +1394,7 @@ int main(int argc, char **argv) {
         else {
             if (wrank == 0)
                 fprintf(stderr, "usage: difftest [--seed S] [--cases N] [--first K] [--case N] [--max-count C]\n"
-                                "                [--max-bytes B] [--alg NAME|random|none] [--coll NAME] [--verbose] [--trace]\n"
+                                "                [--max-bytes B] [--alg NAME|random|none] [--coll NAME[,NAME...]] [--verbose] [--trace]\n"
                                 "                [--full-range]\n");
             MPI_Finalize();
             return 2;
@@ -1421,7 +1435,7 @@ int main(int argc, char **argv) {
         for (int c = 0; c < C_NUM; c++) {
             for (int a = 0; a < NALG; a++) {
                 alg_avail[c][a] = p_force(coll_name[c], alg_names[a]) == 0;
-                n_avail[c] += alg_avail[c][a];
+                if (a < NALG_RANDOM) n_avail[c] += alg_avail[c][a];
             }
             p_force(coll_name[c], NULL);
         }
@@ -1430,6 +1444,10 @@ int main(int argc, char **argv) {
             int any = 0;
             for (int c = 0; c < C_NUM; c++)
                 if (alg_avail[c][fixed_alg] && (only_coll < 0 || only_coll == c)) any = 1;
+            /* --coll A,B: every listed collective must have the forced algorithm. */
+            for (int k = 0; ncoll_list > 1 && k < ncoll_list; k++)
+                if (!alg_avail[coll_list[k]][fixed_alg])
+                    die("pcoll has no algorithm %s for %s", alg_names[fixed_alg], coll_name[coll_list[k]]);
             if (!any) die("pcoll has no algorithm %s for %s", alg_names[fixed_alg],
                           only_coll >= 0 ? coll_name[only_coll] : "any collective");
         }

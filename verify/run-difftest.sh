@@ -7,13 +7,16 @@
 #                      (for `make test`, < 3 minutes per MPI on 2 cores)
 #   --soak           : p = 1..9 on both MPIs, thousands of cases per p
 #   --native         : run without pcoll (checks the tester and shows native defects)
+#   --shm            : reduce and allreduce forced to shm, Open MPI p = 1..9, MPICH p = 1..5,
+#                      default and tiny windows (many chunks), and the fallback when the
+#                      window is refused (/dev/shm too small for PCOLL_SHM_BYTES) or off
 # Environment: DIFFTEST_SEED (default: random, printed), DIFFTEST_CASES (cases per p),
 # DIFFTEST_MAX_COUNT, DIFFTEST_ARGS (extra difftest flags, e.g. "--alg ring").
 # Each p runs seed+p. Exit status non-zero on any mismatch or crash; the last line is
 # "N passed, M failed" (cases; a run that crashed or hung counts as one failure).
 set -uo pipefail
 
-usage() { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [--quick|--soak] [--native]" >&2; exit 2; }
+usage() { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [--quick|--soak|--shm] [--native]" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 MPI=$1
 LIB=$(readlink -f "$2" 2>/dev/null || echo "$2")
@@ -21,7 +24,7 @@ shift 2
 MODE=quick
 NATIVE=0
 for a in "$@"; do
-  case $a in --quick) MODE=quick ;; --soak) MODE=soak ;; --native) NATIVE=1 ;; *) usage ;; esac
+  case $a in --quick) MODE=quick ;; --soak) MODE=soak ;; --shm) MODE=shm ;; --native) NATIVE=1 ;; *) usage ;; esac
 done
 # shellcheck source=../scripts/mpi.sh
 source "$(dirname "$0")/../scripts/mpi.sh"
@@ -41,6 +44,12 @@ if [ $MODE = quick ]; then
   if [ "$MPI_ABI" = openmpi ]; then PS=(1 2 3 5); CASES=${DIFFTEST_CASES:-1500}; else PS=(1 2 3); CASES=${DIFFTEST_CASES:-1000}; fi
   MAXC=${DIFFTEST_MAX_COUNT:-100000}
   TMO=240
+elif [ $MODE = shm ]; then
+  if [ "$MPI_ABI" = openmpi ]; then PS=(1 2 3 4 5 6 7 8 9); else PS=(1 2 3 4 5); fi
+  CASES=${DIFFTEST_CASES:-250}
+  MAXC=${DIFFTEST_MAX_COUNT:-300000}
+  TMO=300
+  DIFFTEST_ARGS="${DIFFTEST_ARGS:-} --alg shm --coll reduce,allreduce"
 else
   PS=(1 2 3 4 5 6 7 8 9)
   CASES=${DIFFTEST_CASES:-3000}
@@ -129,6 +138,35 @@ run_one() {
     echo "    log: $log"
   fi
 }
+# shm: every run must show shm serving (rank 0's stats line), except the fallback runs, which
+# must show it refused at p > 1 and still pass.
+shm_served() {
+  local log=$OUTDIR/logs/difftest-$MPI-p$1$2.log want=$3
+  local got=0
+  grep -E '^difftest: served' "$log" | grep -Eq 'reduce\[[^]]*shm=' && got=1
+  if [ $got != "$want" ]; then
+    failed=$((failed + 1))
+    echo "    shm $([ "$want" = 1 ] && echo "did not serve" || echo "served though refused") (log $log)"
+  fi
+}
+if [ $MODE = shm ]; then
+  for p in "${PS[@]}"; do
+    # Odd p: cells of 1 KiB (a 24 KiB window: a page of counters, a page of stagger per cell), so that most calls run many chunks.
+    if [ $((p % 2)) = 1 ]; then run_one "$p" "$CASES" PCOLL_SHM_BYTES=24576; shm_served "$p" -PCOLL_SHM_BYTES 1
+    else run_one "$p" "$CASES"; shm_served "$p" "" 1; fi
+  done
+  # p = 2 and 4 with many chunks, the root combining x_root ⊕ partial as it copies out.
+  run_one 2 "$CASES" PCOLL_SHM_BYTES=22528 PCOLL_SHM_COMBINE=1; shm_served 2 -PCOLL_SHM_BYTES 1
+  run_one 4 $(( CASES / 2 )) PCOLL_SHM_BYTES=24576 PCOLL_SHM_COMBINE=1; shm_served 4 -PCOLL_SHM_BYTES 1
+  # Fallback: a window larger than /dev/shm, and shm turned off: served by the others.
+  run_one 3 $(( CASES / 2 )) PCOLL_SHM_BYTES=1T PCOLL_FALLBACK=silent
+  grep -q 'WARN: shm: /dev/shm lacks room' "$OUTDIR/logs/difftest-$MPI-p3-PCOLL_SHM_BYTES.log" ||
+    { failed=$((failed + 1)); echo "    no refusal warning"; }
+  run_one 2 $(( CASES / 2 )) PCOLL_SHM=0 PCOLL_FALLBACK=silent; shm_served 2 -PCOLL_SHM 0
+  echo "$passed passed, $failed failed"
+  [ $failed = 0 ]
+  exit
+fi
 for p in "${PS[@]}"; do
   run_one "$p" "$CASES"
 done

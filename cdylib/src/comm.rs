@@ -30,6 +30,8 @@ pub struct CommState {
     /// The communicator's nodes, asked of MPI the first time a decision needs them
     /// ([`CommState::layout`]).
     layout: OnceCell<pcoll::nodes::Layout>,
+    /// The shared window of `shm`, made when a call first asks for it ([`CommState::shm`]).
+    shm: OnceCell<Option<Box<crate::shm::Win>>>,
 }
 
 /// Everything a program depends on besides the rank (the cost parameters come from the
@@ -87,6 +89,13 @@ impl CommState {
     pub fn layout(&self, g: &crate::state::Global) -> &pcoll::nodes::Layout {
         self.layout
             .get_or_init(|| crate::nodes::layout(self.shadow, self.size, self.rank, g.cfg.nodes))
+    }
+    /// The shared window of `shm` (None: refused); collective on first use, so it is called
+    /// only where every rank of the communicator is in the same call.
+    pub fn shm(&self) -> Option<&crate::shm::Win> {
+        self.shm
+            .get_or_init(|| crate::shm::create(self.shadow, self.size, self.rank))
+            .as_deref()
     }
     /// The nodes if they have been asked already (no MPI call).
     pub fn known_layout(&self) -> Option<&pcoll::nodes::Layout> {
@@ -175,6 +184,9 @@ unsafe extern "C" fn delete_state(
             crate::dispatch::forget_served();
             // SAFETY: `attr` is the Box we leaked in `state()`; MPI calls this exactly once.
             let st = unsafe { Box::from_raw(attr as *mut CommState) };
+            if let Some(Some(w)) = st.shm.get() {
+                w.release();
+            }
             let mut shadow = st.shadow;
             // SAFETY: the shadow was created by PMPI_Comm_dup and is freed exactly once here.
             unsafe { PMPI_Comm_free(&mut shadow) };
@@ -298,6 +310,7 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
         pool: Default::default(),
         last: Mutex::new(None),
         layout: OnceCell::new(),
+        shm: OnceCell::new(),
     }));
     // SAFETY: hands ownership of the Box to the attribute; reclaimed in `delete_state`.
     let rc = unsafe { PMPI_Comm_set_attr(comm, kv, st as *mut c_void) };

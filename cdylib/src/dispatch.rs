@@ -55,7 +55,11 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
 fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
     let t0 = stat_time(g);
     if let Some(rc) = again::again(a, |e| {
-        let result = serve::run_program(g, a, &e.v, e.st, &e.prog).map(|()| e.prog.rounds);
+        let result = if e.alg == Algorithm::Shm {
+            serve::run_shm(g, a, &e.v).map(|()| 0)
+        } else {
+            serve::run_program(g, a, &e.v, e.st, &e.prog).map(|()| e.prog.rounds)
+        };
         finish(g, a, (&e.v, e.alg), result, t0, "")
     }) {
         return rc;
@@ -93,6 +97,17 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         log::debug!("{} p={} bytes={bytes}: native ({why})", a.coll, v.spec.p);
         return rc;
     }
+    if alg == Algorithm::Shm {
+        let result = serve::run_shm(g, a, &v);
+        // Kept for the next call as the programs are (with an empty program; p > 1 only).
+        if let (Ok(()), true, true, Some(st)) = (&result, settled, why.is_empty(), known(a)) {
+            let empty = std::sync::Arc::new(pcoll::Program::new());
+            again::keep(a, &v, (alg, st, &empty), gen);
+        }
+        let rc = finish(g, a, (&v, alg), result.map(|()| 0), t0, &why);
+        call::recycle(std::mem::take(&mut v.spec.counts));
+        return rc;
+    }
     let result = serve::run(g, a, &v, alg);
     // `why` is only written for a warning or the debug log: neither is kept.
     if let (Ok((st, prog)), true, true) = (&result, settled, why.is_empty()) {
@@ -103,6 +118,11 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     call::recycle(std::mem::take(&mut v.spec.counts));
     call::recycle(std::mem::take(&mut v.spec.displs));
     rc
+}
+
+/// The communicator's state if it has one and more than one rank.
+fn known(a: &Args) -> Option<&'static crate::comm::CommState> {
+    crate::comm::existing(a.comm).filter(|st| st.size > 1)
 }
 
 /// Stats, log and return code of a call pcoll served with `alg`.

@@ -23,5 +23,6 @@ pub mod mpi_types;
 pub mod nodes;
 pub mod pack;
 pub mod pmpi;
+pub mod shm;
 pub mod standin;
 pub mod state;

@@ -416,6 +416,7 @@ unsafe extern "C" fn on_self_delete(
     _e: *mut c_void,
 ) -> c_int {
     let _ = std::panic::catch_unwind(finalize_report);
+    let _ = std::panic::catch_unwind(crate::shm::free_all);
     consts::SUCCESS()
 }
 

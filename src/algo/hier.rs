@@ -36,7 +36,11 @@ pub fn pick_sub(
     for &a in Algorithm::available(coll) {
         let flat = !matches!(
             a,
-            Algorithm::Native | Algorithm::GreedyUni | Algorithm::Hier | Algorithm::HierMl
+            Algorithm::Native
+                | Algorithm::GreedyUni
+                | Algorithm::Hier
+                | Algorithm::HierMl
+                | Algorithm::Shm
         );
         if flat && a.eligible(coll, commutative).is_ok() {
             let t = crate::model::predict(coll, a, p, bytes, params).time;

@@ -12,6 +12,7 @@ pub mod greedy;
 pub mod hier;
 pub mod pipeline;
 pub mod ring;
+pub mod shm;
 pub mod util;
 
 use crate::error::Error;
@@ -118,10 +119,12 @@ pub enum Algorithm {
     Hier,
     HierMl,
     ScatterAllgather,
+    /// Through a shared-memory window of a communicator on one node ([`shm`]).
+    Shm,
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 11] = [
+    pub const ALL: [Algorithm; 12] = [
         Algorithm::Native,
         Algorithm::Binomial,
         Algorithm::Pipeline,
@@ -133,6 +136,7 @@ impl Algorithm {
         Algorithm::Hier,
         Algorithm::HierMl,
         Algorithm::ScatterAllgather,
+        Algorithm::Shm,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -147,6 +151,7 @@ impl Algorithm {
             Algorithm::Hier => "hier",
             Algorithm::HierMl => "hier_ml",
             Algorithm::ScatterAllgather => "scatter_allgather",
+            Algorithm::Shm => "shm",
         }
     }
     pub fn accepted() -> String {
@@ -163,9 +168,10 @@ impl Algorithm {
         match coll {
             Collective::Reduce => &[
                 Native, Binomial, Pipeline, Greedy, GreedyUni, Circulant, Butterfly, Hier, HierMl,
+                Shm,
             ],
             Collective::Allreduce => &[
-                Native, Binomial, Greedy, Circulant, Butterfly, Ring, Hier, HierMl,
+                Native, Binomial, Greedy, Circulant, Butterfly, Ring, Hier, HierMl, Shm,
             ],
             Collective::ReduceScatter => &[Native, Binomial, Circulant, Butterfly, Ring, Hier],
             Collective::Allgatherv => &[Native, Binomial, Circulant, Butterfly, Ring, Hier],
@@ -181,7 +187,9 @@ impl Algorithm {
     pub fn order_preserving(self, coll: Collective) -> bool {
         use Algorithm::*;
         match self {
-            Native | Binomial | Pipeline | Butterfly | ScatterAllgather | Hier | HierMl => true,
+            Native | Binomial | Pipeline | Butterfly | ScatterAllgather | Hier | HierMl | Shm => {
+                true
+            }
             Ring | Circulant => !coll.reduces(),
             Greedy | GreedyUni => false,
         }
@@ -416,6 +424,9 @@ pub fn build_plain(alg: Algorithm, spec: &CallSpec) -> Result<Program, Error> {
         (_, Hier | HierMl) => Err(Error::Unsupported(format!(
             "{alg} is built over the node layout (algo::hier::build_hier)"
         ))),
+        (_, Shm) => Err(Error::Unsupported(
+            "shm has no program: it runs over a shared window (algo::shm)".into(),
+        )),
         (Bcast, Binomial) => Ok(bcast::binomial(spec)),
         (Bcast, Pipeline) => Ok(bcast::pipeline(spec)),
         (Bcast, ScatterAllgather) => Ok(bcast::scatter_allgather(spec)),

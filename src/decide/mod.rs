@@ -54,6 +54,9 @@ pub struct CallFacts {
     pub root: usize,
     /// The communicator's nodes (default: not known, one node).
     pub nodes: NodeShape,
+    /// `shm` cannot serve the communicator: its shared window was refused or turned off, or
+    /// its ranks span nodes (default: not known to fail; learnt when `shm` is first asked).
+    pub shm_refused: bool,
 }
 
 impl CallFacts {
@@ -67,6 +70,7 @@ impl CallFacts {
             in_place: false,
             root: 0,
             nodes: NodeShape::default(),
+            shm_refused: false,
         }
     }
 
@@ -77,6 +81,12 @@ impl CallFacts {
         if alg.node_aware() && !self.nodes.order_ok(self.commutative) {
             return Err(format!(
                 "{} {alg} needs nodes of consecutive ranks for a non-commutative op",
+                self.coll
+            ));
+        }
+        if alg == Algorithm::Shm && self.shm_refused {
+            return Err(format!(
+                "{} shm: no shared window for this communicator",
                 self.coll
             ));
         }

@@ -158,6 +158,7 @@ fn priced(alg: Algorithm, coll: Collective, commutative: bool) -> bool {
     alg != Algorithm::Native
         && alg.eligible(coll, commutative).is_ok()
         && alg != Algorithm::GreedyUni
+        && alg != Algorithm::Shm
         && !alg.node_aware()
 }
 

@@ -84,7 +84,9 @@ impl Scheme {
     /// The scheme modelling a library algorithm (None for `Native`).
     pub fn of(alg: Algorithm) -> Option<Scheme> {
         Some(match alg {
-            Algorithm::Native | Algorithm::Hier | Algorithm::HierMl => return None,
+            Algorithm::Native | Algorithm::Hier | Algorithm::HierMl | Algorithm::Shm => {
+                return None
+            }
             Algorithm::Binomial => Scheme::Binomial,
             Algorithm::Pipeline => Scheme::Pipeline,
             Algorithm::Greedy => Scheme::Greedy,

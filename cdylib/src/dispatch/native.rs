@@ -218,6 +218,7 @@ fn native_decided(
         in_place: sendbuf == consts::in_place(),
         root: 0,
         nodes: Default::default(),
+        shm_refused: false,
     };
     let nf = ArgFacts { dt, op, unequal };
     let d = decide(g, &call, &nf).ok()?;

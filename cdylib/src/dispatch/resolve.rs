@@ -67,6 +67,7 @@ pub(super) fn call_facts(a: &Args, p: usize, bytes: usize) -> Option<CallFacts> 
             0
         },
         nodes: Default::default(),
+        shm_refused: false,
     })
 }
 
@@ -86,6 +87,7 @@ pub(super) fn choose(
         in_place: a.in_place(),
         root: spec.root,
         nodes: NodeShape::default(),
+        shm_refused: false,
     };
     let unequal = || a.unequal_counts();
     let nf = ArgFacts {
@@ -103,6 +105,12 @@ pub(super) fn choose(
             call.nodes = nodes;
             d = decided(g, &call, &nf)?;
         }
+    }
+    // `shm` needs the communicator's window: made now if this is the first call asking (every
+    // rank asks alike), and if refused the decision falls back as for any ineligible one.
+    if d.algorithm == Algorithm::Shm && shm_refused(a, spec) {
+        call.shm_refused = true;
+        d = decided(g, &call, &nf)?;
     }
     // The reason is only formatted when somebody reads it (a warning, the debug log).
     let why = if d.warn || log::log_enabled!(log::Level::Debug) {
@@ -154,6 +162,16 @@ fn node_shape(g: &'static Global, a: &Args, spec: &CallSpec) -> NodeShape {
     crate::comm::existing(a.comm)
         .and_then(|st| st.known_layout())
         .map_or(NodeShape::default(), |l| l.shape())
+}
+
+/// `shm` is turned off, or the communicator has no shared window for it (made here on first
+/// use: collective; one rank needs none).
+fn shm_refused(a: &Args, spec: &CallSpec) -> bool {
+    if !crate::shm::enabled() {
+        return true;
+    }
+    spec.p > 1
+        && crate::comm::state(a.comm, spec.p, spec.rank).map_or(true, |st| st.shm().is_none())
 }
 
 fn warn_once(coll: Collective, alg: Algorithm, msg: &str) {

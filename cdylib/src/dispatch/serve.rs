@@ -53,6 +53,49 @@ pub(super) fn run(
     Ok((st, prog))
 }
 
+/// Serve a reduce or allreduce with `shm` over the communicator's window (made by the
+/// decision); an element larger than a cell (every rank has the same type) runs `binomial`.
+pub(super) fn run_shm(g: &Global, a: &Args, v: &Valid) -> Result<(), Error> {
+    let spec = &v.spec;
+    let call = crate::shm::run::Call {
+        input: if v.in_place {
+            a.recvbuf as *const u8
+        } else {
+            a.sendbuf as *const u8
+        },
+        output: a.recvbuf as *mut u8,
+        count: spec.total(),
+        dt: a.dt,
+        op: a.op,
+        facts: v.facts,
+        commutative: spec.commutative,
+        root: spec.root,
+        all: spec.coll == Collective::Allreduce,
+        in_place: v.in_place,
+        comm: a.comm,
+        fused: if v.facts.contiguous() {
+            crate::shm::kernel::fused(a.op, a.dt)
+        } else {
+            None
+        },
+    };
+    if spec.p == 1 {
+        return crate::shm::run::alone(&call);
+    }
+    let st = comm::state(a.comm, spec.p, spec.rank)
+        .map_err(|c| Error::Mpi(c, "communicator setup".into()))?;
+    // Every rank is here: ask for the nodes now (once per communicator), as `run` does, so
+    // that the decision is settled and the call may be served again (`dispatch::again`).
+    st.layout(g);
+    let w = st
+        .shm()
+        .ok_or_else(|| Error::Internal("shm chosen without a window".into()))?;
+    if crate::shm::run::cell_elems(w.cell, &v.facts).is_none() {
+        return run(g, a, v, Algorithm::Binomial).map(|_| ());
+    }
+    crate::shm::run::run(w, &call)
+}
+
 /// Run `prog` (built for `v` on the communicator whose state is `st`) with the call's buffers.
 pub(super) fn run_program(
     g: &Global,

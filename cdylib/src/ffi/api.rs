@@ -98,6 +98,7 @@ fn static_name(a: Algorithm) -> *const c_char {
         Algorithm::Hier => c"hier".as_ptr(),
         Algorithm::HierMl => c"hier_ml".as_ptr(),
         Algorithm::ScatterAllgather => c"scatter_allgather".as_ptr(),
+        Algorithm::Shm => c"shm".as_ptr(),
     }
 }
 

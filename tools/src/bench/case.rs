@@ -385,7 +385,7 @@ impl Case {
         alg.check(&spec)?;
         // A node-aware program needs the communicator's nodes, which the library asks of MPI
         // (it checks them itself, falling back like any forced algorithm that cannot serve).
-        if spec.total() == 0 || alg.node_aware() {
+        if spec.total() == 0 || alg.node_aware() || alg == Algorithm::Shm {
             return Ok(alg);
         }
         pcoll::algo::build(alg, &spec)

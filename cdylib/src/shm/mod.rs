@@ -1,0 +1,310 @@
+//! The shared window behind `shm` (the plan is `pcoll::algo::shm`; the protocol that runs it
+//! is [`run`]): one `MPI_Win_allocate_shared` segment per rank over a communicator whose ranks
+//! all share one node, cached in the communicator's state, freed by its delete callback or,
+//! for communicators alive at the end, at the start of `MPI_Finalize` ([`free_all`]).
+//!
+//! A rank's segment: three counters (`filled`, `reduced`, `read`), each on its own 128-byte
+//! line, in the first page, then [`SLOTS`] pairs of cells (input, output). The owner writes its
+//! counters and cells first (first touch). Counters only grow (chunks since the window was
+//! made), so no call resets them.
+//!
+//! Created at the first call that asks for `shm` on the communicator (collective: a request is
+//! the same on every rank, and it never goes native before getting here): it costs about as
+//! much as one 2 MiB reduce (86-163 us measured in issue #30), paid once per communicator,
+//! and communicators whose calls never ask for `shm` never pay it.
+//!
+//! `PCOLL_SHM=0` turns it off; `PCOLL_SHM_BYTES` is the segment of each rank (default
+//! [`DEFAULT_BYTES`]). Any refusal (turned off, ranks on several nodes, `/dev/shm` without
+//! room for every rank's segment twice over, the MPI refusing the window) leaves the
+//! communicator without a window, agreed by all its ranks, with one warning per process: the
+//! decision then falls back as for any ineligible algorithm.
+
+pub mod kernel;
+pub mod run;
+
+use crate::consts;
+use mpi_sys::*;
+use parking_lot::Mutex;
+use pcoll::algo::shm::SLOTS;
+use std::os::raw::{c_int, c_void};
+use std::sync::atomic::AtomicU64;
+
+/// Default segment per rank: two slots of 256 KiB cells (issue #30: 64-256 KiB cells beat
+/// 8 KiB ones at 2 MiB).
+pub const DEFAULT_BYTES: usize = CTRL + 2 * SLOTS * ((256 << 10) + 4096);
+
+/// Bytes before the first cell: the counters' page.
+const CTRL: usize = 4096;
+
+/// Step between the page offsets of consecutive cells (odd multiple of a cache line).
+const STAGGER: usize = 64 * 13;
+
+/// Offsets of the counters in a segment.
+pub(crate) const FILLED: usize = 0;
+pub(crate) const REDUCED: usize = 128;
+pub(crate) const READ: usize = 256;
+
+/// Settings read once from the environment.
+struct Settings {
+    on: bool,
+    bytes: usize,
+}
+
+fn settings() -> &'static Settings {
+    static S: once_cell::sync::Lazy<Settings> = once_cell::sync::Lazy::new(|| {
+        let on = match std::env::var("PCOLL_SHM") {
+            Ok(v) => pcoll::config::parse_bool(&v).unwrap_or_else(|| {
+                log::warn!("PCOLL_SHM={v}: not a boolean (accepted: 0, 1); shm stays on");
+                true
+            }),
+            Err(_) => true,
+        };
+        let bytes = match std::env::var("PCOLL_SHM_BYTES") {
+            Ok(v) => match pcoll::tuning::size::parse_size(&v) {
+                Ok(b) if b > CTRL + 2 * SLOTS * (4096 + 64) => b,
+                _ => {
+                    log::warn!(
+                        "PCOLL_SHM_BYTES={v}: not a size above {} bytes; using {DEFAULT_BYTES}",
+                        CTRL + 2 * SLOTS * (4096 + 64)
+                    );
+                    DEFAULT_BYTES
+                }
+            },
+            Err(_) => DEFAULT_BYTES,
+        };
+        log::debug!("shm: on={on}, {bytes} bytes per rank");
+        Settings { on, bytes }
+    });
+    &S
+}
+
+/// A reduce's root combines `x_root ⊕ partial` as it copies out (`PCOLL_SHM_COMBINE=1`; every
+/// rank must agree). Off by default: at p = 2 on this machine it streams fewer bytes but does
+/// all the reducing on one core, and measured slower (docs/shm.md).
+pub fn combine_at_root() -> bool {
+    static C: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
+        std::env::var("PCOLL_SHM_COMBINE")
+            .ok()
+            .and_then(|v| pcoll::config::parse_bool(&v))
+            .unwrap_or(false)
+    });
+    *C
+}
+
+/// `shm` may run (`PCOLL_SHM` is not 0).
+pub fn enabled() -> bool {
+    settings().on
+}
+
+/// A communicator's shared window.
+pub struct Win {
+    inner: Mutex<Option<Inner>>,
+    /// Bytes of one cell.
+    pub cell: usize,
+    p: usize,
+    rank: usize,
+}
+
+struct Inner {
+    win: MPI_Win,
+    node: MPI_Comm,
+    /// Every rank's segment, mapped here.
+    bases: Vec<*mut u8>,
+    /// Chunks run since the window was made (the same on every rank).
+    seq: u64,
+}
+
+// SAFETY: the window and communicator handles are plain values used as MPI allows for the
+// thread level; the segment pointers are only dereferenced by `run` under the mutex.
+unsafe impl Send for Win {}
+// SAFETY: as above; every mutable part is behind the mutex.
+unsafe impl Sync for Win {}
+
+impl Win {
+    /// A counter of `rank`'s segment.
+    fn counter(bases: &[*mut u8], rank: usize, off: usize) -> &AtomicU64 {
+        // SAFETY: the segment is at least CTRL bytes, page aligned, mapped for the window's
+        // life; the counter is 8-byte aligned and only accessed atomically.
+        unsafe { &*(bases[rank].add(off) as *const AtomicU64) }
+    }
+    /// Input (`out == false`) or output cell of `slot` in `rank`'s segment.
+    /// Cells start at staggered offsets within a page ([`STAGGER`]), so that the cells one
+    /// fold reads and writes do not share their low address bits (4 KiB aliasing).
+    fn cell_ptr(&self, bases: &[*mut u8], rank: usize, slot: usize, out: bool) -> *mut u8 {
+        let k = 2 * slot + usize::from(out);
+        let skew = ((rank * (2 * SLOTS) + k) * STAGGER) % 4096;
+        bases[rank].wrapping_add(CTRL + k * (self.cell + 4096) + skew)
+    }
+    /// Free the window (collective over the communicator; idempotent).
+    pub fn release(&self) {
+        let Some(mut inner) = self.inner.lock().take() else {
+            return;
+        };
+        REGISTRY
+            .lock()
+            .retain(|&w| w != self as *const Win as usize);
+        // SAFETY: made by `create`, freed exactly once (taken out of the mutex above).
+        unsafe {
+            PMPI_Win_free(&mut inner.win);
+            PMPI_Comm_free(&mut inner.node);
+        }
+    }
+}
+
+/// Live windows (addresses of boxed `Win`s), in creation order, for [`free_all`].
+static REGISTRY: Mutex<Vec<usize>> = parking_lot::const_mutex(Vec::new());
+
+/// Free every live window (at the start of `MPI_Finalize`, where every rank is): in creation
+/// order, which is the same order on every rank of each window's communicator.
+pub fn free_all() {
+    let live: Vec<usize> = REGISTRY.lock().clone();
+    for w in live {
+        // SAFETY: a registered Win is alive: it is unregistered by `release`, which its
+        // communicator's delete callback runs before freeing it.
+        unsafe { (*(w as *const Win)).release() };
+    }
+}
+
+fn ok(rc: c_int) -> bool {
+    rc == consts::SUCCESS()
+}
+
+/// Do all ranks of `comm` say yes? (Collective.)
+fn agree(comm: MPI_Comm, yes: bool) -> bool {
+    let (mine, mut all) = (c_int::from(yes), 0 as c_int);
+    // SAFETY: one int each way.
+    let rc = unsafe {
+        PMPI_Allreduce(
+            &mine as *const c_int as *const c_void,
+            &mut all as *mut c_int as *mut c_void,
+            1,
+            consts::dt_int(),
+            consts::op_min(),
+            comm,
+        )
+    };
+    ok(rc) && all == 1
+}
+
+/// Room in /dev/shm for every rank's segment twice over (an mmap'd file larger than the free
+/// space maps, then faults at first touch: a crash, not an error).
+fn room(p: usize, bytes: usize) -> bool {
+    // SAFETY: zeroed statvfs is a valid out-value; the path is a NUL-terminated literal.
+    unsafe {
+        let mut s: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c"/dev/shm".as_ptr(), &mut s) != 0 {
+            return true; // no /dev/shm to ask: let the MPI decide
+        }
+        let free = (s.f_bavail as u128) * (s.f_frsize as u128);
+        free >= 2 * (p as u128) * (bytes as u128)
+    }
+}
+
+fn warn_once(why: &str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| log::warn!("shm: {why}; point-to-point algorithms serve instead"));
+}
+
+/// The window of a communicator (`shadow`, `p` ranks, this one `rank`), or None if refused.
+/// Collective over the communicator.
+pub fn create(shadow: MPI_Comm, p: usize, rank: usize) -> Option<Box<Win>> {
+    let s = settings();
+    let mut node: MPI_Comm = consts::comm_null();
+    // SAFETY: collective split of a valid communicator; out-pointer.
+    let split = ok(unsafe {
+        PMPI_Comm_split_type(
+            shadow,
+            consts::COMM_TYPE_SHARED(),
+            0,
+            consts::info_null(),
+            &mut node,
+        )
+    });
+    let mut nsize: c_int = 0;
+    // SAFETY: out-pointer; `node` is valid when the split succeeded.
+    let one_node = split && ok(unsafe { PMPI_Comm_size(node, &mut nsize) }) && nsize as usize == p;
+    let local = s.on && one_node && room(p, s.bytes);
+    if !agree(shadow, local) {
+        warn_once(match (s.on, one_node) {
+            (false, _) => "turned off (PCOLL_SHM=0)",
+            (true, false) => "the communicator spans several nodes",
+            _ => "/dev/shm lacks room for the window (PCOLL_SHM_BYTES)",
+        });
+        if split {
+            // SAFETY: made by the split above, freed once.
+            unsafe { PMPI_Comm_free(&mut node) };
+        }
+        return None;
+    }
+    let w = allocate(node, p, rank, s.bytes);
+    if w.is_none() {
+        warn_once("the MPI refused a shared window");
+    }
+    w
+}
+
+/// `MPI_Win_allocate_shared` of `bytes` per rank over `node` (ranks in the shadow's order),
+/// every segment looked up, the own one first-touched; None if any rank failed.
+fn allocate(node: MPI_Comm, p: usize, rank: usize, bytes: usize) -> Option<Box<Win>> {
+    let mut base: *mut u8 = std::ptr::null_mut();
+    let mut win: MPI_Win = unsafe { std::mem::zeroed() };
+    let mut info: MPI_Info = consts::info_null();
+    // SAFETY: collective over `node` (every rank is here: `agree` said yes everywhere);
+    // out-pointers to locals; the info object is freed here.
+    let made = unsafe {
+        PMPI_Info_create(&mut info);
+        PMPI_Info_set(info, c"alloc_shared_noncontig".as_ptr(), c"true".as_ptr());
+        let rc = PMPI_Win_allocate_shared(
+            bytes as MPI_Aint,
+            1,
+            info,
+            node,
+            &mut base as *mut *mut u8 as *mut c_void,
+            &mut win,
+        );
+        PMPI_Info_free(&mut info);
+        ok(rc)
+    };
+    let mut bases = vec![std::ptr::null_mut::<u8>(); p];
+    let mut found = made;
+    for (k, b) in bases.iter_mut().enumerate().take(if made { p } else { 0 }) {
+        let (mut size, mut unit): (MPI_Aint, c_int) = (0, 0);
+        // SAFETY: valid window; out-pointers to locals.
+        let rc = unsafe {
+            PMPI_Win_shared_query(
+                win,
+                k as c_int,
+                &mut size,
+                &mut unit,
+                b as *mut *mut u8 as *mut c_void,
+            )
+        };
+        found &= ok(rc) && size as usize >= bytes && !b.is_null();
+    }
+    if found {
+        // First touch by the owner: counters zero, cells written once.
+        // SAFETY: our own segment of `bytes` bytes.
+        unsafe { std::ptr::write_bytes(base, 0, bytes) };
+    }
+    // Every rank's counters are zero before anybody reads them.
+    if !agree(node, found) {
+        // A window some rank lacks cannot be freed collectively: leave it.
+        return None;
+    }
+    // Each cell has a page of room for its stagger.
+    let cell = ((bytes - CTRL) / (2 * SLOTS) - 4096) & !63; // > 0: `settings` checked it
+    let w = Box::new(Win {
+        inner: Mutex::new(Some(Inner {
+            win,
+            node,
+            bases,
+            seq: 0,
+        })),
+        cell,
+        p,
+        rank,
+    });
+    REGISTRY.lock().push(&*w as *const Win as usize);
+    log::debug!("shm: window of {bytes} bytes per rank, {cell}-byte cells");
+    Some(w)
+}

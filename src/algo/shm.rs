@@ -1,0 +1,366 @@
+//! `shm`: reduce and allreduce through a shared-memory window of the communicator (every rank
+//! on one node). This module is the plan, pure integers: which rank copies, reduces and copies
+//! out which elements of which chunk, and in which order. The window, its counters and the
+//! moving of bytes are in the C-ABI crate (`cdylib/src/shm/`).
+//!
+//! Per rank the window holds [`SLOTS`] slots, each an input cell and an output cell of
+//! `cell_elems` elements. Chunk `c` (elements `[c·ce, min((c+1)·ce, n))`) uses slot
+//! `c mod SLOTS`, so that copying chunk `c+1` in overlaps reducing chunk `c`:
+//!
+//! 1. every rank copies into its input cell the slices of its chunk that others read
+//!    ([`Shape::copies_in`]); then it publishes `filled`;
+//! 2. slice `j` of the chunk (a balanced split into [`Shape::nslices`] ≤ p slices) is reduced
+//!    by rank `(root + j) mod p` ([`Shape::owner`]) over the inputs of [`Shape::fold`], in
+//!    that order, into its output cell, or for a reduce's slice 0 (the root's own) straight
+//!    into the root's receive buffer; it publishes `reduced`;
+//! 3. the root (reduce) or every rank (allreduce) copies the slices from their owners' output
+//!    cells into its receive buffer, and publishes `read` (a rank that copies nothing out
+//!    publishes it after step 2).
+//!
+//! **Root last** ([`Shape::root_last`]: a reduce with a commutative op, or root 0): the root
+//! copies nothing in; the owners of the other slices fold every input but the root's (a fold
+//! of one input is the owner's copied-in input itself: [`Shape::partial_in_input`]), and the
+//! root combines `x_root ⊕ partial` into its receive buffer as it copies out. At p = 2 the
+//! root then streams 3m bytes (read two, write one), the one-core `z = x + y` bound, and waits
+//! once per chunk.
+//!
+//! A rank writes slot `c mod SLOTS` only after every rank published `read` for chunk
+//! `c - SLOTS`: the copy-out ranks read only after every owner reduced, and the owners reduce
+//! only after every input was filled, so that chunk's cells are no longer read by anybody.
+//!
+//! Order: each slice is folded by one rank as `x_0 ⊕ (x_1 ⊕ (… ⊕ x_{p-1}))` for a
+//! non-commutative op (canonical rank order, the same bracketing for every element; root last
+//! only at root 0, as `x_0 ⊕ partial`), and every rank of an allreduce copies that one result:
+//! bit-identical everywhere.
+//!
+//! Cost at p ranks for m bytes (memory bandwidth b of one core, the reductions of the slices
+//! in parallel): copy-in `2m/b` per rank, reduction of a slice `(p+1)·(m/p)/b`, copy-out
+//! `2m/b` at each copy-out rank (root last: `3m/b` at the root, no copy-in); no message, and
+//! one cache-line handshake per chunk.
+
+/// Slots (pairs of input and output cells) per rank: two, so that copying the next chunk in
+/// overlaps reducing this one.
+pub const SLOTS: usize = 2;
+
+/// One call's shape, the same on every rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub p: usize,
+    /// Root of a reduce (0 for allreduce).
+    pub root: usize,
+    /// Elements of the call.
+    pub count: usize,
+    /// Elements per cell (> 0).
+    pub cell_elems: usize,
+    /// Fewest elements worth a slice of their own (> 0): below it fewer ranks reduce.
+    pub min_slice: usize,
+    /// Allreduce: every rank copies the result out (reduce: the root only).
+    pub all: bool,
+    /// The op commutes.
+    pub commutative: bool,
+    /// Let a reduce's root combine last where it may ([`Shape::root_last`]).
+    pub combine_at_root: bool,
+}
+
+impl Shape {
+    /// Number of chunks (0 for count 0).
+    pub fn chunks(&self) -> usize {
+        self.count.div_ceil(self.cell_elems.max(1))
+    }
+    /// Elements `[lo, hi)` of chunk `c`.
+    pub fn chunk(&self, c: usize) -> (usize, usize) {
+        let ce = self.cell_elems.max(1);
+        (c * ce, ((c + 1) * ce).min(self.count))
+    }
+    /// Slices a chunk of `len` elements is split into: one per `min_slice` elements, at most
+    /// p, at least 1.
+    pub fn nslices(&self, len: usize) -> usize {
+        (len / self.min_slice.max(1)).clamp(1, self.p.max(1))
+    }
+    /// Elements `[lo, hi)` of slice `j` of a chunk of `len` elements, relative to the chunk
+    /// (balanced: the first `len mod n` slices have one element more).
+    pub fn slice(&self, len: usize, j: usize) -> (usize, usize) {
+        let n = self.nslices(len);
+        let (q, r) = (len / n, len % n);
+        let lo = j * q + j.min(r);
+        (lo, lo + q + usize::from(j < r))
+    }
+    /// The rank that reduces slice `j`: the root reduces slice 0 (straight into its receive
+    /// buffer for a reduce), the next ranks the next slices.
+    pub fn owner(&self, j: usize) -> usize {
+        (self.root + j) % self.p
+    }
+    /// The slice `rank` reduces in a chunk of `len` elements, if any.
+    pub fn slice_of(&self, rank: usize, len: usize) -> Option<usize> {
+        let j = (rank + self.p - self.root) % self.p;
+        (j < self.nslices(len)).then_some(j)
+    }
+    /// Does `rank` copy the result out of the window?
+    pub fn copies_out(&self, rank: usize) -> bool {
+        self.all || rank == self.root
+    }
+    /// Is the slice `rank` reduces written straight into its receive buffer (a reduce's root)
+    /// rather than into its output cell?
+    pub fn direct(&self, rank: usize, j: usize) -> bool {
+        !self.all && rank == self.root && j == 0
+    }
+    /// A reduce whose root combines `x_root ⊕ partial` as it copies out (module docs).
+    pub fn root_last(&self) -> bool {
+        self.combine_at_root && !self.all && self.p > 1 && (self.commutative || self.root == 0)
+    }
+    /// Does `rank` copy slice `j` of its input into its input cell? Every slice others read:
+    /// all but its own — and its own too when the result goes into a buffer that holds that
+    /// input (`MPI_IN_PLACE` at a reduce's root) with a non-commutative op (the right fold
+    /// writes the result before it reads the own input), or when its own input is the whole
+    /// partial the root reads (root last, p = 2). Root last: the root copies no other slice.
+    pub fn copies_in(&self, rank: usize, j: usize, len: usize, in_place: bool) -> bool {
+        if self.slice_of(rank, len) != Some(j) {
+            return !(self.root_last() && rank == self.root);
+        }
+        (in_place && self.direct(rank, j) && !self.commutative) || self.partial_in_input(j)
+    }
+    /// The partial of slice `j` is its owner's copied-in input (root last, a fold of one
+    /// input: p = 2), not its output cell.
+    pub fn partial_in_input(&self, j: usize) -> bool {
+        self.root_last() && j != 0 && self.p == 2
+    }
+    /// Does the root combine slice `j` as `x_root ⊕ partial` as it copies it out?
+    pub fn combines(&self, j: usize) -> bool {
+        self.root_last() && j != 0
+    }
+    /// The inputs the owner `me` of slice `j` folds: the result starts as a copy of input
+    /// `first`, then `acc := x_k ⊕ acc` (`MPI_Reduce_local(in = x_k, inout = acc)`) for each
+    /// `k` of `rest` in turn. Non-commutative: from the right, `x_0 ⊕ (x_1 ⊕ (… ⊕ x_{p-1}))`
+    /// (root last: without `x_0`). Commutative: the owner's own input first (no copy when the
+    /// result buffer holds it). Root last leaves out the root's input.
+    pub fn fold(&self, me: usize, j: usize) -> (usize, Vec<usize>) {
+        let skip = (self.combines(j)).then_some(self.root);
+        let inputs = (0..self.p).filter(|&k| Some(k) != skip);
+        if self.commutative {
+            (me, inputs.filter(|&k| k != me).collect())
+        } else {
+            let mut v: Vec<usize> = inputs.collect();
+            let first = v.pop().unwrap_or(me);
+            v.reverse();
+            (first, v)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(p: usize, root: usize, count: usize, ce: usize, all: bool) -> Shape {
+        Shape {
+            p,
+            root,
+            count,
+            cell_elems: ce,
+            min_slice: 3,
+            all,
+            commutative: false,
+            combine_at_root: true,
+        }
+    }
+
+    #[test]
+    fn chunks_and_slices_partition_the_call() {
+        for p in 1..=9 {
+            for count in [0, 1, 2, 5, 17, 64, 100] {
+                for ce in [1, 4, 7, 64] {
+                    let s = shape(p, p / 2, count, ce, false);
+                    let mut next = 0;
+                    for c in 0..s.chunks() {
+                        let (lo, hi) = s.chunk(c);
+                        assert_eq!(lo, next);
+                        assert!(hi > lo && hi - lo <= ce);
+                        let len = hi - lo;
+                        let mut at = 0;
+                        let mut owners = vec![];
+                        for j in 0..s.nslices(len) {
+                            let (a, b) = s.slice(len, j);
+                            assert_eq!(a, at);
+                            at = b;
+                            owners.push(s.owner(j));
+                            assert_eq!(s.slice_of(s.owner(j), len), Some(j));
+                        }
+                        assert_eq!(at, len);
+                        owners.sort();
+                        owners.dedup();
+                        assert_eq!(owners.len(), s.nslices(len), "owners distinct");
+                        assert_eq!(s.owner(0), s.root);
+                        next = hi;
+                    }
+                    assert_eq!(next, count);
+                }
+            }
+        }
+    }
+
+    /// The whole protocol run in phase order on sequences (op: concatenation, which is
+    /// associative and not commutative): every element of the result must list the ranks in
+    /// order, at the root of a reduce and on every rank of an allreduce, in place or not. An
+    /// input a rank did not copy in reads as 999.
+    fn simulate(s: Shape, in_place: bool) -> Vec<Vec<Vec<usize>>> {
+        type Buf = Vec<Vec<usize>>;
+        let p = s.p;
+        let input = |r: usize| -> Buf { vec![vec![r]; s.count] };
+        // The receive buffers (in place: the root's (reduce) or every rank's input).
+        let mut recv: Vec<Buf> = (0..p)
+            .map(|r| {
+                if in_place && s.copies_out(r) {
+                    input(r)
+                } else {
+                    vec![vec![]; s.count]
+                }
+            })
+            .collect();
+        let op = |x: &Vec<usize>, acc: &mut Vec<usize>| {
+            let mut v = x.clone();
+            v.extend_from_slice(acc);
+            *acc = v;
+        };
+        for c in 0..s.chunks() {
+            let (lo, hi) = s.chunk(c);
+            let len = hi - lo;
+            let src = |r: usize, recv: &Vec<Buf>| -> Buf {
+                if in_place && s.copies_out(r) {
+                    recv[r][lo..hi].to_vec()
+                } else {
+                    input(r)[lo..hi].to_vec()
+                }
+            };
+            // 1. copy-in.
+            let mut cell: Vec<Buf> = vec![vec![vec![999]; len]; p];
+            for (r, cr) in cell.iter_mut().enumerate() {
+                let own = src(r, &recv);
+                for j in 0..s.nslices(len) {
+                    if s.copies_in(r, j, len, in_place) {
+                        let (a, b) = s.slice(len, j);
+                        cr[a..b].clone_from_slice(&own[a..b]);
+                    }
+                }
+            }
+            // 2. reduce, slice by slice, on the live buffers (the result buffer may hold the
+            // own input: what the fold writes first must not be read afterwards).
+            let mut out: Vec<Buf> = vec![vec![vec![]; len]; p];
+            for j in 0..s.nslices(len) {
+                let me = s.owner(j);
+                if s.partial_in_input(j) {
+                    continue;
+                }
+                let (a, b) = s.slice(len, j);
+                let own_cell = s.copies_in(me, j, len, in_place);
+                let x = |k: usize, e: usize, recv: &Vec<Buf>| -> Vec<usize> {
+                    if k == me && !own_cell {
+                        src(me, recv)[e].clone()
+                    } else {
+                        cell[k][e].clone()
+                    }
+                };
+                let direct = s.direct(me, j);
+                let (first, rest) = s.fold(me, j);
+                for e in a..b {
+                    let v = x(first, e, &recv);
+                    if direct {
+                        recv[me][lo + e] = v;
+                    } else {
+                        out[me][e] = v;
+                    }
+                }
+                for k in rest {
+                    for e in a..b {
+                        let v = x(k, e, &recv);
+                        if direct {
+                            op(&v, &mut recv[me][lo + e]);
+                        } else {
+                            op(&v, &mut out[me][e]);
+                        }
+                    }
+                }
+            }
+            // 3. copy-out (root last: x_root ⊕ partial).
+            for r in (0..p).filter(|&r| s.copies_out(r)) {
+                let own = src(r, &recv);
+                for j in 0..s.nslices(len) {
+                    if s.direct(r, j) {
+                        continue;
+                    }
+                    let (a, b) = s.slice(len, j);
+                    let o = s.owner(j);
+                    for e in a..b {
+                        let mut v = if s.partial_in_input(j) {
+                            cell[o][e].clone()
+                        } else {
+                            out[o][e].clone()
+                        };
+                        if s.combines(j) {
+                            op(&own[e], &mut v);
+                        }
+                        recv[r][lo + e] = v;
+                    }
+                }
+            }
+        }
+        recv
+    }
+
+    #[test]
+    fn protocol_folds_in_rank_order() {
+        for p in 1..=9 {
+            for count in [0, 1, 4, 13, 40] {
+                for ce in [1, 5, 16] {
+                    for all in [false, true] {
+                        for root in 0..p {
+                            let s = shape(p, if all { 0 } else { root }, count, ce, all);
+                            for (in_place, cr) in
+                                [(false, false), (false, true), (true, false), (true, true)]
+                            {
+                                let s = Shape {
+                                    combine_at_root: cr,
+                                    ..s
+                                };
+                                let recv = simulate(s, in_place);
+                                let want: Vec<usize> = (0..p).collect();
+                                for r in (0..p).filter(|&r| s.copies_out(r)) {
+                                    for (i, e) in recv[r].iter().enumerate() {
+                                        assert_eq!(
+                                            e, &want,
+                                            "{s:?} rank {r} elem {i} ip {in_place}"
+                                        );
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn commutative_fold_reads_every_input_once() {
+        for p in 1..=9 {
+            for (root, all) in (0..p).map(|r| (r, false)).chain([(0, true)]) {
+                let s = shape(p, root, 20, 7, all);
+                for in_place in [false, true] {
+                    let recv = simulate(
+                        Shape {
+                            commutative: true,
+                            ..s
+                        },
+                        in_place,
+                    );
+                    for r in (0..p).filter(|&r| s.copies_out(r)) {
+                        for e in &recv[r] {
+                            let mut v = e.clone();
+                            v.sort();
+                            assert_eq!(v, (0..p).collect::<Vec<_>>(), "{s:?} ip {in_place}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
