@@ -47,14 +47,19 @@ fn main() {
 fn header_probe(mpicc: &str) -> String {
     let dir = std::path::PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
     let src = dir.join("pcoll_probe.c");
-    std::fs::write(&src, "#include <mpi.h>\nvoid *pcoll_probe = (void *)&PMPI_Reduce_c;\n")
-        .expect("write the header probe");
+    std::fs::write(
+        &src,
+        "#include <mpi.h>\nvoid *pcoll_probe = (void *)&PMPI_Reduce_c;\n",
+    )
+    .expect("write the header probe");
     let run = |args: &[&str]| {
         Command::new(mpicc)
             .args(args)
             .arg(&src)
             .output()
-            .unwrap_or_else(|e| panic!("cannot run {mpicc} ({e}): set MPICC to the MPI's C compiler wrapper"))
+            .unwrap_or_else(|e| {
+                panic!("cannot run {mpicc} ({e}): set MPICC to the MPI's C compiler wrapper")
+            })
     };
     let macros = run(&["-E", "-dM"]);
     if !macros.status.success() {

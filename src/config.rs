@@ -188,7 +188,13 @@ impl Config {
         if let Some(v) = var("PCOLL_MPI") {
             match v.trim().parse::<crate::mpi::Mpi>() {
                 Ok(m) => cfg.mpi = Some(m),
-                Err(why) => bad("PCOLL_MPI", &v, &format!("{why}; "), "an MPI name", "the running MPI"),
+                Err(why) => bad(
+                    "PCOLL_MPI",
+                    &v,
+                    &format!("{why}; "),
+                    "an MPI name",
+                    "the running MPI",
+                ),
             }
         }
         (cfg, warns)

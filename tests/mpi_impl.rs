@@ -92,7 +92,12 @@ fn defects_apply_to_their_family_or_to_their_implementation() {
         ..CallFacts::new(Collective::Reduce, 3, 1 << 20)
     };
     // MPICH 4.0's in-place-at-nonzero-root defect: avoided under every MPICH-ABI MPI.
-    for m in [Mpi::Mpich, Mpi::Mpich5, Mpi::IntelMpi, Mpi::Other(Abi::Mpich)] {
+    for m in [
+        Mpi::Mpich,
+        Mpi::Mpich5,
+        Mpi::IntelMpi,
+        Mpi::Other(Abi::Mpich),
+    ] {
         assert_eq!(
             defects::fired(m, &reduce, &PlainFacts).map(|d| d.name),
             Some("mpich-reduce-inplace-root"),

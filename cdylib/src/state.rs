@@ -37,7 +37,10 @@ pub fn running() -> (Mpi, &'static str) {
     static R: OnceCell<(Mpi, String)> = OnceCell::new();
     let r = R.get_or_init(|| {
         let v = library_version();
-        (Mpi::detect(&v, ABI), v.lines().next().unwrap_or("").trim().to_string())
+        (
+            Mpi::detect(&v, ABI),
+            v.lines().next().unwrap_or("").trim().to_string(),
+        )
     });
     (r.0, &r.1)
 }
@@ -51,7 +54,9 @@ fn library_version() -> String {
         return String::new();
     }
     buf.truncate((len.max(0) as usize).min(buf.len()));
-    String::from_utf8_lossy(&buf).trim_end_matches('\0').to_string()
+    String::from_utf8_lossy(&buf)
+        .trim_end_matches('\0')
+        .to_string()
 }
 
 /// `PCOLL_DISABLE=1`, read without initialising anything else (pure passthrough); the same
@@ -86,7 +91,11 @@ pub fn global() -> &'static Global {
             "running {} ({}; {}), table: {}",
             mpi.describe(),
             running().1,
-            if cfg.mpi.is_some() { "PCOLL_MPI" } else { "MPI_Get_library_version" },
+            if cfg.mpi.is_some() {
+                "PCOLL_MPI"
+            } else {
+                "MPI_Get_library_version"
+            },
             table.origin()
         );
         for w in &warnings {

@@ -255,7 +255,10 @@ impl Table {
         match mpi {
             Mpi::OpenMpi => (BUILTIN_TOML, "built-in tuning.toml"),
             Mpi::Mpich => (BUILTIN_MPICH_TOML, "built-in tuning.mpich.toml"),
-            Mpi::OpenMpi5 => (BUILTIN_OPENMPI5_TOML, "built-in tables/tuning.openmpi5.toml"),
+            Mpi::OpenMpi5 => (
+                BUILTIN_OPENMPI5_TOML,
+                "built-in tables/tuning.openmpi5.toml",
+            ),
             Mpi::Mpich5 => (BUILTIN_MPICH5_TOML, "built-in tables/tuning.mpich5.toml"),
             Mpi::IntelMpi => (BUILTIN_IMPI_TOML, "built-in tables/tuning.impi.toml"),
             Mpi::Other(_) => (BUILTIN_OTHER_TOML, "built-in tables/tuning.other.toml"),

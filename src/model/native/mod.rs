@@ -141,7 +141,10 @@ fn textbook(
         .filter(|a| crate::Algorithm::available(coll).contains(a))
         .filter(|a| commutative || a.order_preserving(coll))
         .map(|a| (a.name(), crate::model::predict(coll, a, p, bytes, c).time))
-        .fold(("binomial", f64::INFINITY), |b, x| if x.1 < b.1 { x } else { b })
+        .fold(
+            ("binomial", f64::INFINITY),
+            |b, x| if x.1 < b.1 { x } else { b },
+        )
 }
 
 // ---------------------------------------------------------------------------------------------
