@@ -36,27 +36,13 @@ pub const ABI: Abi = if cfg!(pcoll_mpich) {
 pub fn running() -> (Mpi, &'static str) {
     static R: OnceCell<(Mpi, String)> = OnceCell::new();
     let r = R.get_or_init(|| {
-        let v = library_version();
+        let v = crate::agree::library_version();
         (
             Mpi::detect(&v, ABI),
             v.lines().next().unwrap_or("").trim().to_string(),
         )
     });
     (r.0, &r.1)
-}
-
-fn library_version() -> String {
-    let mut buf = vec![0u8; consts::MAX_LIBRARY_VERSION_STRING().max(1) as usize + 1];
-    let mut len: c_int = 0;
-    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING bytes, as the call requires.
-    let rc = unsafe { PMPI_Get_library_version(buf.as_mut_ptr() as *mut _, &mut len) };
-    if rc != consts::SUCCESS() {
-        return String::new();
-    }
-    buf.truncate((len.max(0) as usize).min(buf.len()));
-    String::from_utf8_lossy(&buf)
-        .trim_end_matches('\0')
-        .to_string()
 }
 
 /// `PCOLL_DISABLE=1`, read without initialising anything else (pure passthrough); the same
