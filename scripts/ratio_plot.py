@@ -145,7 +145,7 @@ def headline(out):
             here.append((f"{mpi} {label.split(':')[0]}", s, dashed))
     write_svg(out, [
         net_panel("Emulated cluster (measured)"),
-        ("This machine (measured)", "2 cores, shared memory, p = 2; built-in tables", here),
+        ("This machine (measured)", "2 cores, shared memory, p = 2; built-in tables of 2026-11-22 (before shm)", here),
     ], ["pcoll-bench medians, native and pcoll interleaved; results/net/auto.mpich.4x1.csv, results/auto.{mpich,openmpi}.p2.csv.",
         HOLLOW])
 
