@@ -11,7 +11,7 @@
 #   make bench | tune | soak
 SHELL := /bin/bash
 # make and make test: Debian's two by default; MPIS="$(ALL_MPIS)" (or make test-all) for all
-# five (the registry's three are not yet in CI's make test: see README, Five MPIs).
+# five (the registry's three are not yet in CI's make test: see docs/mpis.md).
 ALL_MPIS := openmpi mpich openmpi5 mpich5 impi
 MPIS ?= openmpi mpich
 MPI ?=
