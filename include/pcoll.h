@@ -15,8 +15,10 @@ extern "C" {
 const char *pcoll_version(void);
 
 /* Force `algorithm` ("native", "binomial", "pipeline", "greedy", "greedy_uni", "circulant",
- * "butterfly", "ring", or "model": the cost model's pick) for `collective` ("reduce",
- * "allreduce", "reduce_scatter", "allgatherv") from now on; NULL or "" goes back to
+ * "butterfly", "ring", "hier", "hier_ml", "scatter_allgather", "shm", or "model": the cost
+ * model's pick; each collective has its subset) for `collective` ("reduce", "allreduce",
+ * "reduce_scatter", "allgatherv", "bcast", "allgather", "reduce_scatter_block") from now on;
+ * NULL or "" goes back to
  * PCOLL_<COLL> and tuning.toml. Cheap (a few stores): may be called between any two calls.
  * All ranks of a communicator must force the same. Returns 0, -1 for an unknown
  * collective, -2 for an algorithm that does not exist for that collective. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: the full measurement behind the README's numbers.
+# make bench: the full measurement behind docs/results.md's numbers.
 #   p = 2 on every MPI of BENCH_MPIS (make bench passes MPIS; default openmpi mpich), p = 4
 #   and 8 on Debian's Open MPI; all seven collectives; 8 B .. 16 MiB;
 #   every algorithm vs native, interleaved (ABBA), results checked.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""README tables from pcoll-bench CSVs measured on the emulated cluster (results/net/).
+"""docs/emulated-cluster.md's tables from pcoll-bench CSVs measured on the emulated cluster (results/net/).
 
     scripts/net_table.py CSV [--rate-mbit 500] [--sizes 1048576,4194304,...] [--collectives a,b]
                          [--predicted]

@@ -24,8 +24,8 @@
 # namespace of its own (hostname C-node<k>), UCX_TLS=tcp,self and UCX_NET_DEVICES=pcnet
 # (MPICH's ch4:ucx otherwise moves bytes through shared memory), PCOLL_NODES=hostname (pcoll's
 # nodes are the namespaces, unless --env sets PCOLL_NODES), and LD_PRELOAD=LIB only
-# for PROG itself (--preload). MPICH (hydra) is the default launcher; see README
-# "Emulated cluster" for Open MPI.
+# for PROG itself (--preload). MPICH (hydra) is the default launcher; see
+# docs/emulated-cluster.md for Open MPI.
 #
 # Exit codes: 77 = cannot be done here (not root, namespaces cannot be created, tools
 # missing), so that tests can skip; 2 = usage; otherwise the command's status.

@@ -6,9 +6,9 @@
 //! pcoll-sim paper
 //! pcoll-sim draw --algorithm greedy --p 15 --segments 5 [--tcomm 2 --tcomp 1] -o f.svg
 //! pcoll-sim schedule --p 17 --blocks 4 --format json|table
-//! pcoll-sim choose --table FILE|builtin --mpi openmpi|mpich --collective LIST --p LIST \
+//! pcoll-sim choose --table FILE|builtin --mpi NAME --collective LIST --p LIST \
 //!     --bytes LIST [--op commutative|noncommutative] [--format json|table]
-//! pcoll-sim scale --table FILE|builtin --mpi openmpi|mpich [--p 2..65536] -o f.svg
+//! pcoll-sim scale --table FILE|builtin --mpi NAME [--p 2..65536] -o f.svg
 //! ```
 
 mod choose;
@@ -25,7 +25,7 @@ use pcoll::model::{lower_bound, predict_scheme, Duplex, Prediction, Scheme};
 #[derive(Parser)]
 #[command(
     name = "pcoll-sim",
-    about = "pcoll cost model, paper reproductions and schedule drawings"
+    about = "pcoll cost model, paper reproductions, the library's decisions at any scale and schedule drawings (no MPI)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -56,7 +56,7 @@ enum Cmd {
         #[arg(long)]
         half: bool,
     },
-    /// Reproduce the papers' claims (Lowery–Langou, Rabenseifner–Träff) with printed values.
+    /// Reproduce the papers' claims (Träff, Lowery–Langou, Rabenseifner–Träff) with printed values.
     Paper,
     /// Gantt chart (SVG) of a reduction schedule: one row per rank, one colour per segment.
     Draw {
@@ -74,7 +74,6 @@ enum Cmd {
         #[arg(short = 'o', long, default_value = "schedule.svg")]
         output: String,
     },
-    /// Circulant schedules (to be wired by the coordinator).
     /// Träff's circulant receive/send schedules (before the virtual-round offset, in the
     /// paper's convention), as JSON or as the paper's table.
     Schedule {

@@ -22,15 +22,16 @@ use std::time::{SystemTime, UNIX_EPOCH};
     args_override_self = true,
     version,
     about = "Native MPI collectives vs pcoll's algorithms, interleaved (ABBA) in one MPI job",
-    after_help = "Sizes are the tuning table's message size: reduce/allreduce the vector, \
-reduce_scatter/allgatherv the total over all ranks. Times are the median over repetitions of \
+    after_help = "Sizes are the tuning table's message size: reduce/allreduce/bcast the vector, \
+reduce_scatter(_block)/allgather(v) the total over all ranks. Times are the median over repetitions of \
 the maximum over ranks. Variants: native (PMPI_* directly), auto (pcoll's table through \
 MPI_*: with a `native` rule this is pcoll's native fast path), passthru (pcoll forced to \
 native: interposition overhead), each algorithm, and alg@size (segment size set at run \
 time)."
 )]
 struct Args {
-    /// Collectives: reduce, allreduce, reduce_scatter, allgatherv (comma-separated).
+    /// Collectives, comma-separated: reduce, allreduce, reduce_scatter, allgatherv, bcast,
+    /// allgather, reduce_scatter_block.
     #[arg(long, default_value = "reduce,allreduce")]
     collectives: String,
     /// Message sizes in bytes: list and/or power-of-two ranges, e.g. 8,1k,64k,1m or 8..4m.

@@ -36,7 +36,8 @@ struct Args {
     /// Output file.
     #[arg(long, default_value = "tuning.toml")]
     out: String,
-    /// Collectives to tune (comma-separated).
+    /// Collectives to tune, comma-separated (any of the seven pcoll serves: reduce, allreduce,
+    /// reduce_scatter, allgatherv, bcast, allgather, reduce_scatter_block).
     #[arg(long, default_value = "reduce,allreduce,reduce_scatter,allgatherv")]
     collectives: String,
     /// Communicator sizes (sub-communicators of ranks 0..p); default 2..<job size>.
