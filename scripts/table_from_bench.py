@@ -26,7 +26,10 @@ rules cover the p it was measured at.
 existing tables (their blocks are removed, the new ones appended; the other collectives'
 rules and the [model] section stay as they are).
 
+--mpis LIST (comma-separated): write only these MPIs' tables (default: every MPI with results).
+
 Usage: scripts/table_from_bench.py [--margin 0.92] [--only bcast,allgather,reduce_scatter_block]
+       [--mpis openmpi5,mpich5,impi]
 """
 import csv, glob, os, re, sys
 
@@ -36,6 +39,11 @@ MARGIN = 0.85
 MIN_BYTES = 4096
 # A chosen algorithm must also have measured at most this ratio in check-default (if it ran).
 CONFIRM = 0.95
+# ... and the default must not have measured above this ratio in any run of the independent
+# A/B (verify/ab.c via scripts/ab-default.sh: results/ab.<mpi>.p<p>.txt and earlier runs kept in
+# results/ab-runs/): a cell the A/B saw slower goes native (on a shared 2-core machine the two
+# benchmarks can disagree by 2x minutes apart; a pick must survive both).
+AB_VETO = 1.05
 if "--margin" in sys.argv:
     MARGIN = float(sys.argv[sys.argv.index("--margin") + 1])
 NAMES = {"openmpi": "Open MPI 4.1", "mpich": "MPICH 4.0", "openmpi5": "Open MPI 5.0",
@@ -44,18 +52,18 @@ OUT = {"openmpi": "tuning.toml", "mpich": "tuning.mpich.toml", "openmpi5": "tabl
        "mpich5": "tables/tuning.mpich5.toml", "impi": "tables/tuning.impi.toml"}
 FAMILY_TABLE = {"openmpi": "tuning.toml", "mpich": "tuning.mpich.toml", "openmpi5": "tuning.toml",
                 "mpich5": "tuning.mpich.toml", "impi": "tuning.mpich.toml"}
+# MPIs whose native is priced as the best textbook algorithm (pcoll::mpi::Mpi::rules).
+TEXTBOOK = {"mpich5", "impi"}
 COLLS = ["reduce", "allreduce", "reduce_scatter", "allgatherv", "bcast", "allgather", "reduce_scatter_block"]
 ONLY = None
 if "--only" in sys.argv:
     ONLY = sys.argv[sys.argv.index("--only") + 1].split(",")
     assert all(c in COLLS for c in ONLY), f"--only: collectives are {COLLS}"
-    NAMES = {"openmpi": "Open MPI 4.1", "mpich": "MPICH 4.0", "openmpi5": "Open MPI 5.0",
-         "mpich5": "MPICH 5.0", "impi": "Intel MPI 2021"}
-OUT = {"openmpi": "tuning.toml", "mpich": "tuning.mpich.toml", "openmpi5": "tables/tuning.openmpi5.toml",
-       "mpich5": "tables/tuning.mpich5.toml", "impi": "tables/tuning.impi.toml"}
-FAMILY_TABLE = {"openmpi": "tuning.toml", "mpich": "tuning.mpich.toml", "openmpi5": "tuning.toml",
-                "mpich5": "tuning.mpich.toml", "impi": "tuning.mpich.toml"}
-COLLS = [c for c in COLLS if c in ONLY]
+    COLLS = [c for c in COLLS if c in ONLY]
+MPIS = list(OUT)
+if "--mpis" in sys.argv:
+    MPIS = sys.argv[sys.argv.index("--mpis") + 1].split(",")
+    assert all(m in OUT for m in MPIS), f"--mpis: MPIs are {list(OUT)}"
 root = os.path.join(os.path.dirname(__file__), "..")
 
 
@@ -87,6 +95,21 @@ def load_auto(mpi):
     return out
 
 
+def load_ab(mpi):
+    """The A/B's worst ratio per cell over its runs: {p: {(collective, bytes): ratio}}."""
+    out = {}
+    files = glob.glob(os.path.join(root, f"results/ab.{mpi}.p*.txt"))
+    files += glob.glob(os.path.join(root, f"results/ab-runs/ab.{mpi}.p*.txt"))
+    for f in files:
+        for line in open(f):
+            x = line.split()
+            if len(x) == 7 and x[0] == "ab":
+                cells = out.setdefault(int(x[2]), {})
+                key = (x[1], int(x[3]))
+                cells[key] = max(cells.get(key, 0.0), float(x[6]))
+    return out
+
+
 def p_ranges(ps):
     """Measured p -> half-open p range it stands for: midpoints between measured sizes, and
     nothing beyond the extremes (the largest measured p ends its range; the table's closing
@@ -100,7 +123,7 @@ def p_ranges(ps):
     return out
 
 
-def rules_for(cells, coll, auto):
+def rules_for(cells, coll, auto, ab):
     sizes = sorted(b for (c, b) in cells if c == coll)
     picks = []
     for b in sizes:
@@ -113,6 +136,8 @@ def rules_for(cells, coll, auto):
         # a confirmation: all-algorithm benchmarks flatter chunked algorithms).
         if alg != "native" and seen and not (seen[0] == alg and seen[1] <= CONFIRM):
             alg, unconfirmed = "native", (seen[0], seen[1])
+        if alg != "native" and ab.get((coll, b), 0.0) > AB_VETO:
+            alg, unconfirmed = "native", ("A/B", ab[(coll, b)])
         picks.append((b, alg, r, unconfirmed))
     rules = []
     if picks and picks[0][1] != "native" and picks[0][0] > 0:
@@ -137,6 +162,7 @@ def rules_for(cells, coll, auto):
 def write(mpi, out):
     runs = load(mpi)
     autos = load_auto(mpi)
+    abs_ = load_ab(mpi)
     if not runs:
         print(f"no results/bench.{mpi}.p*.csv", file=sys.stderr)
         return
@@ -146,7 +172,7 @@ def write(mpi, out):
         f"# (2 cores, shared memory): a pcoll algorithm is chosen only for messages of at least {MIN_BYTES} B where its median beat native by",
         f"# at least {round((1 - MARGIN) * 100)}% in the interleaved benchmark (measured p = {', '.join(map(str, sorted(runs)))});",
         "# every other cell is `native`. Regenerate for your machine with `make tune` (pcoll-tune).",
-        "# Format: README, section tuning.toml. First matching rule wins; ranges are half-open.",
+        "# Format: docs/user-guide.md, Tuning tables. First matching rule wins; ranges are half-open.",
         "",
     ]
     tuned = os.path.join(root, f"results/tuning.{mpi}.toml")
@@ -155,14 +181,19 @@ def write(mpi, out):
     if os.path.exists(tuned):
         m = re.search(r"\[model\]\n(.*?)\n\n", open(tuned).read(), re.S)
         if m:
-            lines += ["# Cost model fitted by pcoll-tune on this machine.", "[model]", m.group(1).strip(), ""]
+            lines += ["# Cost model fitted by pcoll-tune on this machine.", "[model]", m.group(1).strip()]
+            if mpi in TEXTBOOK:
+                lines += ["# The native model of this MPI is the best textbook algorithm (its own rules are",
+                          "# not modelled): beyond the measured cells, pcoll only where predicted 30% faster.",
+                          "margin = 0.3"]
+            lines += [""]
     lines += ["# p = 1: nothing to communicate; the MPI's own copy is cheapest."]
     for coll in COLLS:
         lines += [f"[[{coll}]]", "p = [1, 2]", 'algorithm = "native"', ""]
     for coll in COLLS:
         measured = [p for p in runs if any(c == coll for (c, _) in runs[p])]
         for p, plo, phi in p_ranges(measured):
-            for r in rules_for(runs[p], coll, autos.get(p, {})):
+            for r in rules_for(runs[p], coll, autos.get(p, {}), abs_.get(p, {})):
                 if not r["sizes"]:
                     why = "native: below the smallest measured size"
                 elif r["alg"] == "native" and all(x > MARGIN for x in r["ratios"]):
@@ -170,7 +201,7 @@ def write(mpi, out):
                 else:
                     why = f"{r['alg']}: median/native {min(r['ratios']):.2f}..{max(r['ratios']):.2f}"
                 if r["unconfirmed"]:
-                    why += "; native where check-default did not confirm: " + ", ".join(
+                    why += "; native where check-default or the A/B did not confirm: " + ", ".join(
                         f"{b} B {a} {x:.2f}" for b, (a, x) in r["unconfirmed"])
                 lines.append(f"# measured at p = {p}, {len(r['sizes'])} sizes: {why}")
                 lines.append(f"[[{coll}]]")
@@ -215,5 +246,5 @@ def splice(old, new):
     return "\n\n".join(keep + ["\n".join(head + [add[0]])] + add[1:]) + "\n"
 
 
-for mpi, out in OUT.items():
-    write(mpi, os.path.join(root, out))
+for mpi in MPIS:
+    write(mpi, os.path.join(root, OUT[mpi]))
