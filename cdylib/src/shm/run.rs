@@ -11,6 +11,7 @@ use crate::consts;
 use crate::mpi_types::TypeFacts;
 use crate::pack;
 use mpi_sys::*;
+use pcoll::algo::shm::xfer::{Plan, Src, Step};
 use pcoll::algo::shm::{Shape, SLOTS};
 use pcoll::Error;
 use std::os::raw::{c_int, c_void};
@@ -316,4 +317,95 @@ fn combine(call: &Call, xr: *const u8, part: *mut u8, z: *mut u8, n: usize) -> R
     }
     call.copy(part, z, n)?;
     call.fold(xr, z, n)
+}
+
+/// Run a bcast, allgatherv or reduce_scatter plan (`pcoll::algo::shm::xfer`) over `w` (None:
+/// one rank, whose plan reads no cell): `call.input` and `call.output` are the bases its
+/// `src` and `dst` offsets count from, in elements of `call.facts`.
+pub fn run_plan(w: Option<&Win>, call: &Call, plan: &Plan) -> Result<(), Error> {
+    let Some(w) = w else {
+        for c in 0..plan.chunks() {
+            for s in plan.steps(0, c) {
+                step(call, 0, &s, &|_| std::ptr::null_mut())?;
+            }
+        }
+        return Ok(());
+    };
+    let mut guard = w.inner.lock();
+    let inner = guard
+        .as_mut()
+        .ok_or_else(|| Error::Internal("shm window already freed".into()))?;
+    let bases = inner.bases.clone();
+    let (me, p) = (w.rank, w.p);
+    let patient = p <= cores();
+    let counter = |k: usize, off: usize| Win::counter(&bases, k, off);
+    for c in 0..plan.chunks() {
+        let g = inner.seq + c as u64 + 1;
+        let slot = (g as usize) % SLOTS;
+        let steps = plan.steps(me, c);
+        let fills = steps.iter().take_while(|s| s.fills()).count();
+        // The slot is free once every rank has read chunk g - SLOTS.
+        if fills > 0 && g > SLOTS as u64 {
+            for k in 0..p {
+                wait_for(counter(k, READ), g - SLOTS as u64, patient);
+            }
+        }
+        let cell = |k: usize| w.cell_ptr(&bases, k, slot, false);
+        for s in &steps[..fills] {
+            step(call, me, s, &cell)?;
+        }
+        counter(me, FILLED).store(g, Ordering::Release);
+        for s in &steps[fills..] {
+            for k in s.reads() {
+                if k != me {
+                    wait_for(counter(k, FILLED), g, patient);
+                }
+            }
+            step(call, me, s, &cell)?;
+        }
+        counter(me, READ).store(g, Ordering::Release);
+    }
+    inner.seq += plan.chunks() as u64;
+    Ok(())
+}
+
+/// One step of rank `me`'s plan; `cell(k)` is rank k's input cell of this chunk's slot.
+fn step(call: &Call, me: usize, s: &Step, cell: &dyn Fn(usize) -> *mut u8) -> Result<(), Error> {
+    match *s {
+        Step::In { src, cell: at, len } => {
+            call.copy(call.at(call.input, src), call.cell_at(cell(me), at), len)
+        }
+        Step::Own { src, dst, len } => {
+            call.copy(call.at(call.input, src), call.at(call.output, dst), len)
+        }
+        Step::Out {
+            from,
+            cell: at,
+            dst,
+            len,
+        } => call.copy(call.cell_at(cell(from), at), call.at(call.output, dst), len),
+        Step::Fold {
+            dst,
+            len,
+            first,
+            ref rest,
+        } => {
+            let mut order = Vec::with_capacity(rest.len() + 1);
+            order.push(first);
+            order.extend_from_slice(rest);
+            let x = |i: usize| -> *const u8 {
+                match order[i] {
+                    Src::Cell { rank, at } => call.cell_at(cell(rank), at),
+                    Src::Mine { at } => call.at(call.input, at),
+                }
+            };
+            fold(
+                call,
+                (0, (1..order.len()).collect()),
+                &x,
+                call.at(call.output, dst),
+                len,
+            )
+        }
+    }
 }
