@@ -28,7 +28,8 @@
  *
  * Usage: difftest [--seed S] [--cases N] [--first K] [--case N] [--max-count C]
  *                 [--max-bytes B] [--alg NAME|random|none] [--coll NAME[,NAME...]] [--verbose]
- *                 [--full-range]
+ *                 [--full-range] [--near B]
+ * --near B: 40% of the counts near 1..5 times B bytes (shm's cell and window boundaries).
  * --full-range stops steering around known defects of the native MPIs (MPI-NOTES.md):
  * unsigned MIN/MAX with the top bit set, MPICH in-place reduce at root != 0, MPICH
  * one-rank allgatherv with displs[0] != 0, allgatherv with per-rank receive types (both),
@@ -539,6 +540,7 @@ typedef struct {
 } case_t;
 
 static long max_count = 1000000;
+static long near_bytes = 0; /* --near B */
 static long max_bytes = 16L << 20; /* per buffer */
 static int is_mpich, have_pcoll;
 static int only_coll = -1;
@@ -797,6 +799,16 @@ static void draw_case(case_t *c, uint64_t seed, long idx) {
     c->count = pick_count(&r);
     long cap = max_bytes / l->extent;
     if (c->count > cap) c->count = cap;
+    if (near_bytes > 0) {
+        /* --near B: 40% of the cases take a count whose bytes lie within two elements of
+         * 1..5 times B (cell and window boundaries of shm); a draw of its own, so that the
+         * other draws of a seed stay as they were. */
+        rng_t r2 = {splitmix((seed ^ 0x6A09E667F3BCC909ull) * 0x9E3779B97F4A7C15ull + (uint64_t)idx)};
+        if (rpct(&r2, 40)) {
+            long n = (1 + (long)rbelow(&r2, 5)) * near_bytes / l->extent + (long)rbelow(&r2, 5) - 2;
+            c->count = n < 0 ? 0 : n > cap ? cap : n > max_count ? max_count : n;
+        }
+    }
     c->inplace = rpct(&r, 30) && c->coll != C_BCAST;
     /* algorithm */
     /* The same draws with and without pcoll, so a case is the same case in both runs. */
@@ -1368,6 +1380,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--case") && v) { one = atol(v); i++; }
         else if (!strcmp(a, "--max-count") && v) { max_count = atol(v); i++; }
         else if (!strcmp(a, "--max-bytes") && v) { max_bytes = atol(v); i++; }
+        else if (!strcmp(a, "--near") && v) { near_bytes = atol(v); i++; }
         else if (!strcmp(a, "--coll") && v) {
             char list[256];
             snprintf(list, sizeof list, "%s", v);
@@ -1395,7 +1408,7 @@ int main(int argc, char **argv) {
             if (wrank == 0)
                 fprintf(stderr, "usage: difftest [--seed S] [--cases N] [--first K] [--case N] [--max-count C]\n"
                                 "                [--max-bytes B] [--alg NAME|random|none] [--coll NAME[,NAME...]] [--verbose] [--trace]\n"
-                                "                [--full-range]\n");
+                                "                [--full-range] [--near B]\n");
             MPI_Finalize();
             return 2;
         }
@@ -1406,7 +1419,7 @@ int main(int argc, char **argv) {
         for (int i = 1; i < argc; i++) {
             const char *a = argv[i];
             int keep = !strcmp(a, "--coll") || !strcmp(a, "--max-count") || !strcmp(a, "--max-bytes") ||
-                       !strcmp(a, "--alg");
+                       !strcmp(a, "--alg") || !strcmp(a, "--near");
             if (keep && i + 1 < argc) {
                 n += snprintf(case_flags + n, sizeof case_flags - n, " %s %s", a, argv[i + 1]);
                 i++;
