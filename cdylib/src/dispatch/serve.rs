@@ -134,8 +134,8 @@ fn run_shm_plan(g: &Global, a: &Args, v: &Valid) -> Result<(), Error> {
             },
         },
         p: spec.p,
-        counts: spec.counts.clone(),
-        displs: spec.displs.clone(),
+        counts: &spec.counts,
+        displs: &spec.displs,
         cell_elems,
         in_place: v.in_place,
     };

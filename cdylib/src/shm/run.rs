@@ -390,22 +390,15 @@ fn step(call: &Call, me: usize, s: &Step, cell: &dyn Fn(usize) -> *mut u8) -> Re
             first,
             ref rest,
         } => {
-            let mut order = Vec::with_capacity(rest.len() + 1);
-            order.push(first);
-            order.extend_from_slice(rest);
+            // Input i of the fold: `first`, then `rest` in turn.
             let x = |i: usize| -> *const u8 {
-                match order[i] {
+                match if i == 0 { first } else { rest[i - 1] } {
                     Src::Cell { rank, at } => call.cell_at(cell(rank), at),
                     Src::Mine { at } => call.at(call.input, at),
                 }
             };
-            fold(
-                call,
-                (0, (1..order.len()).collect()),
-                &x,
-                call.at(call.output, dst),
-                len,
-            )
+            let order = (0, (1..=rest.len()).collect());
+            fold(call, order, &x, call.at(call.output, dst), len)
         }
     }
 }

@@ -37,14 +37,14 @@ pub enum Kind {
 
 /// One call's plan, the same on every rank but for `in_place`. Offsets are elements (bytes
 /// for bcast and allgatherv as pcoll serves them).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Plan {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan<'a> {
     pub kind: Kind,
     pub p: usize,
     /// bcast: `[count]`; allgatherv and reduce_scatter: one count per rank.
-    pub counts: Vec<usize>,
+    pub counts: &'a [usize],
     /// allgatherv: where each block goes in the receive buffer (others: unused).
-    pub displs: Vec<usize>,
+    pub displs: &'a [usize],
     /// Elements per cell (> 0).
     pub cell_elems: usize,
     /// This rank's `MPI_IN_PLACE` (reduce_scatter: the input is the receive buffer).
@@ -89,23 +89,27 @@ impl Step {
     pub fn fills(&self) -> bool {
         matches!(self, Step::In { .. })
     }
-    /// The ranks whose cells the step reads (it waits for their `filled`).
-    pub fn reads(&self) -> Vec<usize> {
-        match self {
-            Step::In { .. } | Step::Own { .. } => vec![],
-            Step::Out { from, .. } => vec![*from],
-            Step::Fold { first, rest, .. } => std::iter::once(first)
-                .chain(rest)
-                .filter_map(|s| match s {
+    /// The ranks whose cells the step reads (it waits for their `filled`); no allocation.
+    pub fn reads(&self) -> impl Iterator<Item = usize> + '_ {
+        let (one, fold): (Option<usize>, &[Src]) = match self {
+            Step::In { .. } | Step::Own { .. } => (None, &[]),
+            Step::Out { from, .. } => (Some(*from), &[]),
+            Step::Fold { first, rest, .. } => (
+                match first {
                     Src::Cell { rank, .. } => Some(*rank),
                     Src::Mine { .. } => None,
-                })
-                .collect(),
-        }
+                },
+                rest,
+            ),
+        };
+        one.into_iter().chain(fold.iter().filter_map(|s| match s {
+            Src::Cell { rank, .. } => Some(*rank),
+            Src::Mine { .. } => None,
+        }))
     }
 }
 
-impl Plan {
+impl Plan<'_> {
     /// Chunks of the call (0: nothing to do; every rank computes the same number).
     pub fn chunks(&self) -> usize {
         let ce = self.cell_elems.max(1);
@@ -371,8 +375,8 @@ mod tests {
                         let plan = Plan {
                             kind: Kind::Bcast { root },
                             p,
-                            counts: vec![n],
-                            displs: vec![],
+                            counts: &[n],
+                            displs: &[],
                             cell_elems: ce,
                             in_place: false,
                         };
@@ -409,8 +413,8 @@ mod tests {
                         let plan = Plan {
                             kind: Kind::Allgatherv,
                             p,
-                            counts: counts.clone(),
-                            displs: displs.clone(),
+                            counts: &counts,
+                            displs: &displs,
                             cell_elems: ce,
                             in_place,
                         };
@@ -454,8 +458,8 @@ mod tests {
                             let plan = Plan {
                                 kind: Kind::ReduceScatter { commutative },
                                 p,
-                                counts: counts.clone(),
-                                displs: vec![],
+                                counts: &counts,
+                                displs: &[],
                                 cell_elems: ce,
                                 in_place,
                             };
@@ -496,8 +500,8 @@ mod tests {
         let plan = Plan {
             kind: Kind::ReduceScatter { commutative: false },
             p: 4,
-            counts: vec![3, 0, 9, 2],
-            displs: vec![],
+            counts: &[3, 0, 9, 2],
+            displs: &[],
             cell_elems: 4,
             in_place: false,
         };
@@ -515,7 +519,7 @@ mod tests {
             }
         }
         let empty = Plan {
-            counts: vec![0; 4],
+            counts: &[0; 4],
             ..plan
         };
         assert_eq!(empty.chunks(), 0);
