@@ -107,7 +107,7 @@ impl Call {
         if self.facts.contiguous() {
             // SAFETY: n contiguous elements inside the user's buffer or a cell (sized by
             // `cell_elems`), distinct memory (a cell never aliases a user buffer).
-            unsafe { std::ptr::copy_nonoverlapping(src, dst, n * self.facts.size) };
+            unsafe { copy_bytes(src, dst, n * self.facts.size) };
             return Ok(());
         }
         let n = n as c_int;
@@ -143,6 +143,33 @@ impl Call {
             Ok(())
         } else {
             Err(Error::Mpi(rc, "MPI_Reduce_local".into()))
+        }
+    }
+}
+
+/// `n` bytes from `src` to `dst`. When `dst` lies 1-63 bytes past `src` modulo 4 KiB a forward
+/// copy stalls on every store (4 KiB aliasing: each load matches the low 12 address bits of
+/// the store just before it): measured here, 256 KiB in 86-96 µs against 5.8 µs; a cell at
+/// a page start and a malloc'd buffer at page + 16 are that case (an MPICH bcast of 256 KiB,
+/// p = 2, took 115 µs against native's 31). Then the copy runs backward in 64-byte blocks
+/// (5.8 µs), which no load follows a store it aliases.
+///
+/// # Safety
+/// `src` and `dst` point to `n` bytes each that do not overlap.
+unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
+    let dist = (dst as usize).wrapping_sub(src as usize) % 4096;
+    if !(1..64).contains(&dist) || n < 4096 {
+        // SAFETY: the caller's guarantee.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+        return;
+    }
+    let mut i = n - n % 64;
+    // SAFETY: every block lies inside the `n` bytes of each (the caller's guarantee).
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n % 64);
+        while i > 0 {
+            i -= 64;
+            std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), 64);
         }
     }
 }
