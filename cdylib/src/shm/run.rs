@@ -429,3 +429,36 @@ fn step(call: &Call, me: usize, s: &Step, cell: &dyn Fn(usize) -> *mut u8) -> Re
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::copy_bytes;
+
+    /// Every distance modulo 4 KiB (the backward path included) and lengths around the
+    /// 64-byte blocks copy exactly the bytes asked for, nothing around them.
+    #[test]
+    fn copy_bytes_copies_exactly() {
+        let src: Vec<u8> = (0..3 * 4096 + 300).map(|i| (i * 7 + 3) as u8).collect();
+        let mut dst = vec![0u8; 4 * 4096 + 600];
+        for dist in [0usize, 1, 16, 40, 63, 64, 65, 2048, 4095] {
+            for n in [0usize, 63, 4096, 4097, 4096 + 63, 3 * 4096 + 17] {
+                dst.iter_mut().for_each(|b| *b = 0xEE);
+                // dst - src ≡ dist (mod 4096), both inside their vectors.
+                let s = src.as_ptr();
+                let base = dst.as_mut_ptr();
+                let off = ((s as usize + dist).wrapping_sub(base as usize)) % 4096;
+                // SAFETY: `n` bytes fit in both vectors (off < 4096, n < 3·4096 + 300).
+                unsafe { copy_bytes(s, base.add(off), n) };
+                assert_eq!(&dst[off..off + n], &src[..n], "dist {dist} n {n}");
+                assert!(
+                    dst[..off].iter().all(|&b| b == 0xEE),
+                    "before, dist {dist} n {n}"
+                );
+                assert!(
+                    dst[off + n..].iter().all(|&b| b == 0xEE),
+                    "after, dist {dist} n {n}"
+                );
+            }
+        }
+    }
+}
