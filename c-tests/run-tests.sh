@@ -74,11 +74,11 @@ T_START=$(date +%s)
 # ---------------------------------------------------------------- algorithm tables
 ALGS_reduce="native binomial pipeline greedy greedy_uni circulant butterfly shm"
 ALGS_allreduce="native binomial greedy circulant butterfly ring shm"
-ALGS_reduce_scatter="native binomial circulant butterfly ring"
-ALGS_allgatherv="native binomial circulant butterfly ring"
-ALGS_bcast="native binomial pipeline scatter_allgather circulant"
-ALGS_allgather="native binomial circulant butterfly ring"
-ALGS_reduce_scatter_block="native binomial circulant butterfly ring"
+ALGS_reduce_scatter="native binomial circulant butterfly ring shm"
+ALGS_allgatherv="native binomial circulant butterfly ring shm"
+ALGS_bcast="native binomial pipeline scatter_allgather circulant shm"
+ALGS_allgather="native binomial circulant butterfly ring shm"
+ALGS_reduce_scatter_block="native binomial circulant butterfly ring shm"
 ALL_ALGS="native binomial pipeline greedy greedy_uni circulant butterfly ring scatter_allgather shm"
 ORDER_PRESERVING="native binomial pipeline butterfly shm" # for the reducing collectives
 

@@ -542,3 +542,49 @@ fn builtin_tables_leave_unmeasured_p_to_the_model() {
         }
     }
 }
+
+/// The model prices `shm` for a communicator on one node (bcast takes it at p = 16 with the
+/// built-in tables, beyond the measured p), never once the communicator's
+/// window was refused, never over several nodes; with a memo the answers are the same.
+#[test]
+fn model_picks_shm_on_one_node_only() {
+    for mpi in Mpi::ALL {
+        let t = Table::builtin_for(mpi);
+        let cfg = Config::default();
+        for coll in Collective::ALL {
+            let memo = Memo::new(16);
+            let r = Resolver::new(&cfg, &t, mpi).with_memo(Some(&memo));
+            let mut took = false;
+            for lb in 3..=24 {
+                let x = call(coll, 16, 1 << lb, true);
+                let d = r.resolve(&x, &PlainFacts).unwrap().algorithm;
+                took |= d == Algorithm::Shm;
+                let refused = CallFacts {
+                    shm_refused: true,
+                    ..x
+                };
+                assert_ne!(
+                    r.resolve(&refused, &PlainFacts).unwrap().algorithm,
+                    Algorithm::Shm,
+                    "{mpi:?} {coll} 2^{lb} refused"
+                );
+                // The refusal did not spoil the memo.
+                assert_eq!(r.resolve(&x, &PlainFacts).unwrap().algorithm, d);
+                let nodes = CallFacts {
+                    nodes: pcoll::nodes::NodeShape::blocks(16, 4),
+                    ..x
+                };
+                assert_ne!(
+                    r.resolve(&nodes, &PlainFacts).unwrap().algorithm,
+                    Algorithm::Shm,
+                    "{mpi:?} {coll} 2^{lb} on 4 nodes"
+                );
+            }
+            // Bcast at p = 16: shm streams 2m once, native's binomial log2(p) times.
+            assert!(
+                took || coll != Collective::Bcast,
+                "{mpi:?} {coll}: never shm"
+            );
+        }
+    }
+}

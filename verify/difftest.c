@@ -28,7 +28,9 @@
  *
  * Usage: difftest [--seed S] [--cases N] [--first K] [--case N] [--max-count C]
  *                 [--max-bytes B] [--alg NAME|random|none] [--coll NAME[,NAME...]] [--verbose]
- *                 [--full-range]
+ *                 [--full-range] [--near B] [--may-fall-back]
+ * --near B: 40% of the counts near 1..5 times B bytes (shm's cell and window boundaries).
+ * --may-fall-back: a forced algorithm may fall back to native (steer around native defects).
  * --full-range stops steering around known defects of the native MPIs (MPI-NOTES.md):
  * unsigned MIN/MAX with the top bit set, MPICH in-place reduce at root != 0, MPICH
  * one-rank allgatherv with displs[0] != 0, allgatherv with per-rank receive types (both),
@@ -539,8 +541,12 @@ typedef struct {
 } case_t;
 
 static long max_count = 1000000;
+static long near_bytes = 0; /* --near B */
 static long max_bytes = 16L << 20; /* per buffer */
 static int is_mpich, have_pcoll;
+/* --may-fall-back: a forced algorithm may hand calls to the native collective (shm with its
+ * window refused): steer around the native defects as for unforced cases. */
+static int may_fall_back;
 static int only_coll = -1;
 /* --coll A,B,...: the cases' collectives (one: no draw, as before). */
 static int coll_list[C_NUM], ncoll_list = 0;
@@ -766,6 +772,9 @@ static long pick_count(rng_t *r) {
     return n;
 }
 
+/* A forced pcoll algorithm serves the case (not the native collective). */
+static int pcoll_runs(const case_t *c) { return have_pcoll && c->alg > 0 && !may_fall_back; }
+
 static void draw_case(case_t *c, uint64_t seed, long idx) {
     memset(c, 0, sizeof *c);
     c->seed = seed;
@@ -797,6 +806,16 @@ static void draw_case(case_t *c, uint64_t seed, long idx) {
     c->count = pick_count(&r);
     long cap = max_bytes / l->extent;
     if (c->count > cap) c->count = cap;
+    if (near_bytes > 0) {
+        /* --near B: 40% of the cases take a count whose bytes lie within two elements of
+         * 1..5 times B (cell and window boundaries of shm); a draw of its own, so that the
+         * other draws of a seed stay as they were. */
+        rng_t r2 = {splitmix((seed ^ 0x6A09E667F3BCC909ull) * 0x9E3779B97F4A7C15ull + (uint64_t)idx)};
+        if (rpct(&r2, 40)) {
+            long n = (1 + (long)rbelow(&r2, 5)) * near_bytes / l->extent + (long)rbelow(&r2, 5) - 2;
+            c->count = n < 0 ? 0 : n > cap ? cap : n > max_count ? max_count : n;
+        }
+    }
     c->inplace = rpct(&r, 30) && c->coll != C_BCAST;
     /* algorithm */
     /* The same draws with and without pcoll, so a case is the same case in both runs. */
@@ -900,13 +919,13 @@ static void draw_comm_part(case_t *c, MPI_Comm comm) {
      * buffer for a datatype whose true lower bound is > 0 (heap corruption, valgrind: invalid
      * write in opal_unpack_homogeneous_contig): keep such counts small where native may run. */
     if (!is_mpich && !full_range && c->coll == C_ALLREDUCE && L[c->li].off[0] > 0 && c->count > 200 &&
-        !(have_pcoll && c->alg > 0)) {
+        !pcoll_runs(c)) {
         c->count = c->total = 200;
         c->avoided = 3;
     }
     /* MPICH 4.0.2's own in-place MPI_Reduce_scatter with unequal counts and more than ~512 KiB
      * in total fails an assertion (memcpy overlap in typerep_yaksa_pack.c): out of place there. */
-    if (is_mpich && !full_range && c->coll == C_RS && c->inplace && !(have_pcoll && c->alg > 0) &&
+    if (is_mpich && !full_range && c->coll == C_RS && c->inplace && !pcoll_runs(c) &&
         c->total * L[c->li].extent > 256 * 1024) {
         int uneq = 0;
         for (int k = 1; k < p; k++) uneq |= c->counts[k] != c->counts[0];
@@ -919,7 +938,7 @@ static void draw_comm_part(case_t *c, MPI_Comm comm) {
      * datatype corrupts the heap (munmap_chunk()/free(): invalid pointer) and computes wrong
      * results, any count: use the commutative user op there. */
     if (is_mpich && !full_range && rs_like(c->coll) && L[c->li].extent != L[c->li].size &&
-        (c->op == OP_USUMNC || c->op == OP_AFFINE || c->op == OP_MATMUL) && !(have_pcoll && c->alg > 0)) {
+        (c->op == OP_USUMNC || c->op == OP_AFFINE || c->op == OP_MATMUL) && !pcoll_runs(c)) {
         c->op = OP_UCOMM;
         c->avoided = 5;
     }
@@ -927,11 +946,11 @@ static void draw_comm_part(case_t *c, MPI_Comm comm) {
      * (valid MPI): Open MPI 4.1.4 hangs (default decision), MPICH 4.0.2 delivers wrong data
      * above ~16 KiB and then hangs. Mix them only where a forced pcoll algorithm runs (or with
      * --full-range). */
-    if (!full_range && c->mixrecv && !(have_pcoll && c->alg > 0)) c->mixrecv = 0;
+    if (!full_range && c->mixrecv && !pcoll_runs(c)) c->mixrecv = 0;
     /* Debian's MPICH 4.0.2 ignores displs[0] in MPI_Allgatherv on a one-rank communicator
      * (writes the block at offset 0): give it displs[0] = 0 where the native call runs. */
     if (is_mpich && !full_range && c->coll == C_AGV && p == 1 && c->displs[0] != 0 &&
-        (!have_pcoll || c->alg == 0)) {
+        (!have_pcoll || c->alg == 0 || may_fall_back)) {
         c->displs[0] = 0;
         c->rspan = c->counts[0];
         c->avoided = 2;
@@ -1368,6 +1387,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--case") && v) { one = atol(v); i++; }
         else if (!strcmp(a, "--max-count") && v) { max_count = atol(v); i++; }
         else if (!strcmp(a, "--max-bytes") && v) { max_bytes = atol(v); i++; }
+        else if (!strcmp(a, "--near") && v) { near_bytes = atol(v); i++; }
+        else if (!strcmp(a, "--may-fall-back")) may_fall_back = 1;
         else if (!strcmp(a, "--coll") && v) {
             char list[256];
             snprintf(list, sizeof list, "%s", v);
@@ -1395,7 +1416,7 @@ int main(int argc, char **argv) {
             if (wrank == 0)
                 fprintf(stderr, "usage: difftest [--seed S] [--cases N] [--first K] [--case N] [--max-count C]\n"
                                 "                [--max-bytes B] [--alg NAME|random|none] [--coll NAME[,NAME...]] [--verbose] [--trace]\n"
-                                "                [--full-range]\n");
+                                "                [--full-range] [--near B] [--may-fall-back]\n");
             MPI_Finalize();
             return 2;
         }
@@ -1406,7 +1427,7 @@ int main(int argc, char **argv) {
         for (int i = 1; i < argc; i++) {
             const char *a = argv[i];
             int keep = !strcmp(a, "--coll") || !strcmp(a, "--max-count") || !strcmp(a, "--max-bytes") ||
-                       !strcmp(a, "--alg");
+                       !strcmp(a, "--alg") || !strcmp(a, "--near");
             if (keep && i + 1 < argc) {
                 n += snprintf(case_flags + n, sizeof case_flags - n, " %s %s", a, argv[i + 1]);
                 i++;

@@ -7,9 +7,10 @@
 #                      (for `make test`, < 3 minutes per MPI on 2 cores)
 #   --soak           : p = 1..9 on both MPIs, thousands of cases per p
 #   --native         : run without pcoll (checks the tester and shows native defects)
-#   --shm            : reduce and allreduce forced to shm, Open MPI p = 1..9, MPICH p = 1..5,
-#                      default and tiny windows (many chunks), and the fallback when the
-#                      window is refused (/dev/shm too small for PCOLL_SHM_BYTES) or off
+#   --shm            : every collective forced to shm, p = 1..9 on Debian's two MPIs (p = 1..3
+#                      on the registry's), default and tiny windows (many chunks, counts near
+#                      cell and window boundaries), and the fallback when the window is refused
+#                      (/dev/shm too small for PCOLL_SHM_BYTES) or off
 # Environment: DIFFTEST_SEED (default: random, printed), DIFFTEST_CASES (cases per p),
 # DIFFTEST_MAX_COUNT, DIFFTEST_ARGS (extra difftest flags, e.g. "--alg ring").
 # Each p runs seed+p. Exit status non-zero on any mismatch or crash; the last line is
@@ -45,11 +46,12 @@ if [ $MODE = quick ]; then
   MAXC=${DIFFTEST_MAX_COUNT:-100000}
   TMO=240
 elif [ $MODE = shm ]; then
-  if [ "$MPI_ABI" = openmpi ]; then PS=(1 2 3 4 5 6 7 8 9); else PS=(1 2 3 4 5); fi
+  case $MPI in openmpi|mpich) PS=(1 2 3 4 5 6 7 8 9) ;; *) PS=(1 2 3) ;; esac
   CASES=${DIFFTEST_CASES:-250}
   MAXC=${DIFFTEST_MAX_COUNT:-300000}
   TMO=300
-  DIFFTEST_ARGS="${DIFFTEST_ARGS:-} --alg shm --coll reduce,allreduce"
+  SHM_COLLS=reduce,allreduce,reduce_scatter,reduce_scatter_block,allgatherv,allgather,bcast
+  DIFFTEST_ARGS="${DIFFTEST_ARGS:-} --alg shm --coll $SHM_COLLS"
 else
   PS=(1 2 3 4 5 6 7 8 9)
   CASES=${DIFFTEST_CASES:-3000}
@@ -142,27 +144,40 @@ run_one() {
 # must show it refused at p > 1 and still pass.
 shm_served() {
   local log=$OUTDIR/logs/difftest-$MPI-p$1$2.log want=$3
-  local got=0
-  grep -E '^difftest: served' "$log" | grep -Eq 'reduce\[[^]]*shm=' && got=1
-  if [ $got != "$want" ]; then
-    failed=$((failed + 1))
-    echo "    shm $([ "$want" = 1 ] && echo "did not serve" || echo "served though refused") (log $log)"
-  fi
+  local line c got
+  line=$(grep -E '^difftest: served' "$log")
+  for c in ${SHM_COLLS//,/ }; do
+    got=0
+    echo "$line" | grep -Eq "[: ]$c\[[^]]*shm=" && got=1
+    # One rank: served only where p = 1 keeps shm (no window needed): every collective.
+    if [ $got != "$want" ]; then
+      failed=$((failed + 1))
+      echo "    $c: shm $([ "$want" = 1 ] && echo "did not serve" || echo "served though refused") (log $log)"
+    fi
+  done
 }
 if [ $MODE = shm ]; then
   for p in "${PS[@]}"; do
-    # Odd p: cells of 1 KiB (a 24 KiB window: a page of counters, a page of stagger per cell), so that most calls run many chunks.
-    if [ $((p % 2)) = 1 ]; then run_one "$p" "$CASES" PCOLL_SHM_BYTES=24576; shm_served "$p" -PCOLL_SHM_BYTES 1
-    else run_one "$p" "$CASES"; shm_served "$p" "" 1; fi
+    # Odd p: cells of 1 KiB (a 24 KiB window: a page of counters, a page of stagger per cell),
+    # so that most calls run many chunks; even p: the default 256 KiB cells. 40% of the
+    # counts lie within two elements of 1..5 cells (--near; 2 cells fill the window).
+    if [ $((p % 2)) = 1 ]; then
+      DIFFTEST_ARGS="$DIFFTEST_ARGS --near 1024" run_one "$p" "$CASES" PCOLL_SHM_BYTES=24576
+      shm_served "$p" -PCOLL_SHM_BYTES 1
+    else
+      DIFFTEST_ARGS="$DIFFTEST_ARGS --near 262144" run_one "$p" "$CASES"; shm_served "$p" "" 1
+    fi
   done
   # p = 2 and 4 with many chunks, the root combining x_root ⊕ partial as it copies out.
   run_one 2 "$CASES" PCOLL_SHM_BYTES=22528 PCOLL_SHM_COMBINE=1; shm_served 2 -PCOLL_SHM_BYTES 1
   run_one 4 $(( CASES / 2 )) PCOLL_SHM_BYTES=24576 PCOLL_SHM_COMBINE=1; shm_served 4 -PCOLL_SHM_BYTES 1
   # Fallback: a window larger than /dev/shm, and shm turned off: served by the others.
-  run_one 3 $(( CASES / 2 )) PCOLL_SHM_BYTES=1T PCOLL_FALLBACK=silent
+  # (--may-fall-back: the forced shm falls back, maybe to native: steer around its defects.)
+  DIFFTEST_ARGS="$DIFFTEST_ARGS --may-fall-back" run_one 3 $(( CASES / 2 )) PCOLL_SHM_BYTES=1T PCOLL_FALLBACK=silent
   grep -q 'WARN: shm: /dev/shm lacks room' "$OUTDIR/logs/difftest-$MPI-p3-PCOLL_SHM_BYTES.log" ||
     { failed=$((failed + 1)); echo "    no refusal warning"; }
-  run_one 2 $(( CASES / 2 )) PCOLL_SHM=0 PCOLL_FALLBACK=silent; shm_served 2 -PCOLL_SHM 0
+  DIFFTEST_ARGS="$DIFFTEST_ARGS --may-fall-back" run_one 2 $(( CASES / 2 )) PCOLL_SHM=0 PCOLL_FALLBACK=silent
+  shm_served 2 -PCOLL_SHM 0
   echo "$passed passed, $failed failed"
   [ $failed = 0 ]
   exit

@@ -173,11 +173,11 @@ impl Algorithm {
             Collective::Allreduce => &[
                 Native, Binomial, Greedy, Circulant, Butterfly, Ring, Hier, HierMl, Shm,
             ],
-            Collective::ReduceScatter => &[Native, Binomial, Circulant, Butterfly, Ring, Hier],
-            Collective::Allgatherv => &[Native, Binomial, Circulant, Butterfly, Ring, Hier],
-            Collective::Allgather => &[Native, Binomial, Circulant, Butterfly, Ring],
-            Collective::ReduceScatterBlock => &[Native, Binomial, Circulant, Butterfly, Ring],
-            Collective::Bcast => &[Native, Binomial, Pipeline, ScatterAllgather, Circulant],
+            Collective::ReduceScatter => &[Native, Binomial, Circulant, Butterfly, Ring, Hier, Shm],
+            Collective::Allgatherv => &[Native, Binomial, Circulant, Butterfly, Ring, Hier, Shm],
+            Collective::Allgather => &[Native, Binomial, Circulant, Butterfly, Ring, Shm],
+            Collective::ReduceScatterBlock => &[Native, Binomial, Circulant, Butterfly, Ring, Shm],
+            Collective::Bcast => &[Native, Binomial, Pipeline, ScatterAllgather, Circulant, Shm],
         }
     }
 

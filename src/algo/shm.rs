@@ -38,6 +38,8 @@
 //! `2m/b` at each copy-out rank (root last: `3m/b` at the root, no copy-in); no message, and
 //! one cache-line handshake per chunk.
 
+pub mod xfer;
+
 /// Slots (pairs of input and output cells) per rank: two, so that copying the next chunk in
 /// overlaps reducing this one.
 pub const SLOTS: usize = 2;

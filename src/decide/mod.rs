@@ -354,10 +354,13 @@ impl<'a> Resolver<'a> {
                 call.p,
                 bytes,
                 call.commutative,
+                !call.shm_refused,
             )
         };
         let k = model::class_of(call.bytes);
-        if let Some(m) = self.memo.filter(|m| m.p() == call.p) {
+        // Without `shm` (its window was refused) the answer is not the memo's.
+        let memo = self.memo.filter(|m| m.p() == call.p && !call.shm_refused);
+        if let Some(m) = memo {
             if let Some(hit) = m.get(call.coll, call.commutative, k) {
                 return hit;
             }
@@ -376,7 +379,7 @@ impl<'a> Resolver<'a> {
                 model::class_lo(k + 1).max(model::class_lo(k) + 1),
             );
         let answer = at(model::span_representative(span));
-        if let Some(m) = self.memo.filter(|m| m.p() == call.p && whole) {
+        if let Some(m) = memo.filter(|_| whole) {
             m.put(call.coll, call.commutative, k, answer);
         }
         answer

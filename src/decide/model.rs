@@ -153,12 +153,13 @@ pub struct ModelPick {
     pub best_pcoll: Algorithm,
 }
 
-/// Is `alg` priced for this call (eligible, and not too costly to price)?
+/// Is `alg` priced for this call (eligible, and not too costly to price)? `shm` is priced
+/// for a communicator on one node ([`pick`], [`prices`]), never over several
+/// ([`node_prices`]).
 fn priced(alg: Algorithm, coll: Collective, commutative: bool) -> bool {
     alg != Algorithm::Native
         && alg.eligible(coll, commutative).is_ok()
         && alg != Algorithm::GreedyUni
-        && alg != Algorithm::Shm
         && !alg.node_aware()
 }
 
@@ -185,7 +186,9 @@ pub fn prices(
 }
 
 /// The model's answer at exactly `bytes` (the library asks it at the middle of a
-/// [`span`]: [`super::Resolver::model_pick`]). No allocation.
+/// [`span`]: [`super::Resolver::model_pick`]) for a communicator on one node; `shm`: whether
+/// it may be picked (false once the communicator's window was refused). No allocation.
+#[allow(clippy::too_many_arguments)]
 pub fn pick(
     mpi: Mpi,
     params: &CostParams,
@@ -194,10 +197,11 @@ pub fn pick(
     p: usize,
     bytes: usize,
     commutative: bool,
+    shm: bool,
 ) -> ModelPick {
     let mut best_pcoll = (Algorithm::Binomial, f64::INFINITY);
     for &a in Algorithm::available(coll) {
-        if !priced(a, coll, commutative) {
+        if !priced(a, coll, commutative) || (a == Algorithm::Shm && !shm) {
             continue;
         }
         let t = predict(coll, a, p, bytes, params).time;
@@ -274,7 +278,7 @@ pub fn node_prices(
                 let t = nodes::node_aware_time(coll, a, shape, bytes, commutative, levels);
                 out.push((a, t));
             }
-        } else if priced(a, coll, commutative) {
+        } else if priced(a, coll, commutative) && a != Algorithm::Shm {
             out.push((a, nodes::flat_time(coll, a, p, shape, bytes, levels)));
         }
     }

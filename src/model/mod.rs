@@ -26,6 +26,7 @@ mod fit;
 pub mod native;
 pub mod nodes;
 pub mod paper;
+pub mod shm;
 
 pub use fit::{fit, Sample};
 
@@ -265,7 +266,8 @@ pub fn predict_scheme(
     Prediction { time, segments }
 }
 
-/// Predicted full-duplex time of a library algorithm (`Native`: infinite, not modelled).
+/// Predicted full-duplex time of a library algorithm (`Native`: infinite, not modelled;
+/// `Shm`: [`shm::time`], a communicator on one node).
 pub fn predict(
     coll: Collective,
     alg: Algorithm,
@@ -273,6 +275,13 @@ pub fn predict(
     bytes: usize,
     params: &CostParams,
 ) -> Prediction {
+    if alg == Algorithm::Shm {
+        // Memory traffic, not messages: its own constants ([`shm`]), not α, β, γ.
+        return Prediction {
+            time: shm::time(coll, p, bytes),
+            segments: 1,
+        };
+    }
     match Scheme::of(alg) {
         Some(s) => predict_scheme(coll, s, p, bytes, params, Duplex::Full),
         None => Prediction {

@@ -53,10 +53,13 @@ pub(super) fn run(
     Ok((st, prog))
 }
 
-/// Serve a reduce or allreduce with `shm` over the communicator's window (made by the
-/// decision); an element larger than a cell (every rank has the same type) runs `binomial`.
+/// Serve a call with `shm` over the communicator's window (made by the decision); an element
+/// larger than a cell (every rank has the same type) runs `binomial`.
 pub(super) fn run_shm(g: &Global, a: &Args, v: &Valid) -> Result<(), Error> {
     let spec = &v.spec;
+    if !matches!(spec.coll, Collective::Reduce | Collective::Allreduce) {
+        return run_shm_plan(g, a, v);
+    }
     let call = crate::shm::run::Call {
         input: if v.in_place {
             a.recvbuf as *const u8
@@ -84,16 +87,103 @@ pub(super) fn run_shm(g: &Global, a: &Args, v: &Valid) -> Result<(), Error> {
     }
     let st = comm::state(a.comm, spec.p, spec.rank)
         .map_err(|c| Error::Mpi(c, "communicator setup".into()))?;
-    // Every rank is here: ask for the nodes now (once per communicator), as `run` does, so
-    // that the decision is settled and the call may be served again (`dispatch::again`).
-    st.layout(g);
-    let w = st
-        .shm()
-        .ok_or_else(|| Error::Internal("shm chosen without a window".into()))?;
+    let w = window(g, st)?;
     if crate::shm::run::cell_elems(w.cell, &v.facts).is_none() {
         return run(g, a, v, Algorithm::Binomial).map(|_| ());
     }
     crate::shm::run::run(w, &call)
+}
+
+/// The communicator's shared window (p > 1). Every rank is here: ask for the nodes now (once
+/// per communicator), as `run` does, so that the decision is settled and the call may be
+/// served again (`dispatch::again`).
+fn window<'a>(g: &Global, st: &'a CommState) -> Result<&'a crate::shm::Win, Error> {
+    st.layout(g);
+    st.shm()
+        .ok_or_else(|| Error::Internal("shm chosen without a window".into()))
+}
+
+/// Bcast, allgather(v), reduce_scatter(_block) with `shm`: the plan of
+/// `pcoll::algo::shm::xfer` over the window. Bcast and allgather(v) run in bytes (types
+/// with holes staged in a packed buffer, as for the other algorithms); a total above an int
+/// count, or an element larger than a cell, runs `binomial`.
+fn run_shm_plan(g: &Global, a: &Args, v: &Valid) -> Result<(), Error> {
+    use pcoll::algo::shm::xfer::{Kind, Plan};
+    let spec = &v.spec;
+    let moves = !spec.coll.reduces();
+    if moves && v.bytes.is_none() {
+        return run(g, a, v, Algorithm::Binomial).map(|_| ());
+    }
+    let st = comm::state(a.comm, spec.p, spec.rank)
+        .map_err(|c| Error::Mpi(c, "communicator setup".into()))?;
+    let w = if spec.p > 1 {
+        Some(window(g, st)?)
+    } else {
+        None
+    };
+    let cell = w.map_or(usize::MAX, |w| w.cell);
+    let Some(cell_elems) = crate::shm::run::cell_elems(cell, &v.facts) else {
+        return run(g, a, v, Algorithm::Binomial).map(|_| ());
+    };
+    let plan = Plan {
+        kind: match spec.coll.base() {
+            Collective::Bcast => Kind::Bcast { root: spec.root },
+            Collective::Allgatherv => Kind::Allgatherv,
+            _ => Kind::ReduceScatter {
+                commutative: spec.commutative,
+            },
+        },
+        p: spec.p,
+        counts: &spec.counts,
+        displs: &spec.displs,
+        cell_elems,
+        in_place: v.in_place,
+    };
+    let call = |(input, output): Bases| crate::shm::run::Call {
+        input: input as *const u8,
+        output: output as *mut u8,
+        count: spec.total(),
+        dt: if moves { consts::dt_byte() } else { a.dt },
+        op: a.op,
+        facts: v.facts,
+        commutative: spec.commutative,
+        root: spec.root,
+        all: false,
+        in_place: v.in_place,
+        comm: a.comm,
+        fused: if moves || !v.facts.contiguous() {
+            None
+        } else {
+            crate::shm::kernel::fused(a.op, a.dt)
+        },
+    };
+    let go = |bases: Bases| crate::shm::run::run_plan(w, &call(bases), &plan);
+    if v.bytes != Some(true) {
+        return match spec.coll.base() {
+            Collective::Bcast => go((a.recvbuf as *const c_void, a.recvbuf)),
+            Collective::Allgatherv => go(bases(a, v, st)?),
+            _ => go((
+                if v.in_place {
+                    a.recvbuf as *const c_void
+                } else {
+                    a.sendbuf
+                },
+                a.recvbuf,
+            )),
+        };
+    }
+    // A type with holes: the data meet in a packed staging buffer.
+    if spec.coll == Collective::Bcast {
+        let mut buf = stage_bcast(a, v, st)?;
+        let base = buf.ptr() as *mut c_void;
+        let out = go((base as *const c_void, base)).and_then(|()| unstage_bcast(a, v, st, &buf));
+        st.pool.give(buf);
+        return out;
+    }
+    let (buf, bases) = stage(a, v, st)?;
+    let out = go(bases).and_then(|()| unstage(a, v, st, &buf));
+    st.pool.give(buf);
+    out
 }
 
 /// Run `prog` (built for `v` on the communicator whose state is `st`) with the call's buffers.

@@ -11,6 +11,7 @@ use crate::consts;
 use crate::mpi_types::TypeFacts;
 use crate::pack;
 use mpi_sys::*;
+use pcoll::algo::shm::xfer::{Plan, Src, Step};
 use pcoll::algo::shm::{Shape, SLOTS};
 use pcoll::Error;
 use std::os::raw::{c_int, c_void};
@@ -106,7 +107,7 @@ impl Call {
         if self.facts.contiguous() {
             // SAFETY: n contiguous elements inside the user's buffer or a cell (sized by
             // `cell_elems`), distinct memory (a cell never aliases a user buffer).
-            unsafe { std::ptr::copy_nonoverlapping(src, dst, n * self.facts.size) };
+            unsafe { copy_bytes(src, dst, n * self.facts.size) };
             return Ok(());
         }
         let n = n as c_int;
@@ -142,6 +143,33 @@ impl Call {
             Ok(())
         } else {
             Err(Error::Mpi(rc, "MPI_Reduce_local".into()))
+        }
+    }
+}
+
+/// `n` bytes from `src` to `dst`. When `dst` lies 1-63 bytes past `src` modulo 4 KiB a forward
+/// copy stalls on every store (4 KiB aliasing: each load matches the low 12 address bits of
+/// the store just before it): measured here, 256 KiB in 86-96 µs against 5.8 µs; a cell at
+/// a page start and a malloc'd buffer at page + 16 are that case (an MPICH bcast of 256 KiB,
+/// p = 2, took 115 µs against native's 31). Then the copy runs backward in 64-byte blocks
+/// (5.8 µs), which no load follows a store it aliases.
+///
+/// # Safety
+/// `src` and `dst` point to `n` bytes each that do not overlap.
+unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
+    let dist = (dst as usize).wrapping_sub(src as usize) % 4096;
+    if !(1..64).contains(&dist) || n < 4096 {
+        // SAFETY: the caller's guarantee.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, n) };
+        return;
+    }
+    let mut i = n - n % 64;
+    // SAFETY: every block lies inside the `n` bytes of each (the caller's guarantee).
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n % 64);
+        while i > 0 {
+            i -= 64;
+            std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), 64);
         }
     }
 }
@@ -316,4 +344,121 @@ fn combine(call: &Call, xr: *const u8, part: *mut u8, z: *mut u8, n: usize) -> R
     }
     call.copy(part, z, n)?;
     call.fold(xr, z, n)
+}
+
+/// Run a bcast, allgatherv or reduce_scatter plan (`pcoll::algo::shm::xfer`) over `w` (None:
+/// one rank, whose plan reads no cell): `call.input` and `call.output` are the bases its
+/// `src` and `dst` offsets count from, in elements of `call.facts`.
+pub fn run_plan(w: Option<&Win>, call: &Call, plan: &Plan) -> Result<(), Error> {
+    let Some(w) = w else {
+        for c in 0..plan.chunks() {
+            for s in plan.steps(0, c) {
+                step(call, 0, &s, &|_| std::ptr::null_mut())?;
+            }
+        }
+        return Ok(());
+    };
+    let mut guard = w.inner.lock();
+    let inner = guard
+        .as_mut()
+        .ok_or_else(|| Error::Internal("shm window already freed".into()))?;
+    let bases = inner.bases.clone();
+    let (me, p) = (w.rank, w.p);
+    let patient = p <= cores();
+    let counter = |k: usize, off: usize| Win::counter(&bases, k, off);
+    for c in 0..plan.chunks() {
+        let g = inner.seq + c as u64 + 1;
+        let slot = (g as usize) % SLOTS;
+        let steps = plan.steps(me, c);
+        let fills = steps.iter().take_while(|s| s.fills()).count();
+        // The slot is free once every rank has read chunk g - SLOTS.
+        if fills > 0 && g > SLOTS as u64 {
+            for k in 0..p {
+                wait_for(counter(k, READ), g - SLOTS as u64, patient);
+            }
+        }
+        let cell = |k: usize| w.cell_ptr(&bases, k, slot, false);
+        for s in &steps[..fills] {
+            step(call, me, s, &cell)?;
+        }
+        counter(me, FILLED).store(g, Ordering::Release);
+        for s in &steps[fills..] {
+            for k in s.reads() {
+                if k != me {
+                    wait_for(counter(k, FILLED), g, patient);
+                }
+            }
+            step(call, me, s, &cell)?;
+        }
+        counter(me, READ).store(g, Ordering::Release);
+    }
+    inner.seq += plan.chunks() as u64;
+    Ok(())
+}
+
+/// One step of rank `me`'s plan; `cell(k)` is rank k's input cell of this chunk's slot.
+fn step(call: &Call, me: usize, s: &Step, cell: &dyn Fn(usize) -> *mut u8) -> Result<(), Error> {
+    match *s {
+        Step::In { src, cell: at, len } => {
+            call.copy(call.at(call.input, src), call.cell_at(cell(me), at), len)
+        }
+        Step::Own { src, dst, len } => {
+            call.copy(call.at(call.input, src), call.at(call.output, dst), len)
+        }
+        Step::Out {
+            from,
+            cell: at,
+            dst,
+            len,
+        } => call.copy(call.cell_at(cell(from), at), call.at(call.output, dst), len),
+        Step::Fold {
+            dst,
+            len,
+            first,
+            ref rest,
+        } => {
+            // Input i of the fold: `first`, then `rest` in turn.
+            let x = |i: usize| -> *const u8 {
+                match if i == 0 { first } else { rest[i - 1] } {
+                    Src::Cell { rank, at } => call.cell_at(cell(rank), at),
+                    Src::Mine { at } => call.at(call.input, at),
+                }
+            };
+            let order = (0, (1..=rest.len()).collect());
+            fold(call, order, &x, call.at(call.output, dst), len)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_bytes;
+
+    /// Every distance modulo 4 KiB (the backward path included) and lengths around the
+    /// 64-byte blocks copy exactly the bytes asked for, nothing around them.
+    #[test]
+    fn copy_bytes_copies_exactly() {
+        let src: Vec<u8> = (0..3 * 4096 + 300).map(|i| (i * 7 + 3) as u8).collect();
+        let mut dst = vec![0u8; 4 * 4096 + 600];
+        for dist in [0usize, 1, 16, 40, 63, 64, 65, 2048, 4095] {
+            for n in [0usize, 63, 4096, 4097, 4096 + 63, 3 * 4096 + 17] {
+                dst.iter_mut().for_each(|b| *b = 0xEE);
+                // dst - src ≡ dist (mod 4096), both inside their vectors.
+                let s = src.as_ptr();
+                let base = dst.as_mut_ptr();
+                let off = ((s as usize + dist).wrapping_sub(base as usize)) % 4096;
+                // SAFETY: `n` bytes fit in both vectors (off < 4096, n < 3·4096 + 300).
+                unsafe { copy_bytes(s, base.add(off), n) };
+                assert_eq!(&dst[off..off + n], &src[..n], "dist {dist} n {n}");
+                assert!(
+                    dst[..off].iter().all(|&b| b == 0xEE),
+                    "before, dist {dist} n {n}"
+                );
+                assert!(
+                    dst[off + n..].iter().all(|&b| b == 0xEE),
+                    "after, dist {dist} n {n}"
+                );
+            }
+        }
+    }
 }

@@ -1,0 +1,99 @@
+//! Cost of `shm` ([`crate::algo::shm`]): no message, only memory traffic and one handshake
+//! of cache-line counters per chunk. A rank's time is the bytes it streams (read plus
+//! written) over one core's bandwidth, plus the handshakes of the chunks:
+//!
+//! `t = W / b(m) + chunks(m) · p · σ`, `chunks(m) = max(1, m / CELL)` (real, not rounded up),
+//! `b(m)`: the hot bandwidth for the first [`HOT_BYTES`] of the message, the cold one beyond,
+//!
+//! with W the bytes streamed by the busiest rank (the ranks work in parallel: slices of a
+//! reduction, blocks of a reduce_scatter, readers of a bcast), m the message bytes:
+//!
+//! * reduce (root), allreduce: copy in `2m(p−1)/p`, fold one slice `(p+1)m/p`, copy out
+//!   `2m(p−1)/p`;
+//! * reduce_scatter: copy in `2m(p−1)/p`, fold the own block `(p+1)m/p`;
+//! * bcast: `2m` (the root copies in, every other rank copies out, a chunk behind);
+//! * allgather(v): copy in the own block `2m/p`, copy out the others `2m(p−1)/p`: `2m`.
+//!
+//! The constants were measured once on the development machine (2 cores, other jobs running:
+//! read them as the order of magnitude) with `verify/bound.c` (one core, `z = x + y` over
+//! doubles, 3m bytes streamed, median of 200): hot (the same buffers each time) 64 KiB
+//! 5.4 µs, 256 KiB 22.2, 1 MiB 85.4, 2 MiB 190 — about 35 GB/s; cold (rotated over 96 MiB)
+//! 1 MiB 161 µs, 2 MiB 349, 8 MiB 1257 — about 19 GB/s (hot 8 MiB: 1285). The handshake: a
+//! forced p = 2 reduce of 4 KiB took 1.17-1.82 µs (docs/shm.md), about 2σ.
+//!
+//! Ranks beyond the cores (oversubscription) are not priced: the waits yield the core, and
+//! p = 4 on 2 cores measured 0.23-1.01x native (docs/shm.md).
+
+use crate::algo::Collective;
+
+/// One core's streaming bandwidth (bytes read plus written per second) while the data stay
+/// in the caches: `verify/bound.c` hot, 64 KiB-2 MiB, 33-37 GB/s.
+pub const BW_HOT: f64 = 35.0e9;
+/// The same from memory: `verify/bound.c` cold 1-8 MiB (and hot 8 MiB), 18-20 GB/s.
+pub const BW_COLD: f64 = 19.0e9;
+/// The bytes of a message priced at [`BW_HOT`] (the hot rate held to 2 MiB); the rest at
+/// [`BW_COLD`].
+pub const HOT_BYTES: usize = 2 << 20;
+/// Seconds per chunk and rank for the counters' handshake (p = 2, 4 KiB: 1.17-1.82 µs).
+pub const SIGMA: f64 = 0.5e-6;
+/// Bytes of a cell (the default window, `PCOLL_SHM_BYTES` unset): a chunk of the call.
+pub const CELL: usize = 256 << 10;
+
+/// Bytes the busiest rank streams for `bytes` on `p` ranks.
+pub fn streamed(coll: Collective, p: usize, bytes: usize) -> f64 {
+    let (m, pf) = (bytes as f64, p.max(1) as f64);
+    let copy = 2.0 * m * (pf - 1.0) / pf;
+    let fold = (pf + 1.0) * m / pf;
+    match coll.base() {
+        Collective::Reduce | Collective::Allreduce => 2.0 * copy + fold,
+        Collective::ReduceScatter => copy + fold,
+        Collective::Bcast | Collective::Allgatherv => 2.0 * m,
+        _ => unreachable!("base() maps every collective to one of five"),
+    }
+}
+
+/// Predicted seconds of `shm` for `coll` on `p` ranks of one node, `bytes` as the tables key
+/// them (0 for p ≤ 1 or no bytes).
+pub fn time(coll: Collective, p: usize, bytes: usize) -> f64 {
+    if p <= 1 || bytes == 0 {
+        return 0.0;
+    }
+    // The first HOT_BYTES of the message at the hot rate, the rest at the cold one: continuous
+    // in the size (a decision per size class needs times that grow smoothly within a class).
+    let hot = bytes.min(HOT_BYTES) as f64 / bytes as f64;
+    let per_byte = hot / BW_HOT + (1.0 - hot) / BW_COLD;
+    // Chunks as a real number, at least one: no step at each cell (see above).
+    let chunks = (bytes as f64 / CELL as f64).max(1.0);
+    streamed(coll, p, bytes) * per_byte + chunks * p as f64 * SIGMA
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grows_with_bytes_and_is_zero_alone() {
+        for coll in Collective::ALL {
+            assert_eq!(time(coll, 1, 1 << 20), 0.0);
+            assert_eq!(time(coll, 4, 0), 0.0);
+            for p in [2, 3, 8] {
+                let mut last = 0.0;
+                for e in 0..26 {
+                    let t = time(coll, p, 1 << e);
+                    assert!(t > last, "{coll} p={p} 2^{e}");
+                    last = t;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reduce_at_two_ranks_streams_three_and_a_half_m() {
+        // Root at p = 2: copy in m, fold 1.5m, copy out m; 2 MiB at 35 GB/s: 210 µs + 8 chunks.
+        assert_eq!(streamed(Collective::Reduce, 2, 1000), 3500.0);
+        let t = time(Collective::Reduce, 2, 2 << 20); // 8 chunks
+        assert!((t - (3.5 * 2097152.0 / BW_HOT + 8.0 * 2.0 * SIGMA)).abs() < 1e-12);
+        assert_eq!(streamed(Collective::Bcast, 5, 1000), 2000.0);
+        assert_eq!(streamed(Collective::ReduceScatter, 2, 1000), 2500.0);
+    }
+}
