@@ -118,4 +118,14 @@ fn defects_apply_to_their_family_or_to_their_implementation() {
     for m in [Mpi::Mpich, Mpi::Mpich5, Mpi::OpenMpi] {
         assert!(defects::fired(m, &root0, &user).is_none(), "{m}");
     }
+    // Its allreduce alike.
+    let all = CallFacts::new(Collective::Allreduce, 2, 24);
+    assert_eq!(
+        defects::fired(Mpi::IntelMpi, &all, &user).map(|d| d.name),
+        Some("impi-allreduce-userop-holes")
+    );
+    assert!(defects::fired(Mpi::IntelMpi, &all, &Holey { user_op: false }).is_none());
+    for m in [Mpi::Mpich, Mpi::Mpich5, Mpi::OpenMpi5] {
+        assert!(defects::fired(m, &all, &user).is_none(), "{m}");
+    }
 }

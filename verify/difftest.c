@@ -543,7 +543,7 @@ typedef struct {
 static long max_count = 1000000;
 static long near_bytes = 0; /* --near B */
 static long max_bytes = 16L << 20; /* per buffer */
-static int is_mpich, have_pcoll;
+static int is_mpich, is_impi, have_pcoll;
 /* --may-fall-back: a forced algorithm may hand calls to the native collective (shm with its
  * window refused): steer around the native defects as for unforced cases. */
 static int may_fall_back;
@@ -554,7 +554,7 @@ static int alg_mode = 0; /* 0 random, 1 none, 2 fixed */
 static int fixed_alg = -1;
 static int verbose, trace;
 static int full_range; /* --full-range: do not steer around known native defects */
-static long avoided_total, avoided_agv, avoided_lb, avoided_rs, avoided_rsnc;
+static long avoided_total, avoided_agv, avoided_lb, avoided_rs, avoided_rsnc, avoided_impi_ag;
 static char case_flags[256]; /* flags that change the case draw: part of every reproducer */
 
 /* The value of one field of rank r's input element i (a pure function of the case). */
@@ -947,6 +947,14 @@ static void draw_comm_part(case_t *c, MPI_Comm comm) {
      * above ~16 KiB and then hangs. Mix them only where a forced pcoll algorithm runs (or with
      * --full-range). */
     if (!full_range && c->mixrecv && !pcoll_runs(c)) c->mixrecv = 0;
+    /* Intel MPI 2021.19's own MPI_Allgather with a send type other than the receive type (the
+     * base type against a contiguous type of it: equal signatures, valid MPI) delivers wrong
+     * blocks and corrupts the heap (p = 2 and 3, without pcoll too). pcoll cannot route around
+     * it (no rank knows the others' send types): the same type on both sides where native runs. */
+    if (is_impi && !full_range && c->coll == C_AG && c->altsend && !pcoll_runs(c)) {
+        c->altsend = 0;
+        c->avoided = 6;
+    }
     /* Debian's MPICH 4.0.2 ignores displs[0] in MPI_Allgatherv on a one-rank communicator
      * (writes the block at offset 0): give it displs[0] = 0 where the native call runs. */
     if (is_mpich && !full_range && c->coll == C_AGV && p == 1 && c->displs[0] != 0 &&
@@ -1107,6 +1115,7 @@ static void run_case(uint64_t seed, long idx) {
     if (c->avoided == 3) avoided_lb++;
     if (c->avoided == 4) avoided_rs++;
     if (c->avoided == 5) avoided_rsnc++;
+    if (c->avoided == 6) avoided_impi_ag++;
     const layout_t *l = &L[c->li];
     const size_t ext = (size_t)l->extent;
     if (have_pcoll) {
@@ -1444,6 +1453,7 @@ int main(int argc, char **argv) {
     int vlen = 0;
     MPI_Get_library_version(ver, &vlen);
     is_mpich = strstr(ver, "MPICH") != NULL;
+    is_impi = strstr(ver, "Intel") != NULL;
     char *nl = strchr(ver, '\n');
     if (nl) *nl = 0;
 
@@ -1601,6 +1611,8 @@ int main(int argc, char **argv) {
             out("difftest: note: %ld MPICH in-place reduce_scatters with unequal counts run out of place (native defect)", avoided_rs);
         if (avoided_rsnc)
             out("difftest: note: %ld MPICH non-commutative reduce_scatters of non-contiguous types use a commutative op (native defect)", avoided_rsnc);
+        if (avoided_impi_ag)
+            out("difftest: note: %ld Intel MPI allgathers run with the receive type on both sides (native defect)", avoided_impi_ag);
         if (avoided_agv)
             out("difftest: note: %ld MPICH one-rank allgatherv cases run with displs[0] = 0 (native defect)", avoided_agv);
         for (long i = 0; i < distinct && i < 20; i++)

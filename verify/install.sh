@@ -102,7 +102,7 @@ run_check() {
     cat "$out"; bad "$m $label: the run failed"; return
   fi
   local lib=$prefix/lib/pcoll/$m/libpcoll.so
-  if [ -z "$preload" ] && ! ldd "$exe" | grep -q "=> $lib "; then
+  if [ -z "$preload" ] && ! ldd "$exe" | grep "=> $lib " >/dev/null; then
     ldd "$exe"; bad "$m $label: $exe does not load $lib"; return
   fi
   local ar re

@@ -66,7 +66,7 @@ impl PartialEq for Defect {
 }
 
 /// The known native defects.
-pub static DEFECTS: [Defect; 7] = [
+pub static DEFECTS: [Defect; 8] = [
     Defect {
         name: "mpich-reduce-inplace-root",
         mpi: Mpi::Mpich,
@@ -120,6 +120,14 @@ pub static DEFECTS: [Defect; 7] = [
         mpi: Mpi::IntelMpi,
         coll: Collective::Reduce,
         reason: "Intel MPI 2021.19 MPI_Reduce with a user-defined op on a datatype with holes computes a wrong result (c-tests/derived.c, p = 3, in place at root 0, 1000 elements of a struct type); only the root knows it is in place, so every reduce of that shape avoids native",
+        guard: Guard::UserOp,
+        fires: |_, f| f.user_op() && f.holes(),
+    },
+    Defect {
+        name: "impi-allreduce-userop-holes",
+        mpi: Mpi::IntelMpi,
+        coll: Collective::Allreduce,
+        reason: "Intel MPI 2021.19 MPI_Allreduce with a user-defined op on a datatype with holes computes a wrong result (verify/difftest.c: holestart(MPI_UNSIGNED) and holestart(MPI_2INT), p = 2 and 3, in place or not, without pcoll too); the datatype and op are the same on every rank, so every rank decides alike",
         guard: Guard::UserOp,
         fires: |_, f| f.user_op() && f.holes(),
     },
