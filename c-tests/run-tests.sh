@@ -382,7 +382,8 @@ else
     if built errors; then
         if [ $QUICK = 1 ]; then eps="2 3"; else eps="1 2 3 4"; fi
         for p in $eps; do
-            for forced in "" binomial; do
+            # shm: an erroneous call must fail on every rank alike, not on one slice owner.
+            for forced in "" binomial shm; do
                 envs=()
                 if [ -n "$forced" ]; then
                     for c in reduce allreduce reduce_scatter allgatherv; do envs+=("$(env_var $c)=$forced"); done

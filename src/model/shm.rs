@@ -38,6 +38,11 @@ pub const HOT_BYTES: usize = 2 << 20;
 pub const SIGMA: f64 = 0.5e-6;
 /// Bytes of a cell (the default window, `PCOLL_SHM_BYTES` unset): a chunk of the call.
 pub const CELL: usize = 256 << 10;
+/// Smallest message priced (below it `shm` is never the model's pick): at 8 B forced `shm`
+/// measured 0.5-2.5x native at p = 2, most cells above 1 (Open MPI, MPICH, Intel MPI;
+/// docs/shm.md), at 4 KiB 0.27-1.17x; the built-in tables' `shm` rules start at 4 KiB too. A power of two: a bound
+/// of the model's size classes, so a decision per class stays exact.
+pub const MIN_BYTES: usize = 4096;
 
 /// Bytes the busiest rank streams for `bytes` on `p` ranks.
 pub fn streamed(coll: Collective, p: usize, bytes: usize) -> f64 {
@@ -53,10 +58,13 @@ pub fn streamed(coll: Collective, p: usize, bytes: usize) -> f64 {
 }
 
 /// Predicted seconds of `shm` for `coll` on `p` ranks of one node, `bytes` as the tables key
-/// them (0 for p ≤ 1 or no bytes).
+/// them (0 for p ≤ 1 or no bytes; infinite below [`MIN_BYTES`]).
 pub fn time(coll: Collective, p: usize, bytes: usize) -> f64 {
     if p <= 1 || bytes == 0 {
         return 0.0;
+    }
+    if bytes < MIN_BYTES {
+        return f64::INFINITY;
     }
     // The first HOT_BYTES of the message at the hot rate, the rest at the cold one: continuous
     // in the size (a decision per size class needs times that grow smoothly within a class).
@@ -72,13 +80,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn grows_with_bytes_and_is_zero_alone() {
+    fn grows_with_bytes_from_min_bytes_and_is_zero_alone() {
         for coll in Collective::ALL {
             assert_eq!(time(coll, 1, 1 << 20), 0.0);
             assert_eq!(time(coll, 4, 0), 0.0);
             for p in [2, 3, 8] {
+                assert_eq!(time(coll, p, MIN_BYTES - 1), f64::INFINITY);
                 let mut last = 0.0;
-                for e in 0..26 {
+                for e in 12..26 {
                     let t = time(coll, p, 1 << e);
                     assert!(t > last, "{coll} p={p} 2^{e}");
                     last = t;

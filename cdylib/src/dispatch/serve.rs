@@ -57,6 +57,10 @@ pub(super) fn run(
 /// larger than a cell (every rank has the same type) runs `binomial`.
 pub(super) fn run_shm(g: &Global, a: &Args, v: &Valid) -> Result<(), Error> {
     let spec = &v.spec;
+    if spec.coll.reduces() {
+        // Every rank fails here alike rather than one owner mid-call.
+        crate::shm::run::reducible(a.dt, a.op)?;
+    }
     if !matches!(spec.coll, Collective::Reduce | Collective::Allreduce) {
         return run_shm_plan(g, a, v);
     }

@@ -174,6 +174,26 @@ unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
     }
 }
 
+/// Can `MPI_Reduce_local` run on `dt` with `op` at all? Asked on every rank before a reducing
+/// call touches the window, with count 0, for a derived datatype (a named one always can, the
+/// validation checked the op on it): only the owners of slices reduce, so an error there
+/// (an uncommitted datatype: Open MPI and MPICH both refuse count 0 too) would leave the others
+/// waiting; asked here every rank fails alike, before any counter moves.
+pub fn reducible(dt: MPI_Datatype, op: MPI_Op) -> Result<(), Error> {
+    if crate::mpi_types::is_named(dt) {
+        return Ok(());
+    }
+    let mut scratch = [0u8; 16];
+    let at = scratch.as_mut_ptr() as *mut c_void;
+    // SAFETY: count 0: no element is read or written.
+    let rc = unsafe { PMPI_Reduce_local(at as *const c_void, at, 0, dt, op) };
+    if rc == consts::SUCCESS() {
+        Ok(())
+    } else {
+        Err(Error::Mpi(rc, "MPI_Reduce_local".into()))
+    }
+}
+
 /// A communicator of one rank: the input is the result.
 pub fn alone(call: &Call) -> Result<(), Error> {
     if call.in_place || call.output.is_null() {
