@@ -130,11 +130,13 @@ verify-%: mpi4py-setup
 	bash verify/mpi4py.sh $* build/$*/libpcoll.so --quick
 
 # mpi4py's venvs (one big C file each, compiled on one core; the sdist downloaded): make test
-# starts both MPIs' in the background first, beside the cargo builds, which leave a core idle
+# starts every MPI's in the background first (a registry MPI's once make deps installed it), beside the cargo builds, which leave a core idle
 # much of the time; the verify steps wait for them (or build them, run alone).
 mpi4py-setup-bg:
 	@mkdir -p build; for m in $(MPIS); do rm -f build/mpi4py-setup.$$m.rc; \
-	  { bash verify/mpi4py.sh $$m build/$$m/libpcoll.so --setup >build/mpi4py-setup.$$m.log 2>&1; \
+	  { case " $(REGISTRY_MPIS) " in *" $$m "*) for i in $$(seq 900); do \
+	      [ -f mpis/$$m/.installed ] && break; sleep 1; done ;; esac; \
+	    bash verify/mpi4py.sh $$m build/$$m/libpcoll.so --setup >build/mpi4py-setup.$$m.log 2>&1; \
 	    echo $$? >build/mpi4py-setup.$$m.rc; } & \
 	  echo "mpi4py venv for $$m: building in the background (build/mpi4py-setup.$$m.log)"; done
 
