@@ -145,108 +145,115 @@ impl Plan<'_> {
 
     /// The steps of `rank` in chunk `c`, in order: every [`Step::In`] first.
     pub fn steps(&self, rank: usize, c: usize) -> Vec<Step> {
+        match self.kind {
+            Kind::Bcast { root } => self.bcast_steps(root, rank, c),
+            Kind::Allgatherv => self.allgatherv_steps(rank, c),
+            Kind::ReduceScatter { commutative } => self.reduce_scatter_steps(commutative, rank, c),
+        }
+    }
+
+    fn bcast_steps(&self, root: usize, rank: usize, c: usize) -> Vec<Step> {
+        let (lo, hi) = self.part(c, self.counts.first().copied().unwrap_or(0));
+        if hi <= lo || self.p <= 1 {
+            return vec![];
+        }
+        vec![if rank == root {
+            Step::In {
+                src: lo,
+                cell: 0,
+                len: hi - lo,
+            }
+        } else {
+            Step::Out {
+                from: root,
+                cell: 0,
+                dst: lo,
+                len: hi - lo,
+            }
+        }]
+    }
+
+    fn allgatherv_steps(&self, rank: usize, c: usize) -> Vec<Step> {
+        let mut v = vec![];
+        let (lo, hi) = self.part(c, self.counts[rank]);
+        if hi > lo && self.p > 1 {
+            v.push(Step::In {
+                src: lo,
+                cell: 0,
+                len: hi - lo,
+            });
+        }
+        for k in 0..self.p {
+            let (a, b) = self.part(c, self.counts[k]);
+            if b == a {
+                continue;
+            }
+            let dst = self.displs[k] + a;
+            v.push(if k == rank {
+                Step::Own {
+                    src: a,
+                    dst,
+                    len: b - a,
+                }
+            } else {
+                Step::Out {
+                    from: k,
+                    cell: 0,
+                    dst,
+                    len: b - a,
+                }
+            });
+        }
+        v
+    }
+
+    fn reduce_scatter_steps(&self, commutative: bool, rank: usize, c: usize) -> Vec<Step> {
         let p = self.p;
         let mut v = vec![];
-        match self.kind {
-            Kind::Bcast { root } => {
-                let (lo, hi) = self.part(c, self.counts.first().copied().unwrap_or(0));
-                if hi > lo && p > 1 {
-                    if rank == root {
-                        v.push(Step::In {
-                            src: lo,
-                            cell: 0,
-                            len: hi - lo,
-                        });
-                    } else {
-                        v.push(Step::Out {
-                            from: root,
-                            cell: 0,
-                            dst: lo,
-                            len: hi - lo,
-                        });
-                    }
-                }
+        let n: usize = self.counts.iter().sum();
+        let (lo, hi) = self.part(c, n);
+        let starts = self.starts();
+        let (mlo, mhi) = (starts[rank], starts[rank] + self.counts[rank]);
+        // The own block's part of the chunk.
+        let (olo, ohi) = (lo.max(mlo), hi.min(mhi));
+        let own = ohi > olo;
+        if p > 1 {
+            // Copy in what others read: the chunk but the own part (in place: all).
+            let ins = if self.in_place || !own {
+                vec![(lo, hi)]
+            } else {
+                vec![(lo, olo), (ohi, hi)]
+            };
+            for (a, b) in ins.into_iter().filter(|(a, b)| b > a) {
+                v.push(Step::In {
+                    src: a,
+                    cell: a - lo,
+                    len: b - a,
+                });
             }
-            Kind::Allgatherv => {
-                let (lo, hi) = self.part(c, self.counts[rank]);
-                if hi > lo && p > 1 {
-                    v.push(Step::In {
-                        src: lo,
-                        cell: 0,
-                        len: hi - lo,
-                    });
-                }
-                for k in 0..p {
-                    let (a, b) = self.part(c, self.counts[k]);
-                    if b == a {
-                        continue;
-                    }
-                    let dst = self.displs[k] + a;
-                    v.push(if k == rank {
-                        Step::Own {
-                            src: a,
-                            dst,
-                            len: b - a,
-                        }
-                    } else {
-                        Step::Out {
-                            from: k,
-                            cell: 0,
-                            dst,
-                            len: b - a,
-                        }
-                    });
-                }
-            }
-            Kind::ReduceScatter { commutative } => {
-                let n: usize = self.counts.iter().sum();
-                let (lo, hi) = self.part(c, n);
-                let starts = self.starts();
-                let (mlo, mhi) = (starts[rank], starts[rank] + self.counts[rank]);
-                // The own block's part of the chunk.
-                let (olo, ohi) = (lo.max(mlo), hi.min(mhi));
-                let own = ohi > olo;
-                if p > 1 {
-                    // Copy in what others read: the chunk but the own part (in place: all).
-                    let mut ins = vec![];
-                    if self.in_place || !own {
-                        ins.push((lo, hi));
-                    } else {
-                        ins.push((lo, olo));
-                        ins.push((ohi, hi));
-                    }
-                    for (a, b) in ins.into_iter().filter(|(a, b)| b > a) {
-                        v.push(Step::In {
-                            src: a,
-                            cell: a - lo,
-                            len: b - a,
-                        });
+        }
+        if own {
+            let src = |k: usize| -> Src {
+                if k == rank && (p == 1 || !self.in_place) {
+                    Src::Mine { at: olo }
+                } else {
+                    Src::Cell {
+                        rank: k,
+                        at: olo - lo,
                     }
                 }
-                if own {
-                    let src = |k: usize| -> Src {
-                        if k == rank && (p == 1 || !self.in_place) {
-                            Src::Mine { at: olo }
-                        } else {
-                            Src::Cell {
-                                rank: k,
-                                at: olo - lo,
-                            }
-                        }
-                    };
-                    let (first, rest) = if commutative {
-                        (rank, (0..p).filter(|&k| k != rank).collect::<Vec<_>>())
-                    } else {
-                        (p - 1, (0..p - 1).rev().collect())
-                    };
-                    v.push(Step::Fold {
-                        dst: olo - mlo,
-                        len: ohi - olo,
-                        first: src(first),
-                        rest: rest.into_iter().map(src).collect(),
-                    });
-                }
-            }
+            };
+            let (first, rest) = if commutative {
+                (rank, (0..p).filter(|&k| k != rank).collect::<Vec<_>>())
+            } else {
+                (p - 1, (0..p - 1).rev().collect())
+            };
+            v.push(Step::Fold {
+                dst: olo - mlo,
+                len: ohi - olo,
+                first: src(first),
+                rest: rest.into_iter().map(src).collect(),
+            });
         }
         v
     }
