@@ -35,7 +35,9 @@ for m in "$@"; do
   for t in pcoll-bench pcoll-tune; do
     src=target-$m/release/$t
     [ -x "$src" ] || src=build/$m/$t
-    [ -x "$src" ] || { echo "install: $t for $m not built (make MPI=$m build)" >&2; exit 1; }
+    # make install builds them (make build); make test's install check builds the registry
+    # MPIs' libraries only: their tools are left out there, with this line.
+    [ -x "$src" ] || { echo "install: $t for $m not built (make MPI=$m build): not installed" >&2; continue; }
     install -m 755 "$src" "$d/$t"
     ln -sf "../lib/pcoll/$m/$t" "$dest/bin/$t-$m"
   done
