@@ -84,13 +84,21 @@ impl CallFacts {
                 self.coll
             ));
         }
-        if alg == Algorithm::Shm && self.shm_refused {
+        if alg == Algorithm::Shm && !self.shm_ok() {
             return Err(format!(
-                "{} shm: no shared window for this communicator",
-                self.coll
+                "{} shm: no shared window for this communicator (refused, or its ranks on {} nodes)",
+                self.coll, self.nodes.nodes
             ));
         }
         Ok(())
+    }
+
+    /// `shm` may serve the call: its window was not refused, and pcoll's node grouping (agreed
+    /// by every rank) puts the communicator on one node. The MPI's shared split alone is not
+    /// enough: on the emulated cluster MPICH shares memory across the namespaces that pcoll
+    /// counts as nodes, and a window there would carry the traffic around the links.
+    pub fn shm_ok(&self) -> bool {
+        !self.shm_refused && self.nodes.nodes <= 1
     }
 }
 
@@ -354,12 +362,12 @@ impl<'a> Resolver<'a> {
                 call.p,
                 bytes,
                 call.commutative,
-                !call.shm_refused,
+                call.shm_ok(),
             )
         };
         let k = model::class_of(call.bytes);
-        // Without `shm` (its window was refused) the answer is not the memo's.
-        let memo = self.memo.filter(|m| m.p() == call.p && !call.shm_refused);
+        // Without `shm` (its window was refused, several nodes) the answer is not the memo's.
+        let memo = self.memo.filter(|m| m.p() == call.p && call.shm_ok());
         if let Some(m) = memo {
             if let Some(hit) = m.get(call.coll, call.commutative, k) {
                 return hit;
