@@ -12,7 +12,7 @@
 SHELL := /bin/bash
 # make and make test: Debian's two MPIs (make test stays under CI's 30 minutes); make test-all
 # (or MPIS="$(ALL_MPIS)") all five, the registry's three installed by make deps into mpis/
-# (measured on a fresh clone: about 50 minutes on 2 cores, docs/mpis.md); make MPI=<name> one.
+# (on a fresh clone about 35 minutes on 2 cores, docs/development.md); make MPI=<name> one.
 ALL_MPIS := openmpi mpich openmpi5 mpich5 impi
 MPIS ?= openmpi mpich
 MPI ?=
