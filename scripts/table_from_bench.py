@@ -103,7 +103,9 @@ def load_ab(mpi):
     for f in files:
         for line in open(f):
             x = line.split()
-            if len(x) == 7 and x[0] == "ab":
+            # 7 fields; verify/ab.c now appends floor_us, x_floor and hot|cold: hot runs only
+            # (the tables were measured hot; a cold A/B is not a veto here).
+            if len(x) >= 7 and x[0] == "ab" and x[9:10] in ([], ["hot"]):
                 cells = out.setdefault(int(x[2]), {})
                 key = (x[1], int(x[3]))
                 cells[key] = max(cells.get(key, 0.0), float(x[6]))

@@ -6,12 +6,21 @@
  *
  *   mpirun -np 4 -x LD_PRELOAD=build/openmpi/libpcoll.so build/verify/ab-openmpi \
  *       [collective=reduce|allreduce|reduce_scatter|allgatherv|bcast|allgather|reduce_scatter_block]
- *       [iters=400] [sizes in bytes...]
- * Prints one line per size: "ab <collective> <p> <bytes> <native_us> <mpi_us> <ratio>". */
+ *       [iters=400] [sizes in bytes...] [cold=1]
+ * cold=1 (anywhere in the arguments): every call, native and interposed alike, on the next
+ * send/receive pair of a pool of at least 96 MiB per rank (as IMB's -off_cache); default hot.
+ * Prints one line per size: "ab <collective> <p> <bytes> <native_us> <mpi_us> <ratio>
+ * <floor_us> <x_floor> <hot|cold>": the floor is ONE CORE's memory-stream bound for the bytes
+ * the busiest rank moves (z = x + y over the vector or the largest block for the reductions,
+ * memcpy of what a rank receives for bcast and allgather(v); "-" where nothing moves), timed
+ * on rank 0 alone while the others wait at a barrier, same buffer temperature; x_floor =
+ * mpi_us / floor_us. The first seven fields are as they always were. */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int cmp(const void *a, const void *b)
 {
@@ -25,11 +34,49 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+#define POOL_MIN ((size_t)96 << 20) /* a cold pool spans >= 3x this machine's 32 MiB L3 */
+#define PAGE 4096
+#define STAGGER 320 /* part i of a set starts i * 320 bytes past a page: no 4 KiB aliasing */
+
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* Sets of nparts parts of len bytes each, repeated over >= 96 MiB when cold (one set hot);
+ * every set starts on a page, filled with byte `fill`, rotated by pool_next. */
+struct pool {
+    char *mem;
+    size_t stride, sets, cur, len;
+    int nparts;
+};
+
+static void pool_init(struct pool *pl, int nparts, size_t len, int cold, int fill)
+{
+    pl->nparts = nparts;
+    pl->len = len;
+    pl->stride = round_up((size_t)(nparts - 1) * (round_up(len, PAGE) + STAGGER) + len, PAGE);
+    if (pl->stride == 0)
+        pl->stride = PAGE;
+    pl->sets = cold ? (POOL_MIN + pl->stride - 1) / pl->stride : 1;
+    if (cold && pl->sets < 2)
+        pl->sets = 2;
+    pl->cur = 0;
+    if (posix_memalign((void **)&pl->mem, PAGE, pl->stride * pl->sets))
+        PMPI_Abort(MPI_COMM_WORLD, 3);
+    memset(pl->mem, fill, pl->stride * pl->sets);
+}
+
+static char *pool_part(struct pool *pl, size_t set, int part)
+{
+    return pl->mem + set * pl->stride + (size_t)part * (round_up(pl->len, PAGE) + STAGGER);
+}
+
+static void pool_next(struct pool *pl) { pl->cur = (pl->cur + 1) % pl->sets; }
+
 enum coll { REDUCE, ALLREDUCE, REDUCE_SCATTER, ALLGATHERV, BCAST, ALLGATHER, REDUCE_SCATTER_BLOCK, NCOLL };
 
 struct bufs {
     double *s, *r;
     int n, blk, *counts, *displs; /* blk: the regular calls' count per rank */
+    struct pool pool;             /* parts 0, 1: send and receive buffers */
 };
 
 static int call(enum coll c, int native, struct bufs *b, int rank, int p)
@@ -65,9 +112,13 @@ static int call(enum coll c, int native, struct bufs *b, int rank, int p)
     return MPI_ERR_OTHER;
 }
 
-/* One timed call: barrier, call, the maximum over ranks of its time. */
+/* One timed call on the pool's next set (hot: the only one): barrier, call, the maximum over
+ * ranks of its time. */
 static double timed(enum coll c, int native, struct bufs *b, int rank, int p)
 {
+    pool_next(&b->pool);
+    b->s = (double *)pool_part(&b->pool, b->pool.cur, 0);
+    b->r = (double *)pool_part(&b->pool, b->pool.cur, 1);
     PMPI_Barrier(MPI_COMM_WORLD);
     double t0 = PMPI_Wtime();
     if (call(c, native, b, rank, p) != MPI_SUCCESS)
@@ -77,9 +128,116 @@ static double timed(enum coll c, int native, struct bufs *b, int rank, int p)
     return m;
 }
 
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+__attribute__((target("avx2"), optimize("tree-vectorize"))) static void
+add_avx2(double *restrict z, const double *restrict x, const double *restrict y, size_t n)
+{
+    for (size_t i = 0; i < n; i++) z[i] = x[i] + y[i];
+}
+
+__attribute__((optimize("tree-vectorize"))) static void
+add_sse2(double *restrict z, const double *restrict x, const double *restrict y, size_t n)
+{
+    for (size_t i = 0; i < n; i++) z[i] = x[i] + y[i];
+}
+
+/* The floor's kernel on the pool's current set, then (cold) the next set. */
+static void kernel(struct pool *pl, int add, int avx2)
+{
+    char *a = pool_part(pl, pl->cur, 0), *b = pool_part(pl, pl->cur, 1);
+    if (!add)
+        memcpy(b, a, pl->len);
+    else if (avx2)
+        add_avx2((double *)pool_part(pl, pl->cur, 2), (double *)a, (double *)b, pl->len / 8);
+    else
+        add_sse2((double *)pool_part(pl, pl->cur, 2), (double *)a, (double *)b, pl->len / 8);
+    if (pl->sets > 1)
+        pool_next(pl);
+}
+
+/* Median time (us) of z = x + y over `bytes` (add) or a memcpy of them, on this core: a sample
+ * averages k kernels (>= 2 us), 15..201 samples in about 40 ms. */
+static double kernel_us(int add, size_t bytes, int cold)
+{
+    struct pool pl;
+    pool_init(&pl, add ? 3 : 2, round_up(bytes, 8), cold, 0x3F); /* 0x3F..: normal doubles */
+    int avx2 = __builtin_cpu_supports("avx2");
+    double est = 1e9, t[201];
+    for (int i = 0; i < 3; i++) {
+        double t0 = now();
+        kernel(&pl, add, avx2);
+        double d = now() - t0;
+        est = d < est ? d : est;
+    }
+    est = est > 1e-9 ? est : 1e-9;
+    int k = (int)(2e-6 / est) + 1, n = (int)(0.04 / (k * est));
+    k = k > 1000 ? 1000 : k;
+    n = n < 15 ? 15 : n > 201 ? 201 : n;
+    for (int i = 0; i < n; i++) {
+        double t0 = now();
+        for (int j = 0; j < k; j++)
+            kernel(&pl, add, avx2);
+        t[i] = (now() - t0) / k;
+    }
+    free(pl.mem);
+    qsort(t, n, sizeof *t, cmp);
+    return t[n / 2] * 1e6;
+}
+
+/* The floor (us) of a call: what the busiest rank must stream, timed on rank 0 while the
+ * others wait at a barrier; 0 where nothing moves (bcast at p = 1). Collective. */
+static double floor_us(enum coll c, struct bufs *b, int rank, int p, int cold)
+{
+    size_t m = (size_t)b->n * 8, bytes = m;
+    int add = p > 1;
+    switch (c) {
+    case REDUCE_SCATTER: /* the largest block is the first */
+        bytes = (size_t)b->counts[0] * 8;
+        break;
+    case REDUCE_SCATTER_BLOCK:
+        bytes = (size_t)b->blk * 8;
+        break;
+    case BCAST:
+        add = 0;
+        bytes = p > 1 ? m : 0;
+        break;
+    case ALLGATHERV: /* all but the smallest block, the last */
+        add = 0;
+        bytes = p > 1 ? m - (size_t)b->counts[p - 1] * 8 : m;
+        break;
+    case ALLGATHER:
+        add = 0;
+        bytes = (size_t)b->blk * 8 * (p > 1 ? p - 1 : 1);
+        break;
+    default:
+        break;
+    }
+    double f = 0;
+    PMPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0 && bytes > 0)
+        f = kernel_us(add, bytes, cold);
+    PMPI_Barrier(MPI_COMM_WORLD);
+    PMPI_Bcast(&f, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    return f;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    int cold = 0, na = 1;
+    for (int a = 1; a < argc; a++) { /* cold=1 anywhere; the others stay positional */
+        if (!strncmp(argv[a], "cold=", 5))
+            cold = atoi(argv[a] + 5);
+        else
+            argv[na++] = argv[a];
+    }
+    argc = na;
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
@@ -107,10 +265,13 @@ int main(int argc, char **argv)
         }
         b.blk = b.n / p > 0 ? b.n / p : 1;
         size_t room = (size_t)(b.n > b.blk * p ? b.n : b.blk * p);
-        b.s = malloc(sizeof(double) * room);
-        b.r = malloc(sizeof(double) * room);
-        for (size_t i = 0; i < room; i++)
-            b.s[i] = b.r[i] = rank + i % 7;
+        pool_init(&b.pool, 2, sizeof(double) * room, cold, 0);
+        for (size_t set = 0; set < b.pool.sets; set++)
+            for (size_t i = 0; i < room; i++) {
+                double *s = (double *)pool_part(&b.pool, set, 0), *r = (double *)pool_part(&b.pool, set, 1);
+                s[i] = r[i] = rank + i % 7;
+            }
+        double fl = floor_us(c, &b, rank, p, cold);
         for (int w = 0; w < 5; w++) {
             timed(c, 1, &b, rank, p);
             timed(c, 0, &b, rank, p);
@@ -124,11 +285,14 @@ int main(int argc, char **argv)
             tn[nn++] = timed(c, 1, &b, rank, p);
         }
         double mn = median(tn, nn) * 1e6, mp = median(tp, np) * 1e6;
-        if (rank == 0)
-            printf("ab %s %d %ld %.3f %.3f %.3f\n", names[c], p, bytes, mn, mp, mp / mn);
+        if (rank == 0 && fl > 0)
+            printf("ab %s %d %ld %.3f %.3f %.3f %.3f %.3f %s\n", names[c], p, bytes, mn, mp, mp / mn,
+                   fl, mp / fl, cold ? "cold" : "hot");
+        else if (rank == 0)
+            printf("ab %s %d %ld %.3f %.3f %.3f - - %s\n", names[c], p, bytes, mn, mp, mp / mn,
+                   cold ? "cold" : "hot");
         fflush(stdout);
-        free(b.s);
-        free(b.r);
+        free(b.pool.mem);
         free(b.counts);
         free(b.displs);
     }

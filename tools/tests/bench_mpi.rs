@@ -127,7 +127,14 @@ fn bench_all_collectives_checked() {
     ) else {
         return;
     };
-    let rows = checked_rows(&json(&j));
+    let doc = json(&j);
+    let rows = checked_rows(&doc);
+    // Hot by default; every case of p = 2 has a floor (p = 1 reduce_scatter and allgatherv
+    // too: the call's own copy).
+    for r in doc["rows"].as_array().unwrap() {
+        assert_eq!(r["buffers"], "hot", "{r}");
+        assert!(r["floor_us"].as_f64().is_some_and(|f| f > 0.0), "{r}");
+    }
     for coll in ["reduce", "allreduce", "reduce_scatter", "allgatherv"] {
         for p in [1u64, 2] {
             for bytes in [8u64, 1024, 100000] {
@@ -147,6 +154,83 @@ fn bench_all_collectives_checked() {
     assert!(out.contains("# allgatherv  p=2"), "{out}");
     let s = std::fs::read_to_string(&svg).unwrap();
     assert!(s.starts_with("<svg") && s.contains("allgatherv, p = 2"));
+}
+
+#[test]
+fn bench_cold_buffers_and_floor() {
+    // --cold: every call on buffers rotated over >= 96 MiB per rank, said in the header, the
+    // CSV and the JSON; the floor (one core's bound on rank 0) beside every row.
+    let (j, c) = (tmp("cold.json"), tmp("cold.csv"));
+    let Some(out) = run(
+        2,
+        env!("CARGO_BIN_EXE_pcoll-bench"),
+        &[
+            "--collectives",
+            "reduce,allreduce,bcast,allgatherv",
+            "--sizes",
+            "64k,1m",
+            "--algorithms",
+            "auto,shm",
+            "--cold",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "--check",
+            "--quiet",
+            "--json",
+            j.to_str().unwrap(),
+            "--csv",
+            c.to_str().unwrap(),
+        ],
+    ) else {
+        return;
+    };
+    let doc = json(&j);
+    let rows = checked_rows(&doc);
+    assert_eq!(rows.len(), 4 * 2 * 3, "{rows:?}");
+    assert_eq!(doc["meta"]["buffers"], "cold");
+    for r in doc["rows"].as_array().unwrap() {
+        assert_eq!(r["buffers"], "cold", "{r}");
+        let floor = r["floor_us"].as_f64().unwrap();
+        let x = r["x_floor"].as_f64().unwrap();
+        assert!(floor > 0.0 && floor.is_finite(), "{r}");
+        assert!(
+            (x - r["median_us"].as_f64().unwrap() / floor).abs() < 1e-9,
+            "{r}"
+        );
+    }
+    // The floor of a case is the same in every row of it, and 1 MiB costs more than 64 KiB.
+    let floor = |coll: &str, bytes: u64| -> Vec<f64> {
+        doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["collective"] == coll && r["bytes"].as_u64() == Some(bytes))
+            .map(|r| r["floor_us"].as_f64().unwrap())
+            .collect()
+    };
+    for coll in ["reduce", "allreduce", "bcast", "allgatherv"] {
+        let (a, b) = (floor(coll, 65536), floor(coll, 1 << 20));
+        assert!(a.windows(2).all(|w| w[0] == w[1]) && b.windows(2).all(|w| w[0] == w[1]));
+        assert!(b[0] > a[0], "{coll}: {a:?} {b:?}");
+    }
+    // Reduce and allreduce share their floor (z = x + y over the vector, cached).
+    assert_eq!(floor("reduce", 1 << 20)[0], floor("allreduce", 1 << 20)[0]);
+    let csv = std::fs::read_to_string(&c).unwrap();
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",mismatches,buffers,floor_us,x_floor"),
+        "{csv}"
+    );
+    assert!(csv.lines().skip(1).all(|l| l.contains(",cold,")), "{csv}");
+    let fields = csv.lines().next().unwrap().split(',').count();
+    assert!(csv.lines().all(|l| l.split(',').count() == fields), "{csv}");
+    assert!(out.contains("# buffers: cold"), "{out}");
+    assert!(out.contains("# reduce  p=2  cold buffers"), "{out}");
+    assert!(out.contains("x_fl"), "{out}");
 }
 
 #[test]

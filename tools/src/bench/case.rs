@@ -3,6 +3,7 @@
 //! algorithm), the result check and the sequential oracle.
 
 use super::kind::{DType, OpKind};
+use super::pool::{Layout, Pool, COLD_POOL_BYTES};
 use mpi_sys::*;
 use pcoll::{Algorithm, CallSpec, Collective, Pick};
 use pcoll_mpi::ffi::entry as pe;
@@ -120,6 +121,11 @@ pub struct Case {
     pub displs: Vec<c_int>,
     send: Vec<u64>,
     recv: Vec<u64>,
+    /// Cold buffers ([`Case::make_cold`]): sets of (send, receive) rotated over a pool of at
+    /// least 96 MiB; `None`: every call uses `send` and `recv` (hot).
+    pool: Option<Pool>,
+    /// Calls use `send`/`recv` even when cold (the result check reads them).
+    primary: bool,
 }
 
 fn words(bytes: usize) -> Vec<u64> {
@@ -165,6 +171,8 @@ impl Case {
             displs: displs.iter().map(|&x| x as c_int).collect(),
             send: words(send_elems * es),
             recv: words(n * es),
+            pool: None,
+            primary: false,
         };
         let sb = c.send_bytes_mut();
         for i in 0..send_elems {
@@ -189,6 +197,53 @@ impl Case {
             let v = self.op.value(0, i);
             self.dt
                 .encode(v, &mut self.recv_bytes_mut()[i * es..(i + 1) * es]);
+        }
+    }
+
+    /// Cold buffers from now on: every call on the next (send, receive) set of a pool of at
+    /// least [`COLD_POOL_BYTES`], each set holding this case's input (and the bcast root's
+    /// data), so no call finds its data in a cache. Advanced by [`Case::rotate`].
+    pub fn make_cold(&mut self) {
+        let layout = Layout::new(&[self.send.len() * 8, self.recv.len() * 8], COLD_POOL_BYTES);
+        let mut pool = Pool::new(layout, 0);
+        let (send, recv) = (self.send_bytes_mut().to_vec(), self.recv_bytes().to_vec());
+        pool.fill_part(0, &send);
+        pool.fill_part(1, &recv);
+        self.pool = Some(pool);
+    }
+
+    /// Hot or cold buffers (the table's and the CSV's `buffers`).
+    pub fn buffers(&self) -> &'static str {
+        if self.pool.is_some() {
+            "cold"
+        } else {
+            "hot"
+        }
+    }
+
+    /// The next call uses the next set of the cold pool (hot: nothing changes).
+    pub fn rotate(&mut self) {
+        if let Some(p) = &mut self.pool {
+            p.advance();
+        }
+    }
+
+    /// `true`: calls use the case's own buffers even when cold (for the result check).
+    pub fn use_primary(&mut self, on: bool) {
+        self.primary = on;
+    }
+
+    /// The send and receive buffers of the next call.
+    fn call_buffers(&mut self) -> (*const c_void, *mut c_void) {
+        match &mut self.pool {
+            Some(p) if !self.primary => (
+                p.cur_mut(0).as_ptr() as *const c_void,
+                p.cur_mut(1).as_mut_ptr() as *mut c_void,
+            ),
+            _ => (
+                self.send.as_ptr() as *const c_void,
+                self.recv.as_mut_ptr() as *mut c_void,
+            ),
         }
     }
 
@@ -321,13 +376,13 @@ impl Case {
         let op = self.op.handle();
         let comm = self.comm;
         let n = self.n as c_int;
-        let sbuf = self.send.as_ptr() as *const c_void;
-        let rbuf = self.recv.as_mut_ptr() as *mut c_void;
+        let (sbuf, rbuf) = self.call_buffers();
         let counts = self.counts.as_ptr();
         let displs = self.displs.as_ptr();
         let mine = self.counts[self.rank];
         // SAFETY: send and receive buffers are live Vecs sized in `new` for exactly these
-        // counts (send: n or counts[rank] elements, receive: n elements), counts/displs have
+        // counts (send: n or counts[rank] elements, receive: n elements), or a cold pool's
+        // parts of the same sizes (`make_cold`), counts/displs have
         // p entries, the communicator is live; every rank of `comm` makes the same call.
         unsafe {
             match (self.coll, native) {

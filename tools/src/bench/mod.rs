@@ -13,10 +13,12 @@
 //! `1/p` of it).
 
 pub mod case;
+pub mod floor;
 pub mod kind;
 pub mod model_hook;
 pub mod mpi;
 pub mod plot;
+pub mod pool;
 pub mod progress;
 pub mod report;
 pub mod run;
@@ -105,6 +107,16 @@ pub fn measure_case(
 ) -> Measured {
     let rank = mpi::rank(comm);
     let mut case = Case::new(coll, comm, p, rank, n, dt, op);
+    let floor_us = if opts.floor {
+        let counts: Vec<usize> = case.counts.iter().map(|&c| c as usize).collect();
+        let work = floor::work(coll, p, case.bytes(), &counts, dt.size());
+        floor::on_rank0(comm, work, opts.cold)
+    } else {
+        None
+    };
+    if opts.cold {
+        case.make_cold();
+    }
     let result = run::measure(&mut case, variants, opts);
     let params = pcoll_mpi::state::global().table.model();
     let mut predicted = BTreeMap::new();
@@ -124,6 +136,8 @@ pub fn measure_case(
         count: n,
         result,
         predicted,
+        buffers: case.buffers(),
+        floor_us,
     }
 }
 

@@ -135,6 +135,9 @@ fn row(f: &[&str], c: &[usize]) -> Result<Row, String> {
         predicted_us: None,
         errors: 0,
         mismatches: None,
+        buffers: String::new(),
+        floor_us: None,
+        x_floor: None,
     })
 }
 
@@ -164,6 +167,29 @@ openmpi,allreduce,4,8,1,double,sum,native,native,40,80,52.388,75.437,78.928,68.8
         let s = series(&g[0].1, false, |r| r.median_us);
         assert!(s[0].emphasis && s[0].label == "native");
         assert_eq!(s[0].points, vec![(8.0, 75.437), (1024.0, 80.0)]);
+    }
+
+    #[test]
+    fn csv_with_the_floor_columns_reads_the_same() {
+        // The columns added at the end (buffers, floor_us, x_floor) change nothing read.
+        let mut wide = String::new();
+        for (i, l) in CSV.lines().enumerate() {
+            wide += l;
+            wide += if i == 0 {
+                ",buffers,floor_us,x_floor\n"
+            } else {
+                ",cold,9.288,2.240\n"
+            };
+        }
+        let (a, b) = (rows_from_csv(CSV).unwrap(), rows_from_csv(&wide).unwrap());
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(
+                (x.bytes, x.median_us, x.ratio),
+                (y.bytes, y.median_us, y.ratio)
+            );
+            assert_eq!((&x.variant, &x.collective), (&y.variant, &y.collective));
+        }
     }
 
     #[test]

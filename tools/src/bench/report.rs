@@ -17,6 +17,10 @@ pub struct Measured {
     pub result: CaseResult,
     /// Model predictions (us) per variant label, where the model has one.
     pub predicted: BTreeMap<String, f64>,
+    /// `hot` or `cold` (every call on buffers rotated over >= 96 MiB per rank).
+    pub buffers: &'static str,
+    /// One core's memory-stream bound for the case (us; [`super::floor`]), where measured.
+    pub floor_us: Option<f64>,
 }
 
 /// One CSV / JSON row: one variant of one case.
@@ -42,6 +46,13 @@ pub struct Row {
     pub predicted_us: Option<f64>,
     pub errors: i64,
     pub mismatches: Option<i64>,
+    /// `hot` or `cold` buffers.
+    pub buffers: String,
+    /// One core's memory-stream bound of the case on rank 0 (us), the same in every row of
+    /// the case.
+    pub floor_us: Option<f64>,
+    /// median / floor.
+    pub x_floor: Option<f64>,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -54,6 +65,8 @@ pub struct Meta {
     pub op: OpKind,
     pub command: String,
     pub unix_time: u64,
+    /// `hot` (the same buffers every call) or `cold` (rotated over >= 96 MiB per rank).
+    pub buffers: String,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -105,6 +118,9 @@ pub fn rows(meta: &Meta, ms: &[Measured]) -> Vec<Row> {
                 } else {
                     v.mismatches
                 },
+                buffers: m.buffers.into(),
+                floor_us: m.floor_us,
+                x_floor: m.floor_us.map(|f| v.stats.median / f),
             });
         }
     }
@@ -129,12 +145,12 @@ pub fn skipped(ms: &[Measured]) -> Vec<Skipped> {
 
 pub fn csv(rows: &[Row]) -> String {
     let mut s = String::from(
-        "mpi,collective,p,bytes,count,datatype,op,variant,algorithm,iters,samples,min_us,median_us,p90_us,mean_us,ratio,predicted_us,errors,mismatches\n",
+        "mpi,collective,p,bytes,count,datatype,op,variant,algorithm,iters,samples,min_us,median_us,p90_us,mean_us,ratio,predicted_us,errors,mismatches,buffers,floor_us,x_floor\n",
     );
     for r in rows {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.4},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.4},{},{},{},{},{},{}",
             r.mpi,
             r.collective,
             r.p,
@@ -154,6 +170,9 @@ pub fn csv(rows: &[Row]) -> String {
             r.predicted_us.map_or(String::new(), |v| format!("{v:.3}")),
             r.errors,
             r.mismatches.map_or(String::new(), |v| v.to_string()),
+            r.buffers,
+            r.floor_us.map_or(String::new(), |v| format!("{v:.3}")),
+            r.x_floor.map_or(String::new(), |v| format!("{v:.3}")),
         );
     }
     s
@@ -187,7 +206,8 @@ fn labels(g: &[&Measured]) -> Vec<String> {
 }
 
 /// The OSU-style table: per (collective, p) one block, one line per size: native median
-/// (us), then each variant's median and its ratio to native; `*` marks the fastest.
+/// (us) and the floor, then each variant's median, its ratio to native, the model's time and
+/// median / floor; `*` marks the fastest.
 pub fn table(meta: &Meta, ms: &[Measured]) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -195,6 +215,14 @@ pub fn table(meta: &Meta, ms: &[Measured]) -> String {
         "# {} ({}), datatype {}, op {}; times: median over repetitions of the max over ranks, us; ratio = median / native median (< 1: pcoll faster); * = fastest",
         meta.mpi_version, meta.mpi, meta.datatype, meta.op
     );
+    let _ = writeln!(s, "# buffers: {}", buffers_note(&meta.buffers));
+    if ms.iter().any(|m| m.floor_us.is_some()) {
+        let _ = writeln!(
+            s,
+            "# floor: ONE CORE's memory-stream bound on rank 0 (others wait at a barrier), median, {} buffers: z = x + y over the vector (reduce, allreduce) or the largest block (reduce_scatter), memcpy of what a rank receives (bcast, allgather); ranks of one node share the memory bandwidth; x_fl = median / floor",
+            meta.buffers
+        );
+    }
     for ((coll, p), g) in groups(ms) {
         block(&mut s, coll, p, &g);
     }
@@ -214,26 +242,43 @@ fn block(s: &mut String, coll: Collective, p: usize, g: &[&Measured]) {
     };
     let _ = writeln!(
         s,
-        "\n# {coll}  p={p}  ({its} iterations x2 per case, ABBA; fewer for large sizes by the time budget)"
+        "\n# {coll}  p={p}  {} buffers  ({its} iterations x2 per case, ABBA; fewer for large sizes by the time budget)",
+        g[0].buffers
     );
+    let with_floor = g.iter().any(|m| m.floor_us.is_some());
     let mut h = format!("{:>10} {:>11}", "size", "native");
+    if with_floor {
+        let _ = write!(h, " {:>9}", "floor");
+    }
     for l in labels.iter().skip(1) {
         let _ = write!(h, " {:>11} {:>6}", l, "ratio");
         if with_pred {
             let _ = write!(h, " {:>9}", "model");
         }
+        if with_floor {
+            let _ = write!(h, " {:>6}", "x_fl");
+        }
     }
     let _ = writeln!(s, "{h}");
     for m in g {
-        let _ = writeln!(s, "{}", size_line(m, &labels, with_pred));
+        let _ = writeln!(s, "{}", size_line(m, &labels, with_pred, with_floor));
     }
     for n in notes(g) {
         let _ = writeln!(s, "{n}");
     }
 }
 
-/// One size's line: native median, then each variant's median, ratio and model time.
-fn size_line(m: &Measured, labels: &[String], with_pred: bool) -> String {
+/// `hot` / `cold` with what it means (the table's header).
+pub fn buffers_note(buffers: &str) -> String {
+    match buffers {
+        "cold" => "cold (every call, every variant alike, on the next buffers of a pool of >= 96 MiB per rank, as IMB's -off_cache: no call finds its data in a cache)".into(),
+        b => format!("{b} (the same buffers every call)"),
+    }
+}
+
+/// One size's line: native median and the floor, then each variant's median, ratio, model
+/// time and median / floor.
+fn size_line(m: &Measured, labels: &[String], with_pred: bool, with_floor: bool) -> String {
     let nat = m.result.native_median();
     let best = m
         .result
@@ -248,6 +293,13 @@ fn size_line(m: &Measured, labels: &[String], with_pred: bool) -> String {
         nat,
         star("native")
     );
+    let opt = |v: Option<f64>, w: usize, prec: usize| match v {
+        Some(t) => format!(" {t:>w$.prec$}"),
+        None => format!(" {:>w$}", ""),
+    };
+    if with_floor {
+        line += &opt(m.floor_us, 9, 2);
+    }
     for l in labels.iter().skip(1) {
         match m.result.get(l) {
             Some(v) => {
@@ -264,14 +316,14 @@ fn size_line(m: &Measured, labels: &[String], with_pred: bool) -> String {
             }
         }
         if with_pred {
-            match m.predicted.get(l) {
-                Some(t) => {
-                    let _ = write!(line, " {t:>9.2}");
-                }
-                None => {
-                    let _ = write!(line, " {:>9}", "");
-                }
-            }
+            line += &opt(m.predicted.get(l).copied(), 9, 2);
+        }
+        if with_floor {
+            let x = m
+                .floor_us
+                .zip(m.result.get(l))
+                .map(|(f, v)| v.stats.median / f);
+            line += &opt(x, 6, 2);
         }
     }
     line

@@ -21,6 +21,11 @@ pub struct Opts {
     pub check: bool,
     /// Mismatching elements printed per variant and rank.
     pub show_mismatches: usize,
+    /// Cold buffers: every call (warm-up and timed, every variant alike) on the next set of
+    /// a pool of at least 96 MiB per rank ([`super::case::Case::make_cold`]); false: hot.
+    pub cold: bool,
+    /// Measure the case's floor ([`super::floor`]) before it.
+    pub floor: bool,
 }
 
 /// Summary statistics of one variant (microseconds).
@@ -179,6 +184,7 @@ fn warm_up(
         let t0 = mpi::wtime();
         for (k, (v, _)) in active.iter().enumerate() {
             select(case.coll, *v);
+            case.rotate();
             mpi::barrier(comm);
             if case.call(*v) != consts::SUCCESS() {
                 errors[k] += 1;
@@ -223,6 +229,7 @@ fn timed(case: &mut Case, active: &[(Variant, Algorithm)], iters: usize) -> (Vec
         for &k in &order {
             let v = active[k].0;
             select(case.coll, v);
+            case.rotate();
             mpi::barrier(comm);
             let t = mpi::wtime();
             let rc = case.call(v);
@@ -246,6 +253,7 @@ fn check(case: &mut Case, active: &[(Variant, Algorithm)], show: usize) -> (i64,
     let comm = case.comm;
     let es = case.dt.size();
     let oracle = case.oracle();
+    case.use_primary(true);
     case.poison();
     mpi::barrier(comm);
     case.call(Variant::Native);
@@ -263,6 +271,7 @@ fn check(case: &mut Case, active: &[(Variant, Algorithm)], show: usize) -> (i64,
         let got = case.result().to_vec();
         counts[k + 1] = diff(case, &v.label(), &got, &native, es, show);
     }
+    case.use_primary(false);
     select(case.coll, Variant::Auto);
     mpi::allreduce_sum_i64(comm, &mut counts);
     (counts[0], counts[1..].to_vec())

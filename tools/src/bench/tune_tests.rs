@@ -32,6 +32,8 @@ fn measured(cands: &[(Algorithm, f64, f64)]) -> Measured {
             skipped: vec![],
         },
         predicted: Default::default(),
+        buffers: "hot",
+        floor_us: None,
     }
 }
 

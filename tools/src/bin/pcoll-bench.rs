@@ -24,7 +24,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
     about = "Native MPI collectives vs pcoll's algorithms, interleaved (ABBA) in one MPI job",
     after_help = "Sizes are the tuning table's message size: reduce/allreduce/bcast the vector, \
 reduce_scatter(_block)/allgather(v) the total over all ranks. Times are the median over repetitions of \
-the maximum over ranks. Variants: native (PMPI_* directly), auto (pcoll's table through \
+the maximum over ranks; floor = one core's memory-stream bound for the case (z = x + y or \
+memcpy over the bytes of the busiest rank, measured on rank 0 alone), x_fl = median / floor. Variants: native (PMPI_* directly), auto (pcoll's table through \
 MPI_*: with a `native` rule this is pcoll's native fast path), passthru (pcoll forced to \
 native: interposition overhead), each algorithm, and alg@size (segment size set at run \
 time)."
@@ -89,6 +90,15 @@ struct Args {
     /// job needed).
     #[arg(long)]
     replot: Option<String>,
+    /// Cold buffers: every call (every variant alike) on the next send/receive buffers of a
+    /// pool of at least 96 MiB per rank, so no call finds its data in a cache (as IMB's
+    /// -off_cache). Default: hot (the same buffers every call).
+    #[arg(long)]
+    cold: bool,
+    /// Do not measure the floor (one core's memory-stream bound for each case, measured on
+    /// rank 0 while the others wait, printed as `floor` and `x_fl` = median / floor).
+    #[arg(long)]
+    no_floor: bool,
     /// No progress output.
     #[arg(long)]
     quiet: bool,
@@ -139,6 +149,8 @@ fn plan(a: &Args, world: usize) -> Result<Plan, String> {
             budget: a.budget,
             check: a.check,
             show_mismatches: 5,
+            cold: a.cold,
+            floor: !a.no_floor,
         },
     })
 }
@@ -170,6 +182,7 @@ fn body() -> i32 {
         unix_time: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
+        buffers: if args.cold { "cold" } else { "hot" }.into(),
     };
     let mut prog = Progress::new(plan.cases(), me == 0 && !args.quiet);
     let ms = bench::run_plan(&plan, &mut prog);

@@ -192,6 +192,8 @@ fn setup(args: &Args, nw: usize) -> Result<Setup, String> {
         budget: args.budget,
         check: true, // a candidate with a wrong result never wins
         show_mismatches: 3,
+        cold: false,
+        floor: false,
     };
     let re_opts = Opts {
         warmup: 1,
@@ -432,6 +434,7 @@ fn write_outputs(
             op: st.op,
             command: std::env::args().collect::<Vec<_>>().join(" "),
             unix_time: now,
+            buffers: "hot".into(),
         };
         if let Err(e) = std::fs::write(path, report::csv(&report::rows(&meta, &g.all))) {
             eprintln!("pcoll-tune: {path}: {e}");
