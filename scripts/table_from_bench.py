@@ -29,7 +29,7 @@ rules and the [model] section stay as they are).
 --mpis LIST (comma-separated): write only these MPIs' tables (default: every MPI with results).
 
 Usage: scripts/table_from_bench.py [--margin 0.92] [--only bcast,allgather,reduce_scatter_block]
-       [--mpis openmpi5,mpich5,impi]
+       [--mpis openmpi5,mpich5,impi] [--evidence results/shm]
 """
 import csv, glob, os, re, sys
 
@@ -44,6 +44,14 @@ CONFIRM = 0.95
 # results/ab-runs/): a cell the A/B saw slower goes native (on a shared 2-core machine the two
 # benchmarks can disagree by 2x minutes apart; a pick must survive both).
 AB_VETO = 1.05
+# --evidence DIR: check-default's and the A/B's runs are read from DIR alone (DIR/auto.<mpi>.p<p>.csv,
+# DIR/ab.<mpi>.p<p>*.txt): after a new algorithm was benchmarked (results/shm/ for `shm` in the
+# collectives other than reduce and allreduce), the earlier runs measured another default and
+# neither confirm nor veto the new picks. A first pass with an empty DIR proposes; check-default
+# and the A/B of the built proposal, written to DIR, then confirm or veto in the second pass.
+EVIDENCE = None
+if "--evidence" in sys.argv:
+    EVIDENCE = sys.argv[sys.argv.index("--evidence") + 1]
 if "--margin" in sys.argv:
     MARGIN = float(sys.argv[sys.argv.index("--margin") + 1])
 NAMES = {"openmpi": "Open MPI 4.1", "mpich": "MPICH 4.0", "openmpi5": "Open MPI 5.0",
@@ -71,6 +79,7 @@ def load(mpi):
     runs = {}
     files = glob.glob(os.path.join(root, f"results/bench.{mpi}.p*.csv"))
     files += glob.glob(os.path.join(root, f"results/family/bench.{mpi}.p*.csv"))
+    files += glob.glob(os.path.join(root, f"results/shm/bench.{mpi}.p*.csv"))
     for f in sorted(files):
         p = int(re.search(r"\.p(\d+)\.csv$", f).group(1))
         cells = runs.setdefault(p, {})
@@ -87,6 +96,8 @@ def load_auto(mpi):
     out = {}
     files = glob.glob(os.path.join(root, f"results/auto.{mpi}.p*.csv"))
     files += glob.glob(os.path.join(root, f"results/family/auto.{mpi}.p*.csv"))
+    if EVIDENCE:
+        files = glob.glob(os.path.join(root, EVIDENCE, f"auto.{mpi}.p*.csv"))
     for f in files:
         p = int(re.search(r"\.p(\d+)\.csv$", f).group(1))
         out.setdefault(p, {}).update(
@@ -100,6 +111,8 @@ def load_ab(mpi):
     out = {}
     files = glob.glob(os.path.join(root, f"results/ab.{mpi}.p*.txt"))
     files += glob.glob(os.path.join(root, f"results/ab-runs/ab.{mpi}.p*.txt"))
+    if EVIDENCE:
+        files = glob.glob(os.path.join(root, EVIDENCE, f"ab.{mpi}.p*.txt"))
     for f in files:
         for line in open(f):
             x = line.split()
