@@ -34,7 +34,7 @@ for m in "$@"; do
   install -m 755 "$lib" "$d/"
   for t in pcoll-bench pcoll-tune; do
     # the newer of make build's copy and make build-lib's (Debian MPIs) cargo output
-    src=$(ls -t build/$m/$t target-$m/release/$t 2>/dev/null | head -1)
+    src=$(ls -t build/$m/$t target-$m/release/$t 2>/dev/null | head -1 || true)
     # make install builds them (make build); make test's install check builds the registry
     # MPIs' libraries only: their tools are left out there, with this line.
     [ -x "$src" ] || { echo "install: $t for $m not built (make MPI=$m build): not installed" >&2; continue; }
