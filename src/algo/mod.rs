@@ -12,6 +12,7 @@ pub mod greedy;
 pub mod hier;
 pub mod pipeline;
 pub mod ring;
+pub mod segtree;
 pub mod shm;
 pub mod util;
 
