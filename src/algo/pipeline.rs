@@ -16,32 +16,23 @@
 //! `nseg` from `s.seg_elems`, or (0) the model optimum ≈ `√(m(β+γ)/((p−2)α))` segments.
 //! Memory: two segment buffers.
 
-use super::{CallSpec, Collective};
-use crate::model::{self, Duplex, Scheme};
 use super::segtree::{self, ReduceNode};
+use super::util::segments_for;
+use super::{CallSpec, Collective};
+use crate::model::{Duplex, Scheme};
 use crate::plan::{Buf, Piece, Program};
-use crate::sched::blocks::{nsegs, split};
+use crate::sched::blocks::split;
 use crate::sched::pipeline::{chain_node, chain_rounds};
 
 /// Number of segments the pipeline uses for this call (identical on all ranks).
 pub fn segments(s: &CallSpec) -> usize {
-    let m = s.counts[0];
-    if m == 0 {
-        return 1;
-    }
-    let n = if s.seg_elems > 0 {
-        nsegs(m, s.seg_elems)
-    } else {
-        model::best_segments(
-            Collective::Reduce,
-            Scheme::Pipeline,
-            s.p,
-            m * s.elem_bytes.max(1),
-            &s.params,
-            Duplex::Full,
-        )
-    };
-    n.clamp(1, m)
+    segments_for(
+        s,
+        Collective::Reduce,
+        Scheme::Pipeline,
+        Duplex::Full,
+        usize::MAX,
+    )
 }
 
 pub fn reduce(s: &CallSpec) -> Program {
