@@ -110,3 +110,28 @@ fn trees_against_binomial_in_rounds() {
         assert_eq!(reduce_rounds(Shape::Binary, Shape::Binary.size(k)), 2 * k);
     }
 }
+
+/// The numbers `pcoll-sim paper trees` prints and docs/algorithms.md quotes (p = 576, the
+/// report's 36 nodes × 16 ranks): rounds, depth, node boundaries on the worst path, and the
+/// overlap model's window of o/l for the report's measured ordering.
+#[test]
+fn report_numbers() {
+    use pcoll::model::paper::{
+        depth_and_hops, report_children, report_order_window, tree_time, ReportTree,
+    };
+    let kids = ReportTree::ALL.map(|t| report_children(t, 576));
+    let rounds = kids.clone().map(|k| tree_time(&k, 0.0, 1.0) as usize);
+    assert_eq!(rounds, [10, 12, 18]);
+    let dh = kids.clone().map(|k| depth_and_hops(&k, 16));
+    assert_eq!(dh, [(9, 5), (11, 6), (9, 5)]);
+    // Binomial's children list and rounds agree with the library's round count.
+    assert_eq!(rounds[0], pcoll::sched::blocks::ceil_log2(576));
+    let ps: Vec<usize> = (4..=36).map(|k| 16 * k).collect();
+    let (lo, hi) = report_order_window(&ps).expect("a window");
+    assert!(lo < 0.002 && (0.2..0.25).contains(&hi), "{lo} {hi}");
+    assert_eq!(report_order_window(&[16, 32]), None);
+    // The overlap model at o = 0 is the depth (l per edge); single port is rounds.
+    for (k, d) in kids.iter().zip([9.0, 11.0, 9.0]) {
+        assert_eq!(tree_time(k, 1.0, 0.0), d);
+    }
+}

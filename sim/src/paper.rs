@@ -24,6 +24,7 @@ pub fn paper() {
     bi_greedy_conjecture_check();
     rt_table_1();
     traff_p17();
+    super::paper_trees::report_trees();
 }
 
 fn ll_figure_4a() {
