@@ -72,15 +72,15 @@ FAILED_LIST=()
 T_START=$(date +%s)
 
 # ---------------------------------------------------------------- algorithm tables
-ALGS_reduce="native binomial pipeline greedy greedy_uni circulant butterfly shm"
-ALGS_allreduce="native binomial greedy circulant butterfly ring shm"
+ALGS_reduce="native binomial pipeline greedy greedy_uni circulant butterfly shm binary fibonacci"
+ALGS_allreduce="native binomial greedy circulant butterfly ring shm binary fibonacci"
 ALGS_reduce_scatter="native binomial circulant butterfly ring shm"
 ALGS_allgatherv="native binomial circulant butterfly ring shm"
-ALGS_bcast="native binomial pipeline scatter_allgather circulant shm"
+ALGS_bcast="native binomial pipeline scatter_allgather circulant shm binary fibonacci"
 ALGS_allgather="native binomial circulant butterfly ring shm"
 ALGS_reduce_scatter_block="native binomial circulant butterfly ring shm"
-ALL_ALGS="native binomial pipeline greedy greedy_uni circulant butterfly ring scatter_allgather shm"
-ORDER_PRESERVING="native binomial pipeline butterfly shm" # for the reducing collectives
+ALL_ALGS="native binomial pipeline greedy greedy_uni circulant butterfly ring scatter_allgather shm binary fibonacci"
+ORDER_PRESERVING="native binomial pipeline butterfly shm binary fibonacci" # for the reducing collectives
 
 has_alg() { # has_alg <coll> <alg>
     local list
@@ -364,9 +364,9 @@ else
     for prog in $F_PROGS; do
         if [ $QUICK = 1 ]; then
             case $prog in
-            fortran_mpif) falgs="binomial ring" ;;
-            fortran_usempi) falgs="circulant pipeline" ;;
-            *) falgs="butterfly greedy" ;;
+            fortran_mpif) falgs="binomial ring binary" ;;
+            fortran_usempi) falgs="circulant pipeline fibonacci" ;;
+            *) falgs="butterfly greedy binary fibonacci" ;;
             esac
         else
             falgs=$ALL_ALGS

@@ -15,7 +15,8 @@ extern "C" {
 const char *pcoll_version(void);
 
 /* Force `algorithm` ("native", "binomial", "pipeline", "greedy", "greedy_uni", "circulant",
- * "butterfly", "ring", "hier", "hier_ml", "scatter_allgather", "shm", or "model": the cost
+ * "butterfly", "ring", "hier", "hier_ml", "scatter_allgather", "shm", "binary", "fibonacci",
+ * or "model": the cost
  * model's pick; each collective has its subset) for `collective` ("reduce", "allreduce",
  * "reduce_scatter", "allgatherv", "bcast", "allgather", "reduce_scatter_block") from now on;
  * NULL or "" goes back to
@@ -25,7 +26,7 @@ const char *pcoll_version(void);
 int pcoll_force(const char *collective, const char *algorithm);
 
 /* Segment (block) size in bytes of the segmented algorithms ("pipeline", "greedy",
- * "greedy_uni", "circulant") from now on, above PCOLL_SEGMENT and tuning.toml's `segment`;
+ * "greedy_uni", "circulant", "binary", "fibonacci") from now on, above PCOLL_SEGMENT and tuning.toml's `segment`;
  * 0 goes back to them (and to the cost model's choice). All ranks of a communicator must
  * set the same. Returns 0, or -1 for a negative value or one above 2 GiB (nothing changes). */
 int pcoll_segment(long long bytes);

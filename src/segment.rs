@@ -14,11 +14,12 @@
 //! | reduce_scatter, reduce_scatter_block | circulant | largest count | `√((q−1)(β+γ)c_max/α)` (§8.12) |
 //! | bcast | pipeline | m | `√((p−2)βm/α)` |
 //! | bcast | circulant | m | `√((q−1)βm/α)` (§5.6) |
+//! | reduce, allreduce, bcast | binary, fibonacci | m | the tree's model optimum ([`crate::algo::trees`]) |
 //!
 //! Every other (collective, algorithm) ignores the segment (circulant allgatherv always uses
 //! whole contributions, §8.12).
 
-use crate::algo::{bcast, circulant, greedy, pipeline, Algorithm, CallSpec, Collective};
+use crate::algo::{bcast, circulant, greedy, pipeline, trees, Algorithm, CallSpec, Collective};
 
 /// Does `alg` of `coll` read `CallSpec::seg_elems`?
 pub fn uses_segment(alg: Algorithm, coll: Collective) -> bool {
@@ -30,6 +31,7 @@ pub fn uses_segment(alg: Algorithm, coll: Collective) -> bool {
             | (Allreduce, Greedy | Circulant)
             | (ReduceScatter | ReduceScatterBlock, Circulant)
             | (Bcast, Pipeline | Circulant)
+            | (Reduce | Allreduce | Bcast, Binary | Fibonacci)
     )
 }
 
@@ -64,6 +66,7 @@ pub fn segment_count(alg: Algorithm, s: &CallSpec) -> Option<usize> {
         Algorithm::Pipeline => pipeline::segments(s),
         Algorithm::Greedy => greedy::segments(s, true),
         Algorithm::GreedyUni => greedy::segments(s, false),
+        Algorithm::Binary | Algorithm::Fibonacci => trees::segments(s, trees::shape(alg)),
         _ => circulant::block_count(s),
     })
 }

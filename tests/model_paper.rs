@@ -102,13 +102,13 @@ fn t_opt_formulas() {
                 1.0,
             ),
             (
-                Scheme::Binary,
+                Scheme::HeapBinary,
                 Duplex::Full,
                 ((n_bin - 2.0) * a).sqrt() + (mf * bg).sqrt(),
                 2.0,
             ),
             (
-                Scheme::Binary,
+                Scheme::HeapBinary,
                 Duplex::Half,
                 ((n_bin - 3.0) * a).sqrt() + (2.0 * mf * bg).sqrt(),
                 2.0,

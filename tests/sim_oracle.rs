@@ -240,6 +240,23 @@ fn check(c: Case) {
     }
 }
 
+/// The spec of a one-count case (rank 0) that the builders' segment counts are read from.
+fn case_spec(c: &Case) -> CallSpec {
+    CallSpec {
+        coll: c.coll,
+        p: c.p,
+        rank: 0,
+        root: c.root,
+        counts: vec![c.count],
+        displs: vec![],
+        commutative: c.commutative,
+        elem_bytes: if c.commutative { 8 } else { 16 },
+        seg_elems: c.seg,
+        params: CostParams::default(),
+        in_place: c.in_place,
+    }
+}
+
 /// Upper bounds on measured rounds that the schedules promise (None: not asserted here).
 fn max_rounds(c: &Case) -> Option<usize> {
     let q = pcoll::sched::blocks::ceil_log2(c.p);
@@ -249,19 +266,7 @@ fn max_rounds(c: &Case) -> Option<usize> {
         }
         // Segmented chain: p + nseg − 2 rounds (+1 forwarding hop), ALGORITHMS.md §2.
         (Collective::Reduce, Algorithm::Pipeline) => {
-            let spec = CallSpec {
-                coll: c.coll,
-                p: c.p,
-                rank: 0,
-                root: c.root,
-                counts: vec![c.count],
-                displs: vec![],
-                commutative: c.commutative,
-                elem_bytes: if c.commutative { 8 } else { 16 },
-                seg_elems: c.seg,
-                params: CostParams::default(),
-                in_place: c.in_place,
-            };
+            let spec = case_spec(c);
             let nseg = pcoll::algo::pipeline::segments(&spec);
             Some(pcoll::sched::pipeline::chain_rounds(
                 c.p,
@@ -272,19 +277,7 @@ fn max_rounds(c: &Case) -> Option<usize> {
         }
         // Bi-greedy: ⌈log2 p⌉ + nseg − 1 rounds (ALGORITHMS.md §4).
         (Collective::Reduce | Collective::Allreduce, Algorithm::Greedy) => {
-            let spec = CallSpec {
-                coll: c.coll,
-                p: c.p,
-                rank: 0,
-                root: c.root,
-                counts: vec![c.count],
-                displs: vec![],
-                commutative: c.commutative,
-                elem_bytes: if c.commutative { 8 } else { 16 },
-                seg_elems: c.seg,
-                params: CostParams::default(),
-                in_place: c.in_place,
-            };
+            let spec = case_spec(c);
             let nseg = pcoll::algo::greedy::segments(&spec, true);
             // allreduce: + circulant n-block broadcast, nseg − 1 + q rounds (§5.6).
             let bcast = if c.coll == Collective::Allreduce {
@@ -294,6 +287,7 @@ fn max_rounds(c: &Case) -> Option<usize> {
             };
             Some(q + nseg - 1 + bcast)
         }
+        (_, Algorithm::Binary | Algorithm::Fibonacci) => Some(tree_rounds(c)),
         (Collective::Bcast, alg) => Some(bcast_rounds(c, alg, q)),
         (coll, Algorithm::Circulant) => {
             // n as ALGORITHMS.md §5.6–5.9 chooses it; rounds n−1+q (allreduce: twice that).
@@ -323,17 +317,8 @@ fn max_rounds(c: &Case) -> Option<usize> {
         // Butterfly (ALGORITHMS.md §6): the simulator's clock counts one round per send.
         (Collective::Allreduce, Algorithm::Butterfly) => {
             let spec = CallSpec {
-                coll: c.coll,
-                p: c.p,
-                rank: 0,
                 root: 0,
-                counts: vec![c.count],
-                displs: vec![],
-                commutative: c.commutative,
-                elem_bytes: if c.commutative { 8 } else { 16 },
-                seg_elems: c.seg,
-                params: CostParams::default(),
-                in_place: c.in_place,
+                ..case_spec(c)
             };
             if pcoll::algo::butterfly::allreduce_uses_latency_variant(&spec) {
                 // §6.4: n rounds for p = 2^n, ⌈log2 p⌉ + 1 otherwise.
@@ -379,6 +364,27 @@ fn bcast_rounds(c: &Case, alg: Algorithm, q: usize) -> usize {
         Algorithm::Pipeline => c.p + pcoll::algo::bcast::pipeline_segments(&spec) - 2,
         Algorithm::ScatterAllgather => q + c.p - 1,
         _ => pcoll::algo::bcast::circulant_blocks(&spec) - 1 + q,
+    }
+}
+
+/// Rounds the tree report's trees promise (single-port, `pcoll::algo::trees`): the
+/// unsegmented rounds R (reduce) or B (bcast), then 2 per further segment (1 at p = 2); a
+/// non-commutative reduce to a root other than 0 one more (rank 0 forwards); allreduce both.
+fn tree_rounds(c: &Case) -> usize {
+    use pcoll::sched::trees::{bcast_rounds, reduce_rounds};
+    let shape = pcoll::algo::trees::shape(c.alg);
+    let spec = case_spec(c);
+    if c.p == 1 || c.count == 0 {
+        return 0;
+    }
+    let n = pcoll::algo::trees::segments(&spec, shape);
+    let per = if c.p >= 3 { 2 } else { 1 };
+    let red = reduce_rounds(shape, c.p) + per * (n - 1);
+    let bc = bcast_rounds(shape, c.p) + per * (n - 1);
+    match c.coll {
+        Collective::Reduce => red + usize::from(!c.commutative && c.root != 0),
+        Collective::Bcast => bc,
+        _ => red + bc,
     }
 }
 
@@ -468,4 +474,38 @@ fn allgather_all_algorithms() {
 #[test]
 fn reduce_scatter_block_all_algorithms() {
     sweep(Collective::ReduceScatterBlock, ps());
+}
+
+/// The tree report's trees (issue 25): p = 1..33, every root, both kinds of op; per root one
+/// element, 13 in one-element segments, 101 with the model's segments and in 5-element
+/// segments; in place and not by turns (the sweeps above add counts 0, p ± 1, 7).
+#[test]
+fn trees_every_p_and_root() {
+    for p in 1..=33usize {
+        for alg in [Algorithm::Binary, Algorithm::Fibonacci] {
+            for coll in [Collective::Reduce, Collective::Bcast, Collective::Allreduce] {
+                let roots = if coll == Collective::Allreduce { 1 } else { p };
+                for root in 0..roots {
+                    for (ci, (count, seg)) in [(1, 0), (13, 1), (101, 0), (101, 5)]
+                        .into_iter()
+                        .enumerate()
+                    {
+                        for commutative in [true, false] {
+                            check(Case {
+                                coll,
+                                alg,
+                                p,
+                                count,
+                                root,
+                                in_place: (root + ci) % 2 == 1,
+                                commutative,
+                                seg,
+                                seed: (p * 7000 + root * 31 + ci * 7 + seg) as u64 * 104729,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

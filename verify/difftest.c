@@ -482,10 +482,11 @@ static const char *coll_name[] = {"reduce", "allreduce", "reduce_scatter", "allg
                                   "bcast", "allgather", "reduce_scatter_block"};
 static const char *alg_names[] = {"native", "binomial", "pipeline", "greedy", "greedy_uni",
                                   "circulant", "butterfly", "ring", "hier", "hier_ml",
-                                  "scatter_allgather", "shm"};
-#define NALG 12
-/* Random draws pick among the first 11 (shm is tested forced: verify/run-difftest.sh --shm),
- * so that older reproducers draw the same algorithms. */
+                                  "scatter_allgather", "shm", "binary", "fibonacci"};
+#define NALG 14
+/* Random draws pick among the first 11 (shm, binary and fibonacci are tested forced:
+ * verify/run-difftest.sh --shm and --trees), so that older reproducers draw the same
+ * algorithms. */
 #define NALG_RANDOM 11
 /* The draw that picks a random algorithm keeps the range it had with 8 algorithms, so that
  * every other draw of a seed (and every older reproducer) is unchanged. */

@@ -73,8 +73,8 @@ one() {  # one(label, difftest args...)
 }
 # every algorithm pcoll has for each collective (README's table); a missing one is a failure
 declare -A ALGS=(
-  [reduce]="native binomial pipeline greedy greedy_uni circulant butterfly"
-  [allreduce]="native binomial greedy circulant butterfly ring"
+  [reduce]="native binomial pipeline greedy greedy_uni circulant butterfly binary fibonacci"
+  [allreduce]="native binomial greedy circulant butterfly ring binary fibonacci"
   [reduce_scatter]="native binomial circulant butterfly ring"
   [allgatherv]="native binomial circulant butterfly ring")
 for coll in reduce allreduce reduce_scatter allgatherv; do

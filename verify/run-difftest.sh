@@ -11,13 +11,18 @@
 #                      on the registry's), default and tiny windows (many chunks, counts near
 #                      cell and window boundaries), and the fallback when the window is refused
 #                      (/dev/shm too small for PCOLL_SHM_BYTES) or off
+#   --trees          : reduce, allreduce and bcast forced to binary, then to fibonacci, through
+#                      PCOLL_REDUCE / PCOLL_ALLREDUCE / PCOLL_BCAST (the tester forces nothing:
+#                      --alg none), p = 1..9 on Debian's two MPIs (1..3 on the registry's);
+#                      rank 0's served line must show the tree serving all three (--quick runs
+#                      each tree once, at p = 3)
 # Environment: DIFFTEST_SEED (default: random, printed), DIFFTEST_CASES (cases per p),
 # DIFFTEST_MAX_COUNT, DIFFTEST_ARGS (extra difftest flags, e.g. "--alg ring").
 # Each p runs seed+p. Exit status non-zero on any mismatch or crash; the last line is
 # "N passed, M failed" (cases; a run that crashed or hung counts as one failure).
 set -uo pipefail
 
-usage() { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [--quick|--soak|--shm] [--native]" >&2; exit 2; }
+usage() { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [--quick|--soak|--shm|--trees] [--native]" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 MPI=$1
 LIB=$(readlink -f "$2" 2>/dev/null || echo "$2")
@@ -25,7 +30,7 @@ shift 2
 MODE=quick
 NATIVE=0
 for a in "$@"; do
-  case $a in --quick) MODE=quick ;; --soak) MODE=soak ;; --shm) MODE=shm ;; --native) NATIVE=1 ;; *) usage ;; esac
+  case $a in --quick) MODE=quick ;; --soak) MODE=soak ;; --shm) MODE=shm ;; --trees) MODE=trees ;; --native) NATIVE=1 ;; *) usage ;; esac
 done
 # shellcheck source=../scripts/mpi.sh
 source "$(dirname "$0")/../scripts/mpi.sh"
@@ -52,6 +57,11 @@ elif [ $MODE = shm ]; then
   TMO=300
   SHM_COLLS=reduce,allreduce,reduce_scatter,reduce_scatter_block,allgatherv,allgather,bcast
   DIFFTEST_ARGS="${DIFFTEST_ARGS:-} --alg shm --coll $SHM_COLLS"
+elif [ $MODE = trees ]; then
+  case $MPI in openmpi|mpich) PS=(1 2 3 4 5 6 7 8 9) ;; *) PS=(1 2 3) ;; esac
+  CASES=${DIFFTEST_CASES:-400}
+  MAXC=${DIFFTEST_MAX_COUNT:-100000}
+  TMO=600
 else
   PS=(1 2 3 4 5 6 7 8 9)
   CASES=${DIFFTEST_CASES:-3000}
@@ -101,6 +111,7 @@ run_one() {
     [ "$maxc" -gt 100000 ] && maxc=100000
   fi
   [ ${#kvs[@]} -gt 0 ] && tag="-${kvs[0]%%=*}"
+  tag=${LOGTAG:-$tag}
   local log=$OUTDIR/logs/difftest-$MPI-$([ $NATIVE = 1 ] && echo native- || true)p$p$tag.log
   local args=(--seed "$s" --cases "$n" --max-count "$maxc" ${DIFFTEST_ARGS:-})
   local t0=$SECONDS
@@ -182,6 +193,29 @@ if [ $MODE = shm ]; then
   [ $failed = 0 ]
   exit
 fi
+# Trees (issue 25): the three collectives forced to one tree by the environment; every run
+# must show it serving each of them in rank 0's served line.
+TREE_COLLS=(reduce allreduce bcast)
+trees_run() { # trees_run <p> <cases> <binary|fibonacci>
+  local p=$1 n=$2 alg=$3 line c
+  DIFFTEST_ARGS="${DIFFTEST_ARGS:-} --alg none --coll reduce,allreduce,bcast" LOGTAG="-trees-$alg" \
+    run_one "$p" "$n" PCOLL_REDUCE="$alg" PCOLL_ALLREDUCE="$alg" PCOLL_BCAST="$alg"
+  line=$(grep -E '^difftest: served' "$OUTDIR/logs/difftest-$MPI-p$p-trees-$alg.log")
+  for c in "${TREE_COLLS[@]}"; do
+    if ! echo "$line" | grep -Eq "[: ]$c\[[^]]*$alg=[1-9]"; then
+      failed=$((failed + 1))
+      echo "    $c: $alg did not serve (log $OUTDIR/logs/difftest-$MPI-p$p-trees-$alg.log)"
+    fi
+  done
+}
+if [ $MODE = trees ]; then
+  for alg in binary fibonacci; do
+    for p in "${PS[@]}"; do trees_run "$p" "$CASES" "$alg"; done
+  done
+  echo "$passed passed, $failed failed"
+  [ $failed = 0 ]
+  exit
+fi
 for p in "${PS[@]}"; do
   run_one "$p" "$CASES"
 done
@@ -193,6 +227,7 @@ if [ $NATIVE = 0 ]; then
   # Two nodes (ranks 0-1, 2): bcast and allgather(v) chunk by the peer's node (a few chunks'
   # worth on the node, up to PCOLL_CHUNK_MAX between nodes); both sides must agree.
   run_one 3 $(( CASES / 5 )) PCOLL_NODES=2 PCOLL_CHUNK=40
+  [ $MODE = quick ] && for alg in binary fibonacci; do trees_run 3 $(( CASES / 5 )) "$alg"; done
 fi
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

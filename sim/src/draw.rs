@@ -6,6 +6,7 @@
 use pcoll::model::{simulate_tree_events, Duplex};
 use pcoll::sched::greedy::{bi_greedy, bi_greedy_conjecture, uni_greedy, SegCost};
 use pcoll::sched::pipeline::{binary_parents, chain_parents};
+use pcoll::sched::trees::{parents, Shape};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -49,11 +50,12 @@ fn schedule(alg: &str, p: usize, nseg: usize, tcomm: u64, tcomp: u64) -> Result<
                 events: s.tuples(),
             }
         }
-        "pipeline" | "binary" => {
-            let par = if alg == "pipeline" {
-                chain_parents(p, 0, true)
-            } else {
-                binary_parents(p, 0)
+        "pipeline" | "heap_binary" | "binary" | "fibonacci" => {
+            let par = match alg {
+                "pipeline" => chain_parents(p, 0, true),
+                "heap_binary" => binary_parents(p, 0),
+                "binary" => parents(Shape::Binary, p, 0),
+                _ => parents(Shape::Fibonacci, p, 0),
             };
             let (t, events) = simulate_tree_events(&par, nseg, tc, tp, Duplex::Full);
             Gantt {
@@ -64,7 +66,7 @@ fn schedule(alg: &str, p: usize, nseg: usize, tcomm: u64, tcomp: u64) -> Result<
         }
         _ => {
             return Err(format!(
-                "unknown algorithm '{alg}' (accepted: greedy, greedy_uni, pipeline, binary)"
+                "unknown algorithm '{alg}' (accepted: greedy, greedy_uni, pipeline, binary, fibonacci, heap_binary)"
             ))
         }
     })

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! pcoll-sim predict --collective reduce --p 64 --bytes 1048576 [--alpha A --beta B --gamma G] [--half]
-//! pcoll-sim paper
+//! pcoll-sim paper [trees]
 //! pcoll-sim draw --algorithm greedy --p 15 --segments 5 [--tcomm 2 --tcomp 1] -o f.svg
 //! pcoll-sim schedule --p 17 --blocks 4 --format json|table
 //! pcoll-sim choose --table FILE|builtin --mpi NAME --collective LIST --p LIST \
@@ -14,13 +14,14 @@
 mod choose;
 mod draw;
 mod paper;
+mod paper_trees;
 mod scale;
 
 use clap::{Parser, Subcommand};
 use pcoll::algo::{Collective, CostParams};
 use pcoll::config::Config;
 use pcoll::model::native::Mpi;
-use pcoll::model::{lower_bound, predict_scheme, Duplex, Prediction, Scheme};
+use pcoll::model::{lower_bound, predict_scheme, time_with_segments, Duplex, Prediction, Scheme};
 
 #[derive(Parser)]
 #[command(
@@ -56,11 +57,16 @@ enum Cmd {
         #[arg(long)]
         half: bool,
     },
-    /// Reproduce the papers' claims (Träff, Lowery–Langou, Rabenseifner–Träff) with printed values.
-    Paper,
+    /// Reproduce the papers' claims (Träff, Lowery–Langou, Rabenseifner–Träff, the tree
+    /// report) with printed values.
+    Paper {
+        /// Only one section: `trees` (the tree report); default every section.
+        section: Option<String>,
+    },
     /// Gantt chart (SVG) of a reduction schedule: one row per rank, one colour per segment.
     Draw {
-        /// greedy (bi-greedy), greedy_uni, pipeline (chain) or binary.
+        /// greedy (bi-greedy), greedy_uni, pipeline (chain), binary or fibonacci (the tree
+        /// report's), heap_binary (Lowery–Langou's).
         #[arg(long, default_value = "greedy")]
         algorithm: String,
         #[arg(long)]
@@ -225,7 +231,11 @@ fn main() {
             let duplex = if half { Duplex::Half } else { Duplex::Full };
             predict_cmd(collective, p, bytes, &c, duplex);
         }
-        Cmd::Paper => paper::paper(),
+        Cmd::Paper { section } => match section.as_deref() {
+            None | Some("all") => paper::paper(),
+            Some("trees") => paper_trees::report_trees(),
+            Some(other) => fail(format!("unknown section '{other}' (accepted: all, trees)")),
+        },
         Cmd::Draw {
             algorithm,
             p,
@@ -310,24 +320,37 @@ fn predict_cmd(coll: Collective, p: usize, bytes: usize, c: &CostParams, duplex:
         c.alpha, c.beta, c.gamma, duplex
     );
     let lb = lower_bound(coll, p, bytes, c, duplex);
-    let mut rows: Vec<(Scheme, Prediction)> = Scheme::ALL
+    // The tree report's trees also unsegmented (its algorithm 1), beside their best segments.
+    let plain = |s: Scheme| Prediction {
+        time: time_with_segments(coll, s, p, bytes, c, duplex, 1),
+        segments: 1,
+    };
+    let mut rows: Vec<(String, Prediction)> = Scheme::ALL
         .iter()
-        .map(|&s| (s, predict_scheme(coll, s, p, bytes, c, duplex)))
+        .map(|&s| {
+            (
+                s.name().to_string(),
+                predict_scheme(coll, s, p, bytes, c, duplex),
+            )
+        })
+        .chain(
+            [Scheme::Binary, Scheme::Fibonacci].map(|s| (format!("{} plain", s.name()), plain(s))),
+        )
         .filter(|(_, pr)| pr.time.is_finite())
         .collect();
     rows.sort_by(|a, b| a.1.time.total_cmp(&b.1.time));
     println!(
-        "{:<12} {:>9} {:>14} {:>9}",
+        "{:<15} {:>9} {:>14} {:>9}",
         "algorithm", "segments", "time [s]", "/bound"
     );
     for (s, pr) in rows {
         println!(
-            "{:<12} {:>9} {:>14.6e} {:>9.3}",
-            s.name(),
+            "{:<15} {:>9} {:>14.6e} {:>9.3}",
+            s,
             pr.segments,
             pr.time,
             if lb > 0.0 { pr.time / lb } else { 1.0 }
         );
     }
-    println!("{:<12} {:>9} {:>14.6e}", "lower bound", "", lb);
+    println!("{:<15} {:>9} {:>14.6e}", "lower bound", "", lb);
 }

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 const R: Collective = Collective::Reduce;
 /// The standard algorithms of Lowery–Langou's unidirectional figures.
-const STD3: [Scheme; 3] = [Scheme::Binomial, Scheme::Pipeline, Scheme::Binary];
+const STD3: [Scheme; 3] = [Scheme::Binomial, Scheme::Pipeline, Scheme::HeapBinary];
 
 fn cp((alpha, beta, gamma): (f64, f64, f64)) -> CostParams {
     CostParams { alpha, beta, gamma }
@@ -24,6 +24,7 @@ pub fn paper() {
     bi_greedy_conjecture_check();
     rt_table_1();
     traff_p17();
+    super::paper_trees::report_trees();
 }
 
 fn ll_figure_4a() {
@@ -112,7 +113,7 @@ fn ll_figure_6() {
     let std4 = [
         Scheme::Binomial,
         Scheme::Pipeline,
-        Scheme::Binary,
+        Scheme::HeapBinary,
         Scheme::Butterfly,
     ];
     let mut mid = Vec::new();

@@ -14,7 +14,7 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-const COLORS: [(&str, RGBColor); 7] = [
+const COLORS: [(&str, RGBColor); 9] = [
     ("binomial", RGBColor(0x1f, 0x77, 0xb4)),
     ("pipeline", RGBColor(0xff, 0x7f, 0x0e)),
     ("greedy", RGBColor(0x2c, 0xa0, 0x2c)),
@@ -22,6 +22,8 @@ const COLORS: [(&str, RGBColor); 7] = [
     ("circulant", RGBColor(0xd6, 0x27, 0x28)),
     ("butterfly", RGBColor(0x94, 0x67, 0xbd)),
     ("ring", RGBColor(0x8c, 0x56, 0x4b)),
+    ("binary", RGBColor(0xbc, 0xbd, 0x22)),
+    ("fibonacci", RGBColor(0xe3, 0x77, 0xc2)),
 ];
 const DECISION: RGBColor = RGBColor(0xbb, 0xbb, 0xbb);
 

@@ -13,7 +13,7 @@
 //! Messages whose pieces are empty are skipped on both sides (both compute the same lengths).
 
 use super::util::binomial_bcast;
-use super::{circulant, CallSpec};
+use super::{circulant, segtree, CallSpec};
 use crate::plan::{Buf, Piece, Program};
 use crate::sched::blocks::{ceil_log2, nsegs, split};
 
@@ -68,34 +68,10 @@ pub fn pipeline(s: &CallSpec) -> Program {
         return prog;
     }
     let nseg = pipeline_segments(s);
-    let b = split(m, nseg);
-    let seg = |j: usize| Piece::new(Buf::Out, b[j], b[j + 1] - b[j]);
     let v = rel(s);
     let prev = (v > 0).then(|| abs(s, v - 1));
-    let next = (v + 1 < p).then(|| abs(s, v + 1));
-    // Requests: receive of segment j in slot j % 2, send of segment j in slot 2 + j % 2.
-    if let Some(f) = prev {
-        prog.irecv(0, f, vec![seg(0)]);
-    }
-    for j in 0..nseg {
-        if let Some(f) = prev {
-            prog.wait((j % 2) as u32);
-            if j + 1 < nseg {
-                prog.irecv(((j + 1) % 2) as u32, f, vec![seg(j + 1)]);
-            }
-        }
-        if let Some(t) = next {
-            if j >= 2 {
-                prog.wait((2 + j % 2) as u32);
-            }
-            prog.isend((2 + j % 2) as u32, t, vec![seg(j)]);
-        }
-    }
-    if next.is_some() {
-        for j in nseg.saturating_sub(2)..nseg {
-            prog.wait((2 + j % 2) as u32);
-        }
-    }
+    let next: Vec<usize> = (v + 1 < p).then(|| abs(s, v + 1)).into_iter().collect();
+    segtree::bcast(&mut prog, &split(m, nseg), prev, &next);
     prog.rounds = p + nseg - 2;
     prog
 }

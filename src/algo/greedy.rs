@@ -22,11 +22,12 @@
 //! Memory: accumulator m (the root's `Out`; non-roots with receives: a scratch m, or `Out`
 //! for allreduce) + `RECV_SLOTS` segment buffers.
 
+use super::util::segments_for;
 use super::{CallSpec, Collective};
 use crate::error::Error;
-use crate::model::{self, Duplex, Scheme};
+use crate::model::{Duplex, Scheme};
 use crate::plan::{Buf, Piece, Program};
-use crate::sched::blocks::{ceil_log2, nsegs, split};
+use crate::sched::blocks::{ceil_log2, split};
 use crate::sched::greedy::{bi_greedy, quantise, uni_greedy, Event, SegCost};
 use std::collections::VecDeque;
 
@@ -42,28 +43,12 @@ pub const MAX_SEGS: usize = 256;
 
 /// Number of segments the greedy reduce uses for this call (identical on all ranks).
 pub fn segments(s: &CallSpec, bidirectional: bool) -> usize {
-    let m = s.counts[0];
-    if m == 0 {
-        return 1;
-    }
-    let n = if s.seg_elems > 0 {
-        nsegs(m, s.seg_elems)
+    let (scheme, duplex) = if bidirectional {
+        (Scheme::Greedy, Duplex::Full)
     } else {
-        let (scheme, duplex) = if bidirectional {
-            (Scheme::Greedy, Duplex::Full)
-        } else {
-            (Scheme::GreedyUni, Duplex::Half)
-        };
-        model::best_segments(
-            Collective::Reduce,
-            scheme,
-            s.p,
-            m * s.elem_bytes.max(1),
-            &s.params,
-            duplex,
-        )
+        (Scheme::GreedyUni, Duplex::Half)
     };
-    n.clamp(1, m.min(MAX_SEGS))
+    segments_for(s, Collective::Reduce, scheme, duplex, MAX_SEGS)
 }
 
 /// The events of relative rank `v` of the greedy schedule (times as f64) for this call.

@@ -12,7 +12,9 @@ pub mod greedy;
 pub mod hier;
 pub mod pipeline;
 pub mod ring;
+pub mod segtree;
 pub mod shm;
+pub mod trees;
 pub mod util;
 
 use crate::error::Error;
@@ -121,10 +123,14 @@ pub enum Algorithm {
     ScatterAllgather,
     /// Through a shared-memory window of a communicator on one node ([`shm`]).
     Shm,
+    /// The tree report's complete binary tree, rank-ordered subtrees ([`trees`]).
+    Binary,
+    /// The tree report's Fibonacci tree, rank-ordered subtrees ([`trees`]).
+    Fibonacci,
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 12] = [
+    pub const ALL: [Algorithm; 14] = [
         Algorithm::Native,
         Algorithm::Binomial,
         Algorithm::Pipeline,
@@ -137,6 +143,8 @@ impl Algorithm {
         Algorithm::HierMl,
         Algorithm::ScatterAllgather,
         Algorithm::Shm,
+        Algorithm::Binary,
+        Algorithm::Fibonacci,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -152,6 +160,8 @@ impl Algorithm {
             Algorithm::HierMl => "hier_ml",
             Algorithm::ScatterAllgather => "scatter_allgather",
             Algorithm::Shm => "shm",
+            Algorithm::Binary => "binary",
+            Algorithm::Fibonacci => "fibonacci",
         }
     }
     pub fn accepted() -> String {
@@ -168,16 +178,26 @@ impl Algorithm {
         match coll {
             Collective::Reduce => &[
                 Native, Binomial, Pipeline, Greedy, GreedyUni, Circulant, Butterfly, Hier, HierMl,
-                Shm,
+                Shm, Binary, Fibonacci,
             ],
             Collective::Allreduce => &[
-                Native, Binomial, Greedy, Circulant, Butterfly, Ring, Hier, HierMl, Shm,
+                Native, Binomial, Greedy, Circulant, Butterfly, Ring, Hier, HierMl, Shm, Binary,
+                Fibonacci,
             ],
             Collective::ReduceScatter => &[Native, Binomial, Circulant, Butterfly, Ring, Hier, Shm],
             Collective::Allgatherv => &[Native, Binomial, Circulant, Butterfly, Ring, Hier, Shm],
             Collective::Allgather => &[Native, Binomial, Circulant, Butterfly, Ring, Shm],
             Collective::ReduceScatterBlock => &[Native, Binomial, Circulant, Butterfly, Ring, Shm],
-            Collective::Bcast => &[Native, Binomial, Pipeline, ScatterAllgather, Circulant, Shm],
+            Collective::Bcast => &[
+                Native,
+                Binomial,
+                Pipeline,
+                ScatterAllgather,
+                Circulant,
+                Shm,
+                Binary,
+                Fibonacci,
+            ],
         }
     }
 
@@ -187,9 +207,8 @@ impl Algorithm {
     pub fn order_preserving(self, coll: Collective) -> bool {
         use Algorithm::*;
         match self {
-            Native | Binomial | Pipeline | Butterfly | ScatterAllgather | Hier | HierMl | Shm => {
-                true
-            }
+            Native | Binomial | Pipeline | Butterfly | ScatterAllgather | Hier | HierMl | Shm
+            | Binary | Fibonacci => true,
             Ring | Circulant => !coll.reduces(),
             Greedy | GreedyUni => false,
         }
@@ -439,6 +458,9 @@ pub fn build_plain(alg: Algorithm, spec: &CallSpec) -> Result<Program, Error> {
         (Allreduce, Ring) => Ok(ring::allreduce(spec)),
         (ReduceScatter, Ring) => Ok(ring::reduce_scatter(spec)),
         (Reduce, Pipeline) => Ok(pipeline::reduce(spec)),
+        (Reduce, Binary | Fibonacci) => Ok(trees::reduce(spec, trees::shape(alg))),
+        (Allreduce, Binary | Fibonacci) => Ok(trees::allreduce(spec, trees::shape(alg))),
+        (Bcast, Binary | Fibonacci) => Ok(trees::bcast(spec, trees::shape(alg))),
         (Reduce, Greedy) => greedy::reduce(spec, true),
         (Reduce, GreedyUni) => greedy::reduce(spec, false),
         (Allreduce, Greedy) => greedy::allreduce(spec),

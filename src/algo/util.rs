@@ -1,8 +1,32 @@
 //! Building blocks shared by several algorithms: binomial reduce/broadcast trees, linear
 //! gather/scatter. Each appends ops to a program.
 
+use super::{CallSpec, Collective};
+use crate::model::{self, Duplex, Scheme};
 use crate::plan::{Buf, Piece, Program};
-use crate::sched::blocks::ceil_log2;
+use crate::sched::blocks::{ceil_log2, nsegs};
+
+/// Segments of a call's `counts[0]` elements (identical on all ranks): `ceil(m / seg_elems)`,
+/// or the model's optimum for `scheme` on `coll`; at least 1, at most `max` and m.
+pub fn segments_for(
+    s: &CallSpec,
+    coll: Collective,
+    scheme: Scheme,
+    duplex: Duplex,
+    max: usize,
+) -> usize {
+    let m = s.counts[0];
+    if m == 0 {
+        return 1;
+    }
+    let n = if s.seg_elems > 0 {
+        nsegs(m, s.seg_elems)
+    } else {
+        let bytes = m * s.elem_bytes.max(1);
+        model::best_segments(coll, scheme, s.p, bytes, &s.params, duplex)
+    };
+    n.clamp(1, m.min(max))
+}
 
 /// Binomial-tree reduction of `input` (this rank's contribution) to `root` (ALGORITHMS.md §1).
 ///

@@ -72,6 +72,32 @@ impl Terms {
         }
     }
 
+    /// The tree report's trees ([`crate::sched::trees`]) with n segments of `one` round each:
+    /// the unsegmented rounds R (single port: one message received, or sent, per round) and
+    /// then one segment every c rounds, c = 2 once a node has two children (p ≥ 3: two
+    /// receives, or two sends, per segment), 1 for p = 2. Half duplex (reduce): c = 4, the
+    /// Lowery–Langou binary tree's, an upper bound by simulation; bcast c = 3.
+    fn tree(&self, scheme: Scheme, bcast: bool, one: f64) -> f64 {
+        use crate::sched::trees::{bcast_rounds, reduce_rounds, Shape};
+        let shape = if scheme == Scheme::Binary {
+            Shape::Binary
+        } else {
+            Shape::Fibonacci
+        };
+        let r = if bcast {
+            bcast_rounds(shape, self.p)
+        } else {
+            reduce_rounds(shape, self.p)
+        } as f64;
+        let c = match (self.p >= 3, self.half, bcast) {
+            (false, _, _) => 1.0,
+            (true, false, _) => 2.0,
+            (true, true, true) => 3.0,
+            (true, true, false) => 4.0,
+        };
+        (r + c * (self.nf - 1.0)) * one
+    }
+
     pub(super) fn reduce(&self, scheme: Scheme) -> f64 {
         let Terms {
             pf,
@@ -92,7 +118,8 @@ impl Terms {
             Scheme::Binomial => self.bin_reduce,
             Scheme::Pipeline if half => (pf - 1.0 + 2.0 * (nf - 1.0)) * round,
             Scheme::Pipeline => (pf + nf - 2.0) * round,
-            Scheme::Binary => {
+            Scheme::Binary | Scheme::Fibonacci => self.tree(scheme, false, round),
+            Scheme::HeapBinary => {
                 let big_n = ceil_log2(self.p + 1) as f64;
                 if half {
                     (2.0 * (big_n - 1.0) + 4.0 * (nf - 1.0)) * round
@@ -148,6 +175,10 @@ impl Terms {
                 bw.min(lat)
             }
             Scheme::Ring => 2.0 * (pf - 1.0) * ax + (pf - 1.0) / pf * (2.0 * bx + g) * m,
+            // reduce to rank 0 + broadcast on the same tree, with the same n.
+            Scheme::Binary | Scheme::Fibonacci => {
+                self.tree(scheme, false, round) + self.tree(scheme, true, a + b * s)
+            }
             _ => f64::INFINITY,
         }
     }
@@ -215,6 +246,7 @@ impl Terms {
             Scheme::Binomial => self.bin_bcast,
             Scheme::Pipeline => (pf + nf - 2.0) * (a + b * s),
             Scheme::Circulant => (nf - 1.0 + q) * (ax + bx * s),
+            Scheme::Binary | Scheme::Fibonacci => self.tree(scheme, true, a + b * s),
             // binomial scatter (q rounds, (p−1)/p·m from the root) + ring allgather.
             Scheme::ScatterAllgather => {
                 q * a + (pf - 1.0) / pf * b * m + (pf - 1.0) * (ax + bx * m / pf)

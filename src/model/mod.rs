@@ -43,37 +43,45 @@ pub enum Duplex {
     Half,
 }
 
-/// The modelled algorithms: the library's algorithms plus the binary-tree baseline.
+/// The modelled algorithms: the library's algorithms plus the heap-ordered binary tree of
+/// Lowery–Langou's comparisons (children `2v+1, 2v+2`, [`crate::sched::pipeline`]; the
+/// library's `binary` is the tree report's preorder tree, [`crate::sched::trees`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scheme {
     Binomial,
     Pipeline,
-    Binary,
+    HeapBinary,
     Greedy,
     GreedyUni,
     Circulant,
     Butterfly,
     Ring,
     ScatterAllgather,
+    Binary,
+    Fibonacci,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 9] = [
+    pub const ALL: [Scheme; 11] = [
         Scheme::Binomial,
         Scheme::Pipeline,
-        Scheme::Binary,
+        Scheme::HeapBinary,
         Scheme::Greedy,
         Scheme::GreedyUni,
         Scheme::Circulant,
         Scheme::Butterfly,
         Scheme::Ring,
         Scheme::ScatterAllgather,
+        Scheme::Binary,
+        Scheme::Fibonacci,
     ];
     pub fn name(self) -> &'static str {
         match self {
             Scheme::Binomial => "binomial",
             Scheme::Pipeline => "pipeline",
+            Scheme::HeapBinary => "heap_binary",
             Scheme::Binary => "binary",
+            Scheme::Fibonacci => "fibonacci",
             Scheme::Greedy => "greedy",
             Scheme::GreedyUni => "greedy_uni",
             Scheme::Circulant => "circulant",
@@ -96,11 +104,13 @@ impl Scheme {
             Algorithm::Butterfly => Scheme::Butterfly,
             Algorithm::Ring => Scheme::Ring,
             Algorithm::ScatterAllgather => Scheme::ScatterAllgather,
+            Algorithm::Binary => Scheme::Binary,
+            Algorithm::Fibonacci => Scheme::Fibonacci,
         })
     }
     /// Is the best segment/block count `n` searched for? For the library's algorithms exactly
     /// when the builder reads the segment size ([`crate::segment::uses_segment`], the one
-    /// list); the binary-tree baseline (no library algorithm) is pipelined. A formula that
+    /// list); the heap binary-tree baseline (no library algorithm) is pipelined. A formula that
     /// does not depend on `n` (circulant allreduce, reduce_scatter) keeps `n = 1`.
     pub fn segmented(self, coll: Collective) -> bool {
         match Algorithm::ALL

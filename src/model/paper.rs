@@ -5,6 +5,7 @@
 //! for odd p, times in units of α.
 
 use crate::sched::blocks::ceil_log2;
+use crate::sched::trees::{self, Shape};
 
 /// The four protocols of Rabenseifner–Träff Table 1, in column order.
 pub const RT_PROTOCOLS: [&str; 4] = [
@@ -133,3 +134,130 @@ pub fn rt_table1_cells() -> Vec<RtCell> {
 pub const LL_FIG45: (f64, f64, f64) = (10.0, 1.0, 0.0);
 /// Lowery–Langou Figure 6 parameters (bidirectional, p = 64): α = 50000, β = 6, γ = 1.
 pub const LL_FIG6: (f64, f64, f64) = (50000.0, 6.0, 1.0);
+
+// ---------------------------------------------------------------------------------------------
+// Winklehner & Friedl, "Reduction trees for MPI reductions" (TU Wien HPC project report, 2016;
+// `tree-reductions-report.txt`): binomial, Fibonacci and binary trees, measured on 36 nodes ×
+// 16 ranks against the vendor's MPI_Reduce.
+// ---------------------------------------------------------------------------------------------
+
+/// The report's three trees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportTree {
+    Binomial,
+    Fibonacci,
+    Binary,
+}
+
+impl ReportTree {
+    pub const ALL: [ReportTree; 3] = [
+        ReportTree::Binomial,
+        ReportTree::Fibonacci,
+        ReportTree::Binary,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            ReportTree::Binomial => "binomial",
+            ReportTree::Fibonacci => "fibonacci",
+            ReportTree::Binary => "binary",
+        }
+    }
+}
+
+/// Ranks per node and nodes of the report's runs (16 ranks on each of 1..36 nodes).
+pub const REPORT_PPN: usize = 16;
+pub const REPORT_NODES: usize = 36;
+/// Elements per rank of the first experiment, and the element size assumed (the report does
+/// not name its type).
+pub const REPORT_COUNT: usize = 1000;
+pub const REPORT_ELEM: usize = 8;
+
+/// Assumed α, β, γ of the report's cluster (an InfiniBand-class network and a 2016 CPU; the
+/// report gives none): α = 2 µs, β = 1/(3 GB/s), γ = 1 ns per 8-byte element reduced.
+/// Orderings are given as conditions on ratios wherever they can be, so that they do not rest
+/// on these numbers.
+pub const REPORT_PARAMS: (f64, f64, f64) = (2.0e-6, 3.3e-10, 1.25e-10);
+
+/// The children of every rank of `tree` over p ranks rooted at 0, each list in the order the
+/// rank receives them: binomial as [`crate::algo::util::binomial_reduce`] (smallest subtree
+/// first), the report's trees in index order. O(p log p).
+pub fn report_children(tree: ReportTree, p: usize) -> Vec<Vec<usize>> {
+    let mut ch = vec![Vec::new(); p];
+    for (v, kids) in ch.iter_mut().enumerate() {
+        match tree {
+            ReportTree::Binomial => {
+                let mut mask = 1;
+                while mask < p && v & mask == 0 {
+                    if v + mask < p {
+                        kids.push(v + mask);
+                    }
+                    mask <<= 1;
+                }
+            }
+            ReportTree::Fibonacci | ReportTree::Binary => {
+                let shape = if tree == ReportTree::Binary {
+                    Shape::Binary
+                } else {
+                    Shape::Fibonacci
+                };
+                kids.extend(trees::node(shape, p, v).kids().map(|c| c.index));
+            }
+        }
+    }
+    ch
+}
+
+/// Completion time of an unsegmented tree reduction in which a child's partial reaches its
+/// parent `l` after the child finished, and the parent handles arrived partials one at a time
+/// in its receive order, `o` each: `T(v) = fold over children c: t := max(t, T(c) + l) + o`.
+/// `l = 0, o = α + (β+γ)m` is the single-port round model (one message per round, what
+/// pcoll's α-β-γ model prices); `l = α + βm, o = γm (+ receive overhead)` lets messages of
+/// different children travel at the same time (eager sends, several ports), only their
+/// handling serialised.
+pub fn tree_time(children: &[Vec<usize>], l: f64, o: f64) -> f64 {
+    // Children have higher indices than their parent in all three trees: one backward pass.
+    let mut t = vec![0.0f64; children.len()];
+    for v in (0..children.len()).rev() {
+        t[v] = children[v]
+            .iter()
+            .fold(0.0f64, |acc, &c| acc.max(t[c] + l) + o);
+    }
+    t.first().copied().unwrap_or(0.0)
+}
+
+/// Depth (edges) and the largest number of edges between nodes (blocks of `ppn` consecutive
+/// ranks) on any rank's path to the root.
+pub fn depth_and_hops(children: &[Vec<usize>], ppn: usize) -> (usize, usize) {
+    let p = children.len();
+    let (mut depth, mut hops) = (vec![0usize; p], vec![0usize; p]);
+    for v in 0..p {
+        for &c in &children[v] {
+            depth[c] = depth[v] + 1;
+            hops[c] = hops[v] + usize::from(c / ppn.max(1) != v / ppn.max(1));
+        }
+    }
+    (
+        depth.iter().copied().max().unwrap_or(0),
+        hops.iter().copied().max().unwrap_or(0),
+    )
+}
+
+/// The ratios `ρ = o/l` (of [`tree_time`]; on a grid of 2^(i/8), ρ from 2^-10 to 2^4) at
+/// which the report's measured ordering, binomial < binary < Fibonacci, holds at every p of
+/// `ps`: the smallest and largest such ρ, or None.
+pub fn report_order_window(ps: &[usize]) -> Option<(f64, f64)> {
+    let kids: Vec<[Vec<Vec<usize>>; 3]> = ps
+        .iter()
+        .map(|&p| ReportTree::ALL.map(|t| report_children(t, p)))
+        .collect();
+    let ok: Vec<f64> = (-80..=32)
+        .map(|i| 2f64.powf(i as f64 / 8.0))
+        .filter(|&rho| {
+            kids.iter().all(|k| {
+                let [bin, fib, bt] = [&k[0], &k[1], &k[2]].map(|c| tree_time(c, 1.0, rho));
+                bin < bt && bt < fib
+            })
+        })
+        .collect();
+    Some((*ok.first()?, *ok.last()?))
+}

@@ -157,16 +157,7 @@ mod tests {
     fn binary_is_a_tree() {
         for p in 1..50 {
             for root in [0, p / 2, p - 1] {
-                let par = binary_parents(p, root);
-                for r in 0..p {
-                    let (mut v, mut h) = (r, 0);
-                    while let Some(u) = par[v] {
-                        v = u;
-                        h += 1;
-                        assert!(h <= p);
-                    }
-                    assert_eq!(v, root);
-                }
+                crate::sched::assert_tree(&binary_parents(p, root), root);
             }
         }
     }

@@ -99,6 +99,8 @@ fn static_name(a: Algorithm) -> *const c_char {
         Algorithm::HierMl => c"hier_ml".as_ptr(),
         Algorithm::ScatterAllgather => c"scatter_allgather".as_ptr(),
         Algorithm::Shm => c"shm".as_ptr(),
+        Algorithm::Binary => c"binary".as_ptr(),
+        Algorithm::Fibonacci => c"fibonacci".as_ptr(),
     }
 }
 
