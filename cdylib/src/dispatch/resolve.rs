@@ -151,8 +151,12 @@ fn node_shape(g: &'static Global, a: &Args, spec: &CallSpec) -> NodeShape {
     if spec.p <= 1 {
         return NodeShape::default();
     }
-    let (pick, _, _) =
-        state::resolver(g, spec.coll, spec.p).request(spec.coll, spec.p, spec.bytes());
+    let facts = CallFacts {
+        commutative: spec.commutative,
+        root: spec.root,
+        ..CallFacts::new(spec.coll, spec.p, spec.bytes())
+    };
+    let (pick, _, _) = state::resolver(g, spec.coll, spec.p).request(&facts);
     if matches!(pick, pcoll::Pick::Alg(alg) if alg.node_aware()) {
         return match crate::comm::state(a.comm, spec.p, spec.rank) {
             Ok(st) => st.layout(g).shape(),
