@@ -135,7 +135,11 @@ mod tests {
             "t",
         )
         .unwrap();
-        let alg = |c, r| t.lookup_call(Collective::Reduce, 4, 100, c, r).unwrap().algorithm;
+        let alg = |c, r| {
+            t.lookup_call(Collective::Reduce, 4, 100, c, r)
+                .unwrap()
+                .algorithm
+        };
         assert_eq!(alg(false, 2), crate::Algorithm::Binomial.into());
         assert_eq!(alg(false, 0), crate::Algorithm::Pipeline.into());
         assert_eq!(alg(true, 2), crate::Algorithm::Pipeline.into());
