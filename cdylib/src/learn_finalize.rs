@@ -143,7 +143,7 @@ fn write_table(g: &Global, records: Vec<Record>) {
             p.timed,
             100.0 * p.margin
         ),
-        "replay: PCOLL_TUNING=<this file> (cells not listed: the model)".to_string(),
+        "replay: PCOLL_TUNING=<this file> (a cell without a rule: the model)".to_string(),
     ];
     let text = match learned_table(records, &g.table, user_table(g), &header) {
         Ok(t) => t,
