@@ -7,7 +7,9 @@
  *   mpirun -np 4 -x LD_PRELOAD=build/openmpi/libpcoll.so build/verify/ab-openmpi \
  *       [collective=reduce|allreduce|reduce_scatter|allgatherv|bcast|allgather|reduce_scatter_block]
  *       [iters=400] [sizes in bytes...]
- * Prints one line per size: "ab <collective> <p> <bytes> <native_us> <mpi_us> <ratio>". */
+ * Prints one line per size: "ab <collective> <p> <bytes> <native_us> <mpi_us> <ratio>"; with
+ * AB_MEAN=1 in the environment two more columns, the means over every timed call of each side
+ * (what a run pays in total, outliers and PCOLL_LEARN's exploration included). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,8 +125,13 @@ int main(int argc, char **argv)
             tp[np++] = timed(c, 0, &b, rank, p);
             tn[nn++] = timed(c, 1, &b, rank, p);
         }
+        double sn = 0, sp = 0;
+        for (int i = 0; i < nn; i++) sn += tn[i];
+        for (int i = 0; i < np; i++) sp += tp[i];
         double mn = median(tn, nn) * 1e6, mp = median(tp, np) * 1e6;
-        if (rank == 0)
+        if (rank == 0 && getenv("AB_MEAN"))
+            printf("ab %s %d %ld %.3f %.3f %.3f %.3f %.3f\n", names[c], p, bytes, mn, mp, mp / mn, sn / nn * 1e6, sp / np * 1e6);
+        else if (rank == 0)
             printf("ab %s %d %ld %.3f %.3f %.3f\n", names[c], p, bytes, mn, mp, mp / mn);
         fflush(stdout);
         free(b.s);
