@@ -1,5 +1,5 @@
-"""What exploring a learned table's cells cost, from its own comments (the agreed medians):
-per cell, sum over candidates of (1 + timed) x (median - winner's median), against `calls`
+"""What exploring a learned table's cells cost, from its own comments (the agreed times):
+per cell, sum over candidates of (1 + timed) x (time - winner's time), against `calls`
 calls of the winner. Usage: scripts/learn_cost.py <learned.toml> <calls per cell>
 (scripts/learn-ab.sh: 405 interposed calls per size at 200 iterations)."""
 import re
@@ -7,7 +7,7 @@ import sys
 
 t, calls = sys.argv[1], int(sys.argv[2])
 for line in open(t):
-    m = re.match(r"# (\S+) p=(\d+) \[([^,]+), [^)]+\)[^:]*: (\d+) calls explored \((\d+) candidates, 1 warm-up \+ (\d+) timed.*medians \(slowest rank\): (.*); margin \d+%: (\S+)", line)
+    m = re.match(r"# (\S+) p=(\d+) \[([^,]+), [^)]+\)[^:]*: (\d+) calls explored \((\d+) candidates, 1 warm-up \+ (\d+) timed.*(?:medians|lower quartiles) \(slowest rank\): (.*); margin \d+%: (\S+)", line)
     if not m: continue
     coll, p, lo, n, k, T, meds, win = m.groups()
     med = {}

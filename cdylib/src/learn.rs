@@ -1,7 +1,7 @@
 //! `PCOLL_LEARN` in the library (the pure part, cells, candidates, schedule, winner and the
 //! learned table, is `pcoll::learn`): the cells of each communicator (in its
 //! [`CommState`]), the timing of a cell's explored calls, the one agreement per cell (a
-//! `PMPI_Allreduce` `MAX` of the per-candidate medians on the communicator's shadow, at the
+//! `PMPI_Allreduce` `MAX` of the per-candidate times on the communicator's shadow, at the
 //! same call on every rank), and at `MPI_Finalize` the records of every rank gathered to
 //! rank 0 of `MPI_COMM_WORLD`, which writes the learned table.
 //!
@@ -180,10 +180,10 @@ fn new_cell(
 }
 
 /// The agreement of a cell (every rank of the communicator is at this call): each rank's
-/// medians (skewed by the test hook, if set), one `MAX` reduction, the winner. Rank 0 of the
+/// times (skewed by the test hook, if set), one `MAX` reduction, the winner. Rank 0 of the
 /// communicator keeps the record for the learned table. Returns the winner.
 fn agree(g: &'static Global, st: &'static CommState, key: CellKey, cell: &mut Cell) -> usize {
-    let local = skew(cell.medians(), st.rank);
+    let local = skew(cell.times(), st.rank);
     let n = local.len();
     // Two check words: a hash of the cell and its complement; after MAX both come back
     // unchanged only if every rank agreed on the same cell and candidates.
@@ -212,7 +212,7 @@ fn agree(g: &'static Global, st: &'static CommState, key: CellKey, cell: &mut Ce
     let mine = core::winner(&local, g.cfg.learn_params().margin);
     let w = cell.settle(v.clone(), g.cfg.learn_params().margin);
     log::debug!(
-        "learn: {}: local medians {local:?} ns (own winner {}), agreed {v:?} ns: {}",
+        "learn: {}: local times {local:?} ns (own winner {}), agreed {v:?} ns: {}",
         key.describe(),
         cell.cands[mine].alg,
         cell.cands[w].alg
@@ -235,22 +235,22 @@ fn check_word(key: &CellKey, cands: &[Candidate]) -> u64 {
     pcoll::agree::digest_of(format!("{key:?}{cands:?}").as_bytes())
 }
 
-/// Test hook `PCOLL_LEARN_SKEW=1` (per rank, deliberately not agreed): this rank's medians
+/// Test hook `PCOLL_LEARN_SKEW=1` (per rank, deliberately not agreed): this rank's times
 /// made 1000 times slower for every candidate but one, a different one on each rank (rank r
 /// favours candidate r mod k), so that the ranks' own winners differ.
-fn skew(mut medians: Vec<u64>, rank: usize) -> Vec<u64> {
+fn skew(mut times: Vec<u64>, rank: usize) -> Vec<u64> {
     static ON: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
         std::env::var("PCOLL_LEARN_SKEW").is_ok_and(|v| !v.is_empty() && v != "0")
     });
     if *ON {
-        let k = medians.len();
-        for (i, m) in medians.iter_mut().enumerate() {
+        let k = times.len();
+        for (i, m) in times.iter_mut().enumerate() {
             if i != rank % k {
                 *m = m.saturating_mul(1000);
             }
         }
     }
-    medians
+    times
 }
 
 /// The cells decided on communicators where this process is rank 0.

@@ -13,11 +13,20 @@
 //! ([`Params::extra`], 2 by default), each with the model's segment. Its first calls
 //! rotate among them round-robin ([`Cell::step`]): one round of warm-up (not timed: a
 //! program is built, a window made, caches filled), then [`Params::timed`] timed rounds. The
-//! call after the last round is the **agreement**: every rank gives its per-candidate
-//! medians, one `MAX` reduction shows every rank the same vector (the slowest rank's median
-//! of each candidate: a collective is as slow as its slowest rank), and [`winner`] picks
-//! from it — the same on every rank, whatever each rank measured. A pcoll algorithm wins
-//! only if faster than native by [`Params::margin`].
+//! call after the last round is the **agreement**: every rank gives its per-candidate time
+//! (the lower quartile of its timed calls, [`lower_quartile`]), one `MAX` reduction shows
+//! every rank the same vector (each candidate's time on its slowest rank: a collective is as
+//! slow as its slowest rank), and [`winner`] picks from it — the same on every rank,
+//! whatever each rank measured. A pcoll algorithm wins only if faster than native by
+//! [`Params::margin`].
+//!
+//! Why the lower quartile and not the median: interference only ever adds time, and on a
+//! loaded node it hits more than half of a few calls (a descheduled rank of a busy-polling
+//! MPI loses a whole scheduler quantum, milliseconds, in whichever candidate it was running).
+//! Measured on this 2-core machine under load, medians of 5 inflated native 3-10x in some
+//! cells and sent them to a pcoll algorithm that replayed 1.4-3.5x slower than native; the
+//! second best of 5 calls stands three such outliers and still is not the single luckiest
+//! call.
 //!
 //! Every rank counts the calls of a cell alike (the calls of a communicator are the same
 //! sequence on every rank, and the cell is a function of facts every rank shares), so the
@@ -30,15 +39,15 @@ use crate::decide::model::{node_prices, prices};
 use crate::decide::{CallFacts, Resolver};
 use crate::model::nodes::Levels;
 
-/// Timed rounds per candidate by default: the median of 5 stands two outliers (a page fault,
-/// a descheduled rank), and 4 candidates then cost 24 calls of a cell (4 warm-up + 20
-/// timed) before its winner runs on every call.
+/// Timed rounds per candidate by default: the lower quartile of 5 (the second best) stands
+/// three outliers (a page fault, a descheduled rank), and 4 candidates then cost 24 calls of
+/// a cell (4 warm-up + 20 timed) before its winner runs on every call.
 pub const DEFAULT_TIMED: usize = 5;
 /// Largest accepted `PCOLL_LEARN_CALLS`.
 pub const MAX_TIMED: usize = 100;
 /// Default margin: a pcoll algorithm must measure at least 10% faster than native (the
-/// median of 5 interleaved calls varies by a few percent on a quiet node; the A/B bar of
-/// issue 24 is 1.1x native per cell).
+/// lower quartile of 5 interleaved calls varies by a few percent on a quiet node; the A/B
+/// bar of issue 24 is 1.1x native per cell).
 pub const DEFAULT_MARGIN: f64 = 0.10;
 /// The model's next best pcoll algorithms explored besides native and the current decision.
 pub const DEFAULT_EXTRA: usize = 2;
@@ -48,7 +57,7 @@ pub const DEFAULT_EXTRA: usize = 2;
 pub struct Params {
     /// Timed calls per candidate (after one warm-up call each).
     pub timed: usize,
-    /// A pcoll algorithm wins only if its agreed median is below `(1 - margin)` × native's.
+    /// A pcoll algorithm wins only if its agreed time is below `(1 - margin)` × native's.
     pub margin: f64,
     /// The model's next best pcoll algorithms tried.
     pub extra: usize,
@@ -224,7 +233,7 @@ pub enum Step {
 pub struct Outcome {
     /// Index of the winner among the candidates.
     pub winner: usize,
-    /// Agreed medians (the maximum over ranks of each rank's median), nanoseconds.
+    /// Agreed times (the maximum over ranks of each rank's lower quartile), nanoseconds.
     pub agreed: Vec<u64>,
 }
 
@@ -285,12 +294,13 @@ impl Cell {
         }
     }
 
-    /// This rank's median per candidate (nanoseconds; `u64::MAX` for one never timed).
-    pub fn medians(&self) -> Vec<u64> {
-        self.samples.iter().map(|s| median(s)).collect()
+    /// This rank's time per candidate: the lower quartile of its timed calls (nanoseconds;
+    /// `u64::MAX` for one never timed).
+    pub fn times(&self) -> Vec<u64> {
+        self.samples.iter().map(|s| lower_quartile(s)).collect()
     }
 
-    /// Fix the outcome from the agreed medians (the same on every rank); the winner's index.
+    /// Fix the outcome from the agreed times (the same on every rank); the winner's index.
     pub fn settle(&mut self, agreed: Vec<u64>, margin: f64) -> usize {
         let w = winner(&agreed, margin);
         self.outcome = Some(Outcome { winner: w, agreed });
@@ -303,24 +313,19 @@ impl Cell {
     }
 }
 
-/// The median of `v` (the mean of the two middle values for an even count; `u64::MAX` for
-/// none).
-pub fn median(v: &[u64]) -> u64 {
+/// The lower quartile of `v`: its `(n - 1) / 4`-th smallest value (the best of 1-4 calls,
+/// the second best of 5-8, ...; `u64::MAX` for none).
+pub fn lower_quartile(v: &[u64]) -> u64 {
     if v.is_empty() {
         return u64::MAX;
     }
     let mut s = v.to_vec();
     s.sort_unstable();
-    let m = s.len() / 2;
-    if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        s[m - 1] / 2 + s[m] / 2 + (s[m - 1] % 2 + s[m] % 2) / 2
-    }
+    s[(s.len() - 1) / 4]
 }
 
-/// The winner among candidates whose agreed medians are `agreed` (index 0 is native): the
-/// fastest pcoll candidate if its median is below `(1 - margin)` × native's, else native.
+/// The winner among candidates whose agreed times are `agreed` (index 0 is native): the
+/// fastest pcoll candidate if its time is below `(1 - margin)` × native's, else native.
 /// Ties go to the earlier candidate. Integer inputs, so every rank computes the same.
 pub fn winner(agreed: &[u64], margin: f64) -> usize {
     let Some(&native) = agreed.first() else {

@@ -14,7 +14,7 @@ use crate::tuning::{shadowed, Rule, Table};
 pub struct Record {
     pub key: CellKey,
     pub cands: Vec<Candidate>,
-    /// Agreed medians per candidate, nanoseconds.
+    /// Agreed times per candidate (each rank's lower quartile, maximum over ranks), ns.
     pub agreed: Vec<u64>,
     pub winner: usize,
     /// Calls of the cell explored before the winner was fixed (the agreement's included).
@@ -91,7 +91,7 @@ impl Record {
         self.cands[self.winner]
     }
 
-    /// The comment above the cell's rule: calls, each candidate's median, the margin.
+    /// The comment above the cell's rule: calls, each candidate's time, the margin.
     pub fn note(&self) -> String {
         let us = |ns: u64| format!("{:.1} us", ns as f64 / 1e3);
         let meds: Vec<String> = self
@@ -103,7 +103,7 @@ impl Record {
         let native = self.agreed[0].max(1) as f64;
         let w = self.chosen();
         format!(
-            "{}: {} calls explored ({} candidates, 1 warm-up + {} timed calls each); medians (slowest rank): {}; margin {:.0}%: {} ({:.2}x native)",
+            "{}: {} calls explored ({} candidates, 1 warm-up + {} timed calls each); lower quartiles (slowest rank): {}; margin {:.0}%: {} ({:.2}x native)",
             self.key.describe(),
             self.calls,
             self.cands.len(),
