@@ -124,9 +124,8 @@ pub fn step(
     let st = comm::state(comm, call.p, rank).ok()?;
     let params = g.cfg.learn_params();
     let mut cells = st.learn.lock();
-    if !cells.contains_key(&key) {
-        let cell = new_cell(g, st, call, nf)?;
-        cells.insert(key, cell);
+    if let std::collections::hash_map::Entry::Vacant(e) = cells.entry(key) {
+        e.insert(new_cell(g, st, call, nf)?);
     }
     call.nodes = st.known_layout().map(|l| l.shape()).unwrap_or_default();
     let cell = cells.get_mut(&key)?;

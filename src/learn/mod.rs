@@ -102,7 +102,7 @@ impl CellKey {
     /// The cell's bytes, half-open.
     pub fn bytes(&self) -> (usize, usize) {
         let lo = 1usize << self.octave;
-        (lo, lo.checked_mul(2).unwrap_or(usize::MAX))
+        (lo, lo.saturating_mul(2))
     }
     /// A short name for logs: `reduce p=4 [1MiB, 2MiB) commutative root 0`.
     pub fn describe(&self) -> String {
