@@ -30,7 +30,7 @@ REGISTRY_MPIS := $(filter openmpi5 mpich5 impi,$(MPIS))
 MPI_ENV = source scripts/mpi.sh && mpi_setup $(1) &&
 
 .PHONY: all deps build build-lib core-test test test-all test-debian demo bench tune soak install install-files docs docs-check \
-	install-check clean ctest-% verify-% fmt-check mpi4py-setup \
+	install-check clean ctest-% verify-% learn-test-% fmt-check mpi4py-setup \
 	mpi4py-setup-bg \
 	verify-net net-difftest bench-net
 
@@ -135,15 +135,23 @@ ctest-cargo-%:
 	$(call MPI_ENV,$*) MPIEXEC=$$MPIRUN CARGO_TARGET_DIR=$(call tdir,$*) $(CARGO) test --release $(PKGS_MPI)
 
 # Randomized differential test (short), the native gate against its table, settings that
-# differ across ranks (verify/agree.sh), and mpi4py's own collective tests under pcoll.
+# differ across ranks (verify/agree.sh), PCOLL_LEARN end to end (verify/learn.sh, ~40 s:
+# learn, replay, mismatched timings, bad paths), and mpi4py's own collective tests under pcoll.
 verify-%: mpi4py-setup
 	bash verify/run-difftest.sh $* build/$*/libpcoll.so --quick
 	bash verify/run-difftest.sh $* build/$*/libpcoll.so --shm
 	bash verify/gate.sh $* build/$*/libpcoll.so
 	bash verify/agree.sh $* build/$*/libpcoll.so
+	bash verify/learn.sh $* build/$*/libpcoll.so
 	$(if $(filter $*,$(DEBIAN_MPIS)),HIER_PS=4 bash verify/hier-difftest.sh $* build/$*/libpcoll.so 40)
 	PCOLL_SIM=$(CURDIR)/target-$(CORE_MPI)/release/pcoll-sim bash verify/choose.sh $* build/$*/libpcoll.so
 	bash verify/mpi4py.sh $* build/$*/libpcoll.so --quick
+
+# PCOLL_LEARN at length: the randomized differential test learning (every rank's algorithm
+# compared after every call) and replaying what it learned, then verify/learn.sh.
+learn-test-%:
+	bash verify/run-difftest.sh $* build/$*/libpcoll.so --learn
+	bash verify/learn.sh $* build/$*/libpcoll.so
 
 # mpi4py's venvs (one big C file each, compiled on one core; the sdist downloaded): make test
 # starts every MPI's in the background first (a registry MPI's once make deps installed it), beside the cargo builds, which leave a core idle

@@ -25,6 +25,11 @@ pub fn steering_vars() -> Vec<&'static str> {
         "PCOLL_NODES",
         "PCOLL_DISABLE",
         "PCOLL_MPI",
+        // Learning changes decisions, so whether it is on (and how it explores) is agreed;
+        // the path matters only on rank 0, which writes the table.
+        "PCOLL_LEARN",
+        "PCOLL_LEARN_CALLS",
+        "PCOLL_LEARN_MARGIN",
     ]);
     v
 }
@@ -67,7 +72,7 @@ pub const UNREADABLE: u64 = 1;
 
 /// FNV-1a 64; a set value's digest has its two low bits `10`, apart from [`UNSET`] and
 /// [`UNREADABLE`].
-fn digest_of(bytes: &[u8]) -> u64 {
+pub fn digest_of(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h ^= *b as u64;

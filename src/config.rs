@@ -17,6 +17,9 @@
 //! | `PCOLL_STATS` | `0`, `1`, `true`, `false`, `yes`, `no`, `on`, `off` | off |
 //! | `PCOLL_DISABLE` | same as `PCOLL_STATS` | off |
 //! | `PCOLL_NODES` | `shared`, `hostname`, or K (nodes of K consecutive world ranks) | `shared` |
+//! | `PCOLL_LEARN` | path the learned table is written to at `MPI_Finalize` ([`crate::learn`]) | off |
+//! | `PCOLL_LEARN_CALLS` | timed calls per candidate, 1..=100 | 5 |
+//! | `PCOLL_LEARN_MARGIN` | a fraction, 0 <= margin < 1 | 0.10 |
 //! | `PCOLL_MPI` | an MPI name ([`crate::mpi::Mpi`]: `openmpi`, `mpich`, `openmpi5`, `mpich5`, `impi`, `other-openmpi`, `other-mpich`) | what `MPI_Get_library_version` names |
 
 use crate::agree::TableRead;
@@ -87,6 +90,13 @@ pub struct Config {
     pub nodes: crate::nodes::NodeMode,
     /// `PCOLL_MPI`: treat the running MPI as this one (its table, native model, defaults).
     pub mpi: Option<crate::mpi::Mpi>,
+    /// `PCOLL_LEARN`: learn the cells' algorithms while the program runs, and write the
+    /// learned table here at `MPI_Finalize` (rank 0 of `MPI_COMM_WORLD`).
+    pub learn: Option<PathBuf>,
+    /// `PCOLL_LEARN_CALLS`: timed calls per candidate (None: the default).
+    pub learn_calls: Option<usize>,
+    /// `PCOLL_LEARN_MARGIN` (None: the default).
+    pub learn_margin: Option<f64>,
 }
 
 /// The accepted spellings of an on/off variable ([`parse_bool`]).
@@ -103,7 +113,7 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 
 impl Config {
     /// Every variable `Config` reads.
-    pub const VARS: [&'static str; 14] = [
+    pub const VARS: [&'static str; 17] = [
         "PCOLL_TUNING",
         "PCOLL_REDUCE",
         "PCOLL_ALLREDUCE",
@@ -118,6 +128,9 @@ impl Config {
         "PCOLL_DISABLE",
         "PCOLL_NODES",
         "PCOLL_MPI",
+        "PCOLL_LEARN",
+        "PCOLL_LEARN_CALLS",
+        "PCOLL_LEARN_MARGIN",
     ];
 
     /// Parses a snapshot given as a lookup function. Returns the config and one warning per
@@ -197,7 +210,19 @@ impl Config {
                 ),
             }
         }
+        cfg.learn = var("PCOLL_LEARN").map(PathBuf::from);
+        learn_values(&mut cfg, &var, &mut bad);
         (cfg, warns)
+    }
+
+    /// How `PCOLL_LEARN` explores a cell.
+    pub fn learn_params(&self) -> crate::learn::Params {
+        let d = crate::learn::Params::default();
+        crate::learn::Params {
+            timed: self.learn_calls.unwrap_or(d.timed),
+            margin: self.learn_margin.unwrap_or(d.margin),
+            ..d
+        }
     }
 
     /// Parses a snapshot given as a map.
@@ -259,6 +284,39 @@ impl Config {
                     )],
                 ),
             },
+        }
+    }
+}
+
+/// `PCOLL_LEARN_CALLS` and `PCOLL_LEARN_MARGIN` (bad values: `bad`, the default).
+fn learn_values(
+    cfg: &mut Config,
+    var: &dyn Fn(&str) -> Option<String>,
+    bad: &mut dyn FnMut(&str, &str, &str, &str, &str),
+) {
+    use crate::learn::{DEFAULT_MARGIN, DEFAULT_TIMED, MAX_TIMED};
+    if let Some(v) = var("PCOLL_LEARN_CALLS") {
+        match v.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_TIMED).contains(&n) => cfg.learn_calls = Some(n),
+            _ => bad(
+                "PCOLL_LEARN_CALLS",
+                &v,
+                "",
+                &format!("an integer 1..={MAX_TIMED}"),
+                &DEFAULT_TIMED.to_string(),
+            ),
+        }
+    }
+    if let Some(v) = var("PCOLL_LEARN_MARGIN") {
+        match v.trim().parse::<f64>() {
+            Ok(g) if g.is_finite() && (0.0..1.0).contains(&g) => cfg.learn_margin = Some(g),
+            _ => bad(
+                "PCOLL_LEARN_MARGIN",
+                &v,
+                "",
+                "a fraction, 0 <= margin < 1",
+                &DEFAULT_MARGIN.to_string(),
+            ),
         }
     }
 }

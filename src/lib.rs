@@ -11,6 +11,7 @@ pub mod decide;
 pub mod elide;
 pub mod error;
 pub mod exec;
+pub mod learn;
 pub mod model;
 pub mod mpi;
 pub mod nodes;

@@ -14,7 +14,9 @@
  * the busiest rank moves (z = x + y over the vector or the largest block for the reductions,
  * memcpy of what a rank receives for bcast and allgather(v); "-" where nothing moves), timed
  * on rank 0 alone while the others wait at a barrier, same buffer temperature; x_floor =
- * mpi_us / floor_us. The first seven fields are as they always were. */
+ * mpi_us / floor_us. The first seven fields are as they always were. With AB_MEAN=1 in the
+ * environment two more columns, the means over every timed call of each side (what a run
+ * pays in total, outliers and PCOLL_LEARN's exploration included). */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -284,13 +286,19 @@ int main(int argc, char **argv)
             tp[np++] = timed(c, 0, &b, rank, p);
             tn[nn++] = timed(c, 1, &b, rank, p);
         }
+        double sn = 0, sp = 0;
+        for (int i = 0; i < nn; i++) sn += tn[i];
+        for (int i = 0; i < np; i++) sp += tp[i];
         double mn = median(tn, nn) * 1e6, mp = median(tp, np) * 1e6;
+        char mean[64] = "";
+        if (getenv("AB_MEAN"))
+            snprintf(mean, sizeof mean, " %.3f %.3f", sn / nn * 1e6, sp / np * 1e6);
         if (rank == 0 && fl > 0)
-            printf("ab %s %d %ld %.3f %.3f %.3f %.3f %.3f %s\n", names[c], p, bytes, mn, mp, mp / mn,
-                   fl, mp / fl, cold ? "cold" : "hot");
+            printf("ab %s %d %ld %.3f %.3f %.3f %.3f %.3f %s%s\n", names[c], p, bytes, mn, mp, mp / mn,
+                   fl, mp / fl, cold ? "cold" : "hot", mean);
         else if (rank == 0)
-            printf("ab %s %d %ld %.3f %.3f %.3f - - %s\n", names[c], p, bytes, mn, mp, mp / mn,
-                   cold ? "cold" : "hot");
+            printf("ab %s %d %ld %.3f %.3f %.3f - - %s%s\n", names[c], p, bytes, mn, mp, mp / mn,
+                   cold ? "cold" : "hot", mean);
         fflush(stdout);
         free(b.pool.mem);
         free(b.counts);

@@ -28,7 +28,8 @@
  *
  * Usage: difftest [--seed S] [--cases N] [--first K] [--case N] [--max-count C]
  *                 [--max-bytes B] [--alg NAME|random|none] [--coll NAME[,NAME...]] [--verbose]
- *                 [--full-range] [--near B] [--may-fall-back]
+ *                 [--full-range] [--near B] [--may-fall-back] [--same-alg]
+ * --same-alg: check after every call that every rank ran the same algorithm (PCOLL_LEARN).
  * --near B: 40% of the counts near 1..5 times B bytes (shm's cell and window boundaries).
  * --may-fall-back: a forced algorithm may fall back to native (steer around native defects).
  * --full-range stops steering around known defects of the native MPIs (MPI-NOTES.md):
@@ -548,6 +549,11 @@ static int is_mpich, is_impi, have_pcoll;
 /* --may-fall-back: a forced algorithm may hand calls to the native collective (shm with its
  * window refused): steer around the native defects as for unforced cases. */
 static int may_fall_back;
+/* --same-alg: after every call, check that every rank of the communicator was served by the
+ * same algorithm (pcoll_last_algorithm, compared with one PMPI_Allreduce, which pcoll does
+ * not see): PCOLL_LEARN's promise that all ranks run the same algorithm for the same call. */
+static int same_alg;
+static long same_alg_checked;
 static int only_coll = -1;
 /* --coll A,B,...: the cases' collectives (one: no draw, as before). */
 static int coll_list[C_NUM], ncoll_list = 0;
@@ -1225,6 +1231,17 @@ static void run_case(uint64_t seed, long idx) {
             if (s && !strcmp(s, alg_names[a])) j = a;
         served[c->coll][j]++;
     }
+    if (same_alg && have_pcoll && p_last) {
+        const char *s = rc == MPI_SUCCESS ? p_last(coll_name[c->coll]) : NULL;
+        int j = NALG;
+        for (int a = 0; a < NALG; a++)
+            if (s && !strcmp(s, alg_names[a])) j = a;
+        int v[3] = {j, -j, rc != MPI_SUCCESS}, m[3];
+        PMPI_Allreduce(v, m, 3, MPI_INT, MPI_MAX, comm);
+        if (!m[2] && m[0] != -m[1])
+            bad(&ck, "ranks ran different algorithms (this rank: %s; indices %d..%d)", served_s, -m[1], m[0]);
+        same_alg_checked += !m[2];
+    }
     if (rc != MPI_SUCCESS) {
         char es[MPI_MAX_ERROR_STRING];
         int n = 0;
@@ -1399,6 +1416,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--max-bytes") && v) { max_bytes = atol(v); i++; }
         else if (!strcmp(a, "--near") && v) { near_bytes = atol(v); i++; }
         else if (!strcmp(a, "--may-fall-back")) may_fall_back = 1;
+        else if (!strcmp(a, "--same-alg")) same_alg = 1;
         else if (!strcmp(a, "--coll") && v) {
             char list[256];
             snprintf(list, sizeof list, "%s", v);
@@ -1426,7 +1444,7 @@ int main(int argc, char **argv) {
             if (wrank == 0)
                 fprintf(stderr, "usage: difftest [--seed S] [--cases N] [--first K] [--case N] [--max-count C]\n"
                                 "                [--max-bytes B] [--alg NAME|random|none] [--coll NAME[,NAME...]] [--verbose] [--trace]\n"
-                                "                [--full-range] [--near B] [--may-fall-back]\n");
+                                "                [--full-range] [--near B] [--may-fall-back] [--same-alg]\n");
             MPI_Finalize();
             return 2;
         }
@@ -1604,6 +1622,8 @@ int main(int argc, char **argv) {
             }
             out("difftest: served on rank 0 (pcoll_last_algorithm):%s", s);
         }
+        if (same_alg)
+            out("difftest: note: %ld calls compared across ranks for the algorithm that served them (--same-alg)", same_alg_checked);
         if (avoided_total)
             out("difftest: note: %ld in-place MPICH reduces at root != 0 run out of place (native defect, MPI-NOTES.md)", avoided_total);
         if (avoided_lb)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the randomized differential tester (verify/difftest.c) under one MPI with pcoll preloaded.
 #
-#   verify/run-difftest.sh <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [--quick|--soak] [--native]
+#   verify/run-difftest.sh <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [--quick|--soak|--shm|--learn] [--native]
 #
 #   --quick (default): Open MPI p = 1,2,3,5 and MPICH p = 1,2,3, a few hundred cases each
 #                      (for `make test`, < 3 minutes per MPI on 2 cores)
@@ -16,13 +16,18 @@
 #                      --alg none), p = 1..9 on Debian's two MPIs (1..3 on the registry's);
 #                      rank 0's served line must show the tree serving all three (--quick runs
 #                      each tree once, at p = 3)
+#   --learn          : PCOLL_LEARN (issue 24), pcoll's own decisions (--alg none), p = 1,2,3 (Open
+#                      MPI also 5): a learning run (1 timed call per candidate, so that cells
+#                      settle within the cases), then the same cases replaying the table it
+#                      wrote (PCOLL_TUNING); both with --same-alg (every rank ran the same
+#                      algorithm for every call), and the table must be valid
 # Environment: DIFFTEST_SEED (default: random, printed), DIFFTEST_CASES (cases per p),
 # DIFFTEST_MAX_COUNT, DIFFTEST_ARGS (extra difftest flags, e.g. "--alg ring").
 # Each p runs seed+p. Exit status non-zero on any mismatch or crash; the last line is
 # "N passed, M failed" (cases; a run that crashed or hung counts as one failure).
 set -uo pipefail
 
-usage() { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [--quick|--soak|--shm|--trees] [--native]" >&2; exit 2; }
+usage() { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [--quick|--soak|--shm|--trees|--learn] [--native]" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 MPI=$1
 LIB=$(readlink -f "$2" 2>/dev/null || echo "$2")
@@ -30,7 +35,7 @@ shift 2
 MODE=quick
 NATIVE=0
 for a in "$@"; do
-  case $a in --quick) MODE=quick ;; --soak) MODE=soak ;; --shm) MODE=shm ;; --trees) MODE=trees ;; --native) NATIVE=1 ;; *) usage ;; esac
+  case $a in --quick) MODE=quick ;; --soak) MODE=soak ;; --shm) MODE=shm ;; --trees) MODE=trees ;; --learn) MODE=learn ;; --native) NATIVE=1 ;; *) usage ;; esac
 done
 # shellcheck source=../scripts/mpi.sh
 source "$(dirname "$0")/../scripts/mpi.sh"
@@ -62,6 +67,12 @@ elif [ $MODE = trees ]; then
   CASES=${DIFFTEST_CASES:-400}
   MAXC=${DIFFTEST_MAX_COUNT:-100000}
   TMO=600
+elif [ $MODE = learn ]; then
+  if [ "$MPI_ABI" = openmpi ]; then PS=(1 2 3 5); else PS=(1 2 3); fi
+  CASES=${DIFFTEST_CASES:-400}
+  MAXC=${DIFFTEST_MAX_COUNT:-30000}
+  TMO=300
+  DIFFTEST_ARGS="${DIFFTEST_ARGS:-} --alg none --same-alg"
 else
   PS=(1 2 3 4 5 6 7 8 9)
   CASES=${DIFFTEST_CASES:-3000}
@@ -211,6 +222,25 @@ trees_run() { # trees_run <p> <cases> <binary|fibonacci>
 if [ $MODE = trees ]; then
   for alg in binary fibonacci; do
     for p in "${PS[@]}"; do trees_run "$p" "$CASES" "$alg"; done
+  done
+  echo "$passed passed, $failed failed"
+  [ $failed = 0 ]
+  exit
+fi
+if [ $MODE = learn ]; then
+  for p in "${PS[@]}"; do
+    tab=$OUTDIR/learn-$MPI-p$p.toml
+    rm -f "$tab"
+    run_one "$p" "$CASES" PCOLL_LEARN="$tab" PCOLL_LEARN_CALLS=1
+    log=$OUTDIR/logs/difftest-$MPI-p$p-PCOLL_LEARN.log
+    if ! grep -q "pcoll: PCOLL_LEARN: .* written to $tab" "$log" || [ ! -s "$tab" ]; then
+      failed=$((failed + 1)); echo "    no learned table written (log $log)"; continue
+    fi
+    echo "    $(grep -o 'PCOLL_LEARN: .* cells learned ([0-9]* on pcoll.s algorithms)' "$log")"
+    run_one "$p" "$CASES" PCOLL_TUNING="$tab"
+    if grep -q 'pcoll: warning' "$OUTDIR/logs/difftest-$MPI-p$p-PCOLL_TUNING.log"; then
+      failed=$((failed + 1)); echo "    the learned table did not load: $(grep 'pcoll: warning' "$OUTDIR/logs/difftest-$MPI-p$p-PCOLL_TUNING.log" | head -2)"
+    fi
   done
   echo "$passed passed, $failed failed"
   [ $failed = 0 ]

@@ -61,6 +61,7 @@ pub fn at_init() {
     }
     let inputs = exchange(read_local());
     let _ = SETTLED.set(inputs);
+    crate::learn::at_init();
 }
 
 fn world() -> (c_int, c_int) {

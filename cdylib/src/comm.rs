@@ -32,6 +32,8 @@ pub struct CommState {
     layout: OnceCell<pcoll::nodes::Layout>,
     /// The shared window of `shm`, made when a call first asks for it ([`CommState::shm`]).
     shm: OnceCell<Option<Box<crate::shm::Win>>>,
+    /// `PCOLL_LEARN`'s cells on this communicator (`crate::learn`).
+    pub learn: Mutex<HashMap<pcoll::learn::CellKey, pcoll::learn::Cell>>,
 }
 
 /// Everything a program depends on besides the rank (the cost parameters come from the
@@ -311,6 +313,7 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
         last: Mutex::new(None),
         layout: OnceCell::new(),
         shm: OnceCell::new(),
+        learn: Mutex::new(HashMap::new()),
     }));
     // SAFETY: hands ownership of the Box to the attribute; reclaimed in `delete_state`.
     let rc = unsafe { PMPI_Comm_set_attr(comm, kv, st as *mut c_void) };

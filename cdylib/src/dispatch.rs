@@ -87,18 +87,28 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     let gen = again::begin();
     let settled = v.spec.p <= 1
         || crate::comm::existing(a.comm).map_or(false, |st| st.known_layout().is_some());
-    let (alg, why) = match resolve::choose(g, a, &mut v.spec) {
+    let chosen = match resolve::choose(g, a, &mut v.spec) {
         Ok(x) => x,
         Err(code) => return badinput::raise(a.comm, code),
     };
+    let (alg, why) = (chosen.alg, chosen.why);
+    // A call exploring its cell (PCOLL_LEARN) is timed, and never kept to be served again.
+    let timer = chosen.explore.as_ref().and_then(|e| e.start());
+    let settled = settled && chosen.explore.is_none();
     if alg == Algorithm::Native {
         let rc = native();
+        if let Some(t) = timer {
+            t.stop();
+        }
         state::record(a.coll, alg, bytes, stat_time(g) - t0);
         log::debug!("{} p={} bytes={bytes}: native ({why})", a.coll, v.spec.p);
         return rc;
     }
     if alg == Algorithm::Shm {
         let result = serve::run_shm(g, a, &v);
+        if let Some(t) = timer {
+            t.stop();
+        }
         // Kept for the next call as the programs are (with an empty program; p > 1 only).
         if let (Ok(()), true, true, Some(st)) = (&result, settled, why.is_empty(), known(a)) {
             let empty = std::sync::Arc::new(pcoll::Program::new());
@@ -109,6 +119,9 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         return rc;
     }
     let result = serve::run(g, a, &v, alg);
+    if let Some(t) = timer {
+        t.stop();
+    }
     // `why` is only written for a warning or the debug log: neither is kept.
     if let (Ok((st, prog)), true, true) = (&result, settled, why.is_empty()) {
         again::keep(a, &v, (alg, st, prog), gen);

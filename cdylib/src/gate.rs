@@ -5,10 +5,10 @@
 //! [`GATE_P`], the byte ranges that go native ([`pcoll::decide::Resolver::native_ranges`],
 //! published the first time a communicator of that size takes the Rust path), and the
 //! native-defect guards ([`pcoll::decide::defects`]) — and adds the gate's counts to pcoll's
-//! stats. The gate stays closed (every call takes the
-//! Rust path) with `PCOLL_DISABLE=1` (the Rust path is a plain forward then), with
-//! `PCOLL_STATS=1` (timing is done there) and with debug logging (`PCOLL_LOG=debug` shows
-//! every decision, native ones included).
+//! stats. The gate stays closed (every call takes the Rust path) with `PCOLL_DISABLE=1`
+//! (the Rust path is a plain forward then), with `PCOLL_STATS=1` (timing is done there),
+//! with `PCOLL_LEARN` (the learner counts calls) and with debug logging (`PCOLL_LOG=debug`
+//! shows every decision, native ones included).
 
 use crate::state::Global;
 use pcoll::config::Config;
@@ -123,9 +123,13 @@ pub fn set_forced(coll: Collective, pick: Option<Pick>) {
     unsafe { pcoll_gate_mode(coll.index() as c_int, mode) };
 }
 
-/// The gate opens unless the Rust path must see every call.
+/// The gate opens unless the Rust path must see every call (`PCOLL_LEARN`: the learner
+/// counts every call of a cell it explores, on every rank).
 fn wanted(cfg: &Config) -> bool {
-    !(cfg.disable || cfg.stats || log::max_level() >= log::LevelFilter::Debug)
+    !(cfg.disable
+        || cfg.stats
+        || cfg.learn.is_some()
+        || log::max_level() >= log::LevelFilter::Debug)
 }
 
 /// Write the cell of (`coll`, `p`): the byte ranges the resolver (without the run-time

@@ -19,6 +19,7 @@ pub mod consts;
 pub mod dispatch;
 pub mod ffi;
 pub mod gate;
+pub mod learn;
 pub mod mpi_types;
 pub mod nodes;
 pub mod pack;

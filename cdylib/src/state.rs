@@ -105,6 +105,11 @@ pub fn global() -> &'static Global {
     })
 }
 
+/// The global state if it was made (no MPI call).
+pub fn try_global() -> Option<&'static Global> {
+    GLOBAL.get()
+}
+
 /// The table embedded for the MPI that runs.
 pub fn builtin_table() -> Table {
     Table::builtin_for(global().mpi)
@@ -411,6 +416,8 @@ unsafe extern "C" fn on_self_delete(
     _e: *mut c_void,
 ) -> c_int {
     let _ = std::panic::catch_unwind(finalize_report);
+    // Collective over MPI_COMM_WORLD when learning (every rank installed this hook at init).
+    let _ = std::panic::catch_unwind(crate::learn::at_finalize);
     let _ = std::panic::catch_unwind(crate::shm::free_all);
     consts::SUCCESS()
 }

@@ -6,8 +6,10 @@
 //! Precedence of the request:
 //!
 //! 1. `PCOLL_DISABLE=1`: native, nothing else is consulted.
-//! 2. `pcoll_force` (run time), else `PCOLL_<COLL>`, else the table's first matching rule,
-//!    else `model` (a cell without a rule: the table never extrapolates).
+//! 2. `pcoll_force` (run time), else `PCOLL_<COLL>`, else the pick of `PCOLL_LEARN` for the
+//!    call ([`Resolver::learned`]: a candidate while the cell is explored, then the agreed
+//!    winner; [`crate::learn`]), else the table's first matching rule, else `model` (a cell
+//!    without a rule: the table never extrapolates).
 //! 3. A request for an algorithm that cannot serve the call (a non-commutative op and an
 //!    algorithm that needs a commutative one) falls back to `model` among the eligible ones:
 //!    silently (debug log) when a table rule asked, under `PCOLL_FALLBACK` (warn, silent,
@@ -153,6 +155,8 @@ pub enum Source {
     Env,
     /// A table rule: index among the collective's rules and line in its file (0 if none).
     Table { rule: usize, line: usize },
+    /// `PCOLL_LEARN`: a candidate being measured, or the winner agreed across ranks.
+    Learned,
     /// No rule matched: `model`.
     NoRule,
 }
@@ -168,6 +172,7 @@ impl Source {
             Source::Disabled => "PCOLL_DISABLE".into(),
             Source::Runtime => "pcoll_force".into(),
             Source::Env => coll.env_var().into(),
+            Source::Learned => "PCOLL_LEARN".into(),
             Source::Table { rule, line } => table.describe(
                 coll,
                 &crate::tuning::Choice {
@@ -186,6 +191,7 @@ impl Source {
             Source::Disabled => "disabled".into(),
             Source::Runtime => "runtime".into(),
             Source::Env => "env".into(),
+            Source::Learned => "learned".into(),
             Source::Table { line, rule } if line > 0 => {
                 let _ = rule;
                 format!("{}:{line}", table.origin())
@@ -271,8 +277,8 @@ impl Decision {
 }
 
 /// Everything a decision reads besides the call: configuration, table, run-time overrides,
-/// the MPI whose native collectives are modelled, and an optional memo of model decisions
-/// (for one communicator size).
+/// the MPI whose native collectives are modelled, an optional memo of model decisions
+/// (for one communicator size), and the pick of `PCOLL_LEARN` for this call.
 #[derive(Clone, Copy)]
 pub struct Resolver<'a> {
     pub cfg: &'a Config,
@@ -280,6 +286,9 @@ pub struct Resolver<'a> {
     pub mpi: Mpi,
     pub over: Overrides,
     pub memo: Option<&'a Memo>,
+    /// `PCOLL_LEARN`'s pick for the call (its cell's candidate or agreed winner), above the
+    /// table; the same on every rank of the call ([`crate::learn`]).
+    pub learned: Option<crate::learn::Candidate>,
 }
 
 impl<'a> Resolver<'a> {
@@ -290,7 +299,11 @@ impl<'a> Resolver<'a> {
             mpi,
             over: Overrides::default(),
             memo: None,
+            learned: None,
         }
+    }
+    pub fn with_learned(self, learned: Option<crate::learn::Candidate>) -> Self {
+        Resolver { learned, ..self }
     }
     pub fn with_overrides(self, over: Overrides) -> Self {
         Resolver { over, ..self }
@@ -300,13 +313,10 @@ impl<'a> Resolver<'a> {
     }
 
     /// What is asked for the call, and where it came from, before preconditions: run time >
-    /// environment > table > `model`; the rule's segment rides along.
-    pub fn request(
-        &self,
-        coll: Collective,
-        p: usize,
-        bytes: usize,
-    ) -> (Pick, Source, Option<usize>) {
+    /// environment > learned > table > `model`; the rule's (or the learned) segment rides
+    /// along.
+    pub fn request(&self, call: &CallFacts) -> (Pick, Source, Option<usize>) {
+        let (coll, p, bytes) = (call.coll, call.p, call.bytes);
         if self.cfg.disable {
             return (Pick::Alg(Algorithm::Native), Source::Disabled, None);
         }
@@ -316,7 +326,17 @@ impl<'a> Resolver<'a> {
         if let Some(a) = self.cfg.forced(coll) {
             return (a, Source::Env, None);
         }
-        match self.table.lookup(coll, p, bytes) {
+        if let Some(l) = self.learned {
+            return (
+                Pick::Alg(l.alg),
+                Source::Learned,
+                (l.segment > 0).then_some(l.segment),
+            );
+        }
+        match self
+            .table
+            .lookup_call(coll, p, bytes, call.commutative, call.root)
+        {
             Some(c) => (
                 c.algorithm,
                 Source::Table {
@@ -398,7 +418,7 @@ impl<'a> Resolver<'a> {
     pub fn resolve(&self, call: &CallFacts, nf: &dyn NativeFacts) -> Result<Decision, Error> {
         let coll = call.coll;
         let seg_over = self.over.segment.filter(|&b| b > 0).or(self.cfg.segment);
-        let (pick, source, rule_seg) = self.request(coll, call.p, call.bytes);
+        let (pick, source, rule_seg) = self.request(call);
         let mut d = Decision {
             algorithm: Algorithm::Native,
             source,
@@ -449,10 +469,10 @@ impl<'a> Resolver<'a> {
 
     /// The message sizes (half-open byte ranges, merged, ascending, below
     /// [`crate::tuning::MAX_BYTES`]) at which `coll` on `p` ranks goes to native for every op
-    /// (commutative or not), before the native-defect rules (the gate checks their
-    /// conditions itself): exactly [`Resolver::resolve`]'s answer, size by size. The answer
-    /// can only change at a rule bound or a size-class bound of the model, which are the cut
-    /// points tried.
+    /// (commutative or not) and, when a rule reads a reduce's root, every root, before the
+    /// native-defect rules (the gate checks their conditions itself): exactly
+    /// [`Resolver::resolve`]'s answer, size by size. The answer can only change at a rule
+    /// bound or a size-class bound of the model, which are the cut points tried.
     pub fn native_ranges(&self, coll: Collective, p: usize) -> Vec<(usize, usize)> {
         let mut cuts: Vec<usize> = vec![0];
         cuts.extend(self.table.cuts(coll, p));
@@ -465,13 +485,23 @@ impl<'a> Resolver<'a> {
         ));
         cuts.sort_unstable();
         cuts.dedup();
+        // A root other than 0 only where a rule reads it; there a defect that moved a native
+        // decision away counts as native (the gate's own guard checks the defect).
+        let roots: &[usize] = if self.table.reads_root(coll) {
+            &[0, 1]
+        } else {
+            &[0]
+        };
         let native = |bytes: usize| {
             [true, false].iter().all(|&commutative| {
-                let call = CallFacts {
-                    commutative,
-                    ..CallFacts::new(coll, p, bytes)
-                };
-                matches!(self.resolve(&call, &PlainFacts), Ok(d) if d.algorithm == Algorithm::Native && d.defect.is_none())
+                roots.iter().all(|&root| {
+                    let call = CallFacts {
+                        commutative,
+                        root,
+                        ..CallFacts::new(coll, p, bytes)
+                    };
+                    matches!(self.resolve(&call, &PlainFacts), Ok(d) if (d.algorithm == Algorithm::Native && d.defect.is_none()) || (root != 0 && d.defect.is_some()))
+                })
             })
         };
         let mut out: Vec<(usize, usize)> = Vec::new();

@@ -54,11 +54,15 @@
 //! Lookups ([`Table::lookup`]) run on every MPI call: a linear first-match scan over the
 //! rules of one collective, no allocation.
 
+pub mod cond;
 mod parse;
+mod shadow;
 pub mod size;
 
 use crate::algo::{Collective, CostParams, Pick};
 use crate::model::native::Mpi;
+pub use cond::Cond;
+pub(crate) use shadow::shadowed;
 use std::fmt::Write as _;
 use std::ops::{Bound, RangeBounds};
 
@@ -145,6 +149,8 @@ pub struct Rule {
     pub algorithm: Pick,
     /// Segment size in bytes (None: the algorithm chooses from the model).
     pub segment: Option<usize>,
+    /// The op's kind and the reduce's root it applies to ([`Cond`]; default: any).
+    pub cond: Cond,
     /// Line of the rule's `[[coll]]` header in its file; 0 when built in code.
     pub line: usize,
     /// Comment written above the rule by [`Table::to_toml`] (not read back).
@@ -159,9 +165,20 @@ impl Rule {
             bytes: Bounds::ANY,
             algorithm: algorithm.into(),
             segment: None,
+            cond: Cond::ANY,
             line: 0,
             note: String::new(),
         }
+    }
+    /// Only for commutative (`true`) or non-commutative ops (`op = ...`).
+    pub fn commutative(mut self, c: bool) -> Rule {
+        self.cond.commutative = Some(c);
+        self
+    }
+    /// Only for a reduce at root 0 (`true`) or at another root (`root = ...`).
+    pub fn root_zero(mut self, z: bool) -> Rule {
+        self.cond.root_zero = Some(z);
+        self
     }
     pub fn p(mut self, r: impl RangeBounds<usize>) -> Rule {
         self.p = Bounds::from_range(r);
@@ -180,8 +197,8 @@ impl Rule {
         self
     }
     #[inline]
-    fn matches(&self, p: usize, bytes: usize) -> bool {
-        self.p.contains(p) && self.bytes.contains(bytes)
+    fn matches(&self, p: usize, bytes: usize, commutative: bool, root: usize) -> bool {
+        self.p.contains(p) && self.bytes.contains(bytes) && self.cond.matches(commutative, root)
     }
     /// Equal as far as lookups are concerned (ignores `line` and `note`).
     pub fn same_as(&self, o: &Rule) -> bool {
@@ -189,6 +206,7 @@ impl Rule {
             && self.bytes == o.bytes
             && self.algorithm == o.algorithm
             && self.segment == o.segment
+            && self.cond == o.cond
     }
 }
 
@@ -279,12 +297,27 @@ impl Table {
         }
     }
 
-    /// First rule of `coll` containing `(p, bytes)`. No allocation.
+    /// First rule of `coll` containing `(p, bytes)` for a commutative op at root 0
+    /// ([`Table::lookup_call`] for any call). No allocation.
     #[inline]
     pub fn lookup(&self, coll: Collective, p: usize, bytes: usize) -> Option<Choice> {
+        self.lookup_call(coll, p, bytes, true, 0)
+    }
+
+    /// First rule of `coll` containing `(p, bytes)` whose conditions ([`Cond`]) hold for the
+    /// op's kind and the root (0 for the collectives without one). No allocation.
+    #[inline]
+    pub fn lookup_call(
+        &self,
+        coll: Collective,
+        p: usize,
+        bytes: usize,
+        commutative: bool,
+        root: usize,
+    ) -> Option<Choice> {
         self.rules[coll.index()]
             .iter()
-            .position(|r| r.matches(p, bytes))
+            .position(|r| r.matches(p, bytes, commutative, root))
             .map(|i| {
                 let r = &self.rules[coll.index()][i];
                 Choice {
@@ -294,6 +327,13 @@ impl Table {
                     origin_line: r.line,
                 }
             })
+    }
+
+    /// Some rule of `coll` reads the root (`root = ...`).
+    pub fn reads_root(&self, coll: Collective) -> bool {
+        self.rules[coll.index()]
+            .iter()
+            .any(|r| r.cond.root_zero.is_some())
     }
 
     /// The byte bounds of the rules of `coll` that apply to `p` (finite ones, unsorted): the
@@ -392,6 +432,7 @@ impl Table {
                 if !r.bytes.is_any() {
                     let _ = writeln!(s, "bytes = {}", r.bytes.to_toml());
                 }
+                s.push_str(&r.cond.to_toml());
                 let _ = writeln!(s, "algorithm = \"{}\"", r.algorithm);
                 if let Some(g) = r.segment {
                     let _ = writeln!(s, "segment = {g}");
@@ -430,6 +471,11 @@ impl TableBuilder {
         self.table.model = Some(m);
         self
     }
+    /// `[model.net]` (see [`Table::model_net`]; written only with `[model]`).
+    pub fn model_net(mut self, m: CostParams) -> Self {
+        self.table.model_net = Some(m);
+        self
+    }
     /// `[model] margin` (see [`Table::margin`]).
     pub fn margin(mut self, g: f64) -> Self {
         self.table.margin = Some(g);
@@ -463,7 +509,7 @@ impl TableBuilder {
                 for (key, msg) in check_rule(coll, r) {
                     errs.push(format!("{at}: {key}: {msg}"));
                 }
-                if let Some(msg) = shadowed(rules, i, &t.origin) {
+                if let Some(msg) = shadowed(coll, rules, i, &t.origin) {
                     errs.push(format!("{at}: {msg}"));
                 }
             }
@@ -499,6 +545,7 @@ pub(crate) fn check_rule(coll: Collective, r: &Rule) -> Vec<(&'static str, Strin
             errs.push(("segment", msg));
         }
     }
+    errs.extend(r.cond.check(coll));
     errs
 }
 
@@ -562,64 +609,6 @@ pub(crate) fn check_model(m: &CostParams) -> Vec<(&'static str, String)> {
     errs
 }
 
-/// If every point of rule `j` is caught by earlier rules, a message naming them.
-///
-/// Exact test by coordinate compression: the bounds of the earlier rules cut rule `j`'s box
-/// into cells; each cell lies entirely inside or outside each earlier box, so the rule is
-/// dead iff every cell's lower corner is inside some earlier box.
-pub(crate) fn shadowed(rules: &[Rule], j: usize, origin: &str) -> Option<String> {
-    let r = &rules[j];
-    if r.p.lo >= r.p.hi || r.bytes.lo >= r.bytes.hi {
-        return None; // reported as an empty range
-    }
-    let earlier: Vec<&Rule> = rules[..j]
-        .iter()
-        .filter(|e| e.p.intersects(&r.p) && e.bytes.intersects(&r.bytes))
-        .collect();
-    if earlier.is_empty() {
-        return None;
-    }
-    let cuts = |own: Bounds, f: &dyn Fn(&Rule) -> Bounds| {
-        let mut v = vec![own.lo];
-        for e in &earlier {
-            let b = f(e);
-            for x in [b.lo, b.hi] {
-                if own.lo < x && x < own.hi {
-                    v.push(x);
-                }
-            }
-        }
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
-    let xs = cuts(r.p, &|e| e.p);
-    let ys = cuts(r.bytes, &|e| e.bytes);
-    let all = xs
-        .iter()
-        .all(|&x| ys.iter().all(|&y| earlier.iter().any(|e| e.matches(x, y))));
-    if !all {
-        return None;
-    }
-    let by: Vec<String> = rules[..j]
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.p.intersects(&r.p) && e.bytes.intersects(&r.bytes))
-        .map(|(i, e)| {
-            if e.line > 0 {
-                format!("line {}", e.line)
-            } else {
-                format!("rule {}", i + 1)
-            }
-        })
-        .collect();
-    Some(format!(
-        "rule can never match: every (p, bytes) it covers is taken by the earlier {} {} of {origin} (first match wins; remove it or move it up)",
-        if by.len() == 1 { "rule at" } else { "rules at" },
-        by.join(", ")
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -641,12 +630,20 @@ mod tests {
             Rule::new(Binomial).p(5..),
             Rule::new(Pipeline).bytes(10..20),
         ];
-        assert!(shadowed(&rules, 2, "t").is_some());
+        assert!(shadowed(Collective::Reduce, &rules, 2, "t").is_some());
         let rules = vec![
             Rule::new(Binomial).p(0..5),
             Rule::new(Binomial).p(6..),
             Rule::new(Pipeline).bytes(10..20),
         ];
-        assert!(shadowed(&rules, 2, "t").is_none());
+        assert!(shadowed(Collective::Reduce, &rules, 2, "t").is_none());
+        // Conditions: a rule for non-commutative ops is not shadowed by one for commutative.
+        let rules = vec![
+            Rule::new(Binomial).commutative(true),
+            Rule::new(Pipeline).commutative(false),
+            Rule::new(Ring),
+        ];
+        assert!(shadowed(Collective::Allreduce, &rules, 1, "t").is_none());
+        assert!(shadowed(Collective::Allreduce, &rules, 2, "t").is_some());
     }
 }

@@ -6,8 +6,8 @@
 
 use super::size::{parse_size, SIZE_FORMS};
 use super::{
-    check_margin, check_model, check_rule, shadowed, Bounds, Rule, Table, INF, MAX_BYTES, MAX_P,
-    MAX_SEGMENT,
+    check_margin, check_model, check_rule, shadowed, Bounds, Cond, Rule, Table, INF, MAX_BYTES,
+    MAX_P, MAX_SEGMENT,
 };
 use crate::algo::{Collective, CostParams, Pick};
 use serde::Deserialize;
@@ -59,6 +59,10 @@ struct RawRule {
     bytes: Option<Spanned<Value>>,
     algorithm: Option<Spanned<String>>,
     segment: Option<Spanned<Value>>,
+    /// `op = "commutative" | "noncommutative"` ([`Cond`]).
+    op: Option<Spanned<String>>,
+    /// `root = "zero" | "nonzero"` (reduce; [`Cond`]).
+    root: Option<Spanned<String>>,
 }
 
 /// Maps byte offsets to `origin:line:col`.
@@ -144,7 +148,7 @@ pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
             // Only well-formed rules take part in the shadowing test.
             rules[coll.index()].push(rule);
             let list = &rules[coll.index()];
-            if let Some(msg) = shadowed(list, list.len() - 1, origin) {
+            if let Some(msg) = shadowed(coll, list, list.len() - 1, origin) {
                 errs.push(head, format!("[[{coll}]] rule {}: {msg}", idx + 1));
             }
         }
@@ -266,11 +270,25 @@ fn rule(coll: Collective, idx: usize, sr: Spanned<RawRule>, errs: &mut Errs) -> 
             }
         },
     };
+    let mut kind = |v: &Option<Spanned<String>>, key: &str, f: fn(&str) -> Result<bool, String>| {
+        let s = v.as_ref()?;
+        f(s.get_ref())
+            .map_err(|m| {
+                errs.push(s.span().start, format!("{}: {m}", what(key)));
+                ok = false;
+            })
+            .ok()
+    };
+    let cond = Cond {
+        commutative: kind(&rr.op, "op", Cond::parse_op),
+        root_zero: kind(&rr.root, "root", Cond::parse_root),
+    };
     let rule = Rule {
         p,
         bytes,
         algorithm: algorithm?,
         segment,
+        cond,
         line: errs.src.line(head),
         note: String::new(),
     };
@@ -279,6 +297,8 @@ fn rule(coll: Collective, idx: usize, sr: Spanned<RawRule>, errs: &mut Errs) -> 
             "p" => rr.p.as_ref().map(|s| s.span().start),
             "bytes" => rr.bytes.as_ref().map(|s| s.span().start),
             "segment" => rr.segment.as_ref().map(|s| s.span().start),
+            "op" => rr.op.as_ref().map(|s| s.span().start),
+            "root" => rr.root.as_ref().map(|s| s.span().start),
             _ => rr.algorithm.as_ref().map(|s| s.span().start),
         }
         .unwrap_or(head);

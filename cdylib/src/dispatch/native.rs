@@ -7,11 +7,13 @@ use super::call::Args;
 use super::resolve::{call_facts, decide, ArgFacts};
 use super::stat_time;
 use crate::consts;
+use crate::learn::Verdict;
 use crate::mpi_types;
 use crate::state::{self, Global};
 use mpi_sys::*;
 use pcoll::algo::{Algorithm, Collective};
 use pcoll::decide::{CallFacts, Decision};
+use pcoll::learn::Candidate;
 use std::os::raw::{c_int, c_void};
 
 /// Debug log of a call sent to native on a fast path.
@@ -38,17 +40,29 @@ pub(super) fn native_requested(g: &'static Global, a: &Args) -> Option<usize> {
     }
     let bytes = elems as usize * size as usize;
     let call = call_facts(a, p as usize, bytes)?;
+    let learned = learned(g, a.comm, &call)?;
     let unequal = || a.unequal_counts();
     let nf = ArgFacts {
         dt: a.dt,
         op: a.op,
         unequal: &unequal,
     };
-    let d = decide(g, &call, &nf).ok()?;
+    let d = decide(g, &call, &nf, learned).ok()?;
     (d.algorithm == Algorithm::Native).then(|| {
         log_native(g, &call, &d);
         bytes
     })
+}
+
+/// `PCOLL_LEARN`'s pick for a fast path: `Some(None)` when the learner does not decide the
+/// call, `Some(Some(winner))` when its cell on `comm` is decided, `None` while it is
+/// explored (the full path counts the call; every rank's call of such a cell goes there).
+fn learned(g: &'static Global, comm: MPI_Comm, call: &CallFacts) -> Option<Option<Candidate>> {
+    match crate::learn::verdict(g, comm, call) {
+        Verdict::Off => Some(None),
+        Verdict::Explore => None,
+        Verdict::Settled(c) => Some(Some(c)),
+    }
 }
 
 /// The communicator size and the type size (`None`: an invalid handle; the full path, and
@@ -155,7 +169,7 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
     }
     let unequal = || counts.windows(2).any(|w| w[0].into() != w[1].into());
     let fast = (sendbuf, elems as usize * size, t0);
-    native_decided(g, coll, p, fast, (dt, op), &unequal, native)
+    native_decided(g, coll, p, fast, (dt, op, comm), &unequal, native)
 }
 
 /// One rank's side of an allgather / reduce_scatter_block: `(sendbuf, recvbuf, recvcount,
@@ -191,7 +205,7 @@ pub fn regular_native(
         return None; // possibly a NULL buffer error (or MPI_BOTTOM): the full path decides
     }
     let fast = (sendbuf, elems as usize * size, t0);
-    native_decided(g, coll, p, fast, (dt, op), &|| false, native)
+    native_decided(g, coll, p, fast, (dt, op, comm), &|| false, native)
 }
 
 /// The shared end of the fast paths: `fast` = (send buffer, bytes, start time). If the
@@ -201,7 +215,7 @@ fn native_decided(
     coll: Collective,
     p: usize,
     (sendbuf, bytes, t0): (*const c_void, usize, f64),
-    (dt, op): (MPI_Datatype, MPI_Op),
+    (dt, op, comm): (MPI_Datatype, MPI_Op, MPI_Comm),
     unequal: &dyn Fn() -> bool,
     native: &mut dyn FnMut() -> c_int,
 ) -> Option<c_int> {
@@ -220,8 +234,9 @@ fn native_decided(
         nodes: Default::default(),
         shm_refused: false,
     };
+    let learned = learned(g, comm, &call)?;
     let nf = ArgFacts { dt, op, unequal };
-    let d = decide(g, &call, &nf).ok()?;
+    let d = decide(g, &call, &nf, learned).ok()?;
     if d.algorithm != Algorithm::Native {
         return None;
     }

@@ -10,6 +10,7 @@ use crate::state::{self, Global};
 use mpi_sys::*;
 use pcoll::algo::{Algorithm, CallSpec, Collective};
 use pcoll::decide::{CallFacts, Decision, NativeFacts};
+use pcoll::learn::Candidate;
 use pcoll::nodes::NodeShape;
 use pcoll::Error;
 use std::os::raw::c_int;
@@ -37,14 +38,27 @@ impl NativeFacts for ArgFacts<'_> {
     }
 }
 
-/// The resolver's decision for a call (publishing the gate's cells for `p` on first use).
+/// The resolver's decision for a call (publishing the gate's cells for `p` on first use),
+/// with `PCOLL_LEARN`'s pick for it if the learner decides the call.
 pub(super) fn decide(
     g: &'static Global,
     call: &CallFacts,
     nf: &dyn NativeFacts,
+    learned: Option<Candidate>,
 ) -> Result<Decision, Error> {
     crate::gate::ensure(g, call.p);
-    state::resolver(g, call.coll, call.p).resolve(call, nf)
+    state::resolver(g, call.coll, call.p)
+        .with_learned(learned)
+        .resolve(call, nf)
+}
+
+/// What the full path runs: the algorithm, why (for the debug log and warnings), and, for a
+/// call that explores its cell under `PCOLL_LEARN`, its clock (such a call is never kept to
+/// be served again: the next call of the cell may run another candidate).
+pub(super) struct Chosen {
+    pub alg: Algorithm,
+    pub why: String,
+    pub explore: Option<crate::learn::Explore>,
 }
 
 /// The facts of a call every rank shares, from its arguments (`None`: an op the MPI rejects;
@@ -72,13 +86,11 @@ pub(super) fn call_facts(a: &Args, p: usize, bytes: usize) -> Option<CallFacts> 
 }
 
 /// Which algorithm runs, and why (for the debug log and warnings): the resolver with this
-/// process's overrides; a forced algorithm that cannot serve the call warns once under
-/// `PCOLL_FALLBACK=warn` (a table rule's fallback is only logged at debug level).
-pub(super) fn choose(
-    g: &'static Global,
-    a: &Args,
-    spec: &mut CallSpec,
-) -> Result<(Algorithm, String), c_int> {
+/// process's overrides and, for a call the learner decides, its pick (`crate::learn::step`:
+/// counted in its cell, every rank alike); a forced algorithm that cannot serve the call
+/// warns once under `PCOLL_FALLBACK=warn` (a table rule's fallback is only logged at debug
+/// level).
+pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Result<Chosen, c_int> {
     let mut call = CallFacts {
         coll: spec.coll,
         p: spec.p,
@@ -95,7 +107,11 @@ pub(super) fn choose(
         op: a.op,
         unequal: &unequal,
     };
-    let mut d = decided(g, &call, &nf)?;
+    if let Some((cand, explore)) = crate::learn::step(g, a.comm, spec.rank, &mut call, &nf) {
+        let d = decided(g, &call, &nf, Some(cand))?;
+        return Ok(chosen(g, spec, &call, d, explore));
+    }
+    let mut d = decided(g, &call, &nf, None)?;
     // The nodes only refine a decision that is not native without them: a rank can get here
     // while others went native through the gate or the fast path (which decide without
     // nodes), and must then go native too. A non-native decision sends every rank here.
@@ -103,18 +119,30 @@ pub(super) fn choose(
         let nodes = node_shape(g, a, spec);
         if nodes != NodeShape::default() {
             call.nodes = nodes;
-            d = decided(g, &call, &nf)?;
+            d = decided(g, &call, &nf, None)?;
         }
     }
     // `shm` needs the communicator's window: made now if this is the first call asking (every
     // rank asks alike), and if refused the decision falls back as for any ineligible one.
     if d.algorithm == Algorithm::Shm && shm_refused(a, spec) {
         call.shm_refused = true;
-        d = decided(g, &call, &nf)?;
+        d = decided(g, &call, &nf, None)?;
     }
+    Ok(chosen(g, spec, &call, d, None))
+}
+
+/// The decision as [`Chosen`]: its reason (formatted only when read), the fallback warning,
+/// the segment in the call's elements.
+fn chosen(
+    g: &'static Global,
+    spec: &mut CallSpec,
+    call: &CallFacts,
+    d: Decision,
+    explore: Option<crate::learn::Explore>,
+) -> Chosen {
     // The reason is only formatted when somebody reads it (a warning, the debug log).
     let why = if d.warn || log::log_enabled!(log::Level::Debug) {
-        d.reason(&call, &g.table)
+        d.reason(call, &g.table)
     } else {
         String::new()
     };
@@ -126,12 +154,21 @@ pub(super) fn choose(
         );
     }
     spec.seg_elems = d.seg_elems(spec.elem_bytes);
-    Ok((d.algorithm, why))
+    Chosen {
+        alg: d.algorithm,
+        why,
+        explore,
+    }
 }
 
 /// [`decide`], its error as the code to raise (every rank gets the same).
-fn decided(g: &'static Global, call: &CallFacts, nf: &dyn NativeFacts) -> Result<Decision, c_int> {
-    decide(g, call, nf).map_err(|e| {
+fn decided(
+    g: &'static Global,
+    call: &CallFacts,
+    nf: &dyn NativeFacts,
+    learned: Option<Candidate>,
+) -> Result<Decision, c_int> {
+    decide(g, call, nf, learned).map_err(|e| {
         log::error!("{e}");
         if call.commutative {
             consts::ERR_ARG()
@@ -151,8 +188,12 @@ fn node_shape(g: &'static Global, a: &Args, spec: &CallSpec) -> NodeShape {
     if spec.p <= 1 {
         return NodeShape::default();
     }
-    let (pick, _, _) =
-        state::resolver(g, spec.coll, spec.p).request(spec.coll, spec.p, spec.bytes());
+    let facts = CallFacts {
+        commutative: spec.commutative,
+        root: spec.root,
+        ..CallFacts::new(spec.coll, spec.p, spec.bytes())
+    };
+    let (pick, _, _) = state::resolver(g, spec.coll, spec.p).request(&facts);
     if matches!(pick, pcoll::Pick::Alg(alg) if alg.node_aware()) {
         return match crate::comm::state(a.comm, spec.p, spec.rank) {
             Ok(st) => st.layout(g).shape(),

@@ -1,0 +1,260 @@
+//! `PCOLL_LEARN` in the library (the pure part, cells, candidates, schedule, winner and the
+//! learned table, is `pcoll::learn`): the cells of each communicator (in its
+//! [`CommState`]), the timing of a cell's explored calls, the one agreement per cell (a
+//! `PMPI_Allreduce` `MAX` of the per-candidate times on the communicator's shadow, at the
+//! same call on every rank), and at `MPI_Finalize` the records of every rank gathered to
+//! rank 0 of `MPI_COMM_WORLD`, which writes the learned table.
+//!
+//! Which call does what: the fast paths (native, served again) read a cell's verdict
+//! ([`verdict`]) and take a call only once its cell is decided; every call of a cell still
+//! explored therefore reaches the full path on every rank, where [`step`] counts it (the
+//! same count on every rank), names its candidate, and at the agreement's call agrees. The
+//! native gate stays closed while learning (it would take calls the learner must count).
+
+use crate::comm::{self, CommState};
+use crate::consts;
+use crate::state::{self, Global};
+use mpi_sys::*;
+use parking_lot::Mutex;
+use pcoll::decide::{defects, CallFacts, NativeFacts};
+use pcoll::learn::table::Record;
+use pcoll::learn::{self as core, Candidate, Cell, CellKey, Step};
+use pcoll::Algorithm;
+use std::os::raw::{c_int, c_void};
+
+/// What the fast paths may do with a call.
+pub enum Verdict {
+    /// Not learning, or the call is not the learner's: decide as always.
+    Off,
+    /// Its cell is still explored (or not seen yet): the full path.
+    Explore,
+    /// Its cell is decided: this candidate.
+    Settled(Candidate),
+}
+
+/// Learning is on (agreed at `MPI_Init`).
+#[inline]
+pub fn on(g: &Global) -> bool {
+    g.cfg.learn.is_some() && !g.cfg.disable
+}
+
+/// The table in use came from `PCOLL_TUNING` (the cells it measures are not explored).
+fn user_table(g: &Global) -> bool {
+    g.cfg.tuning.is_some() && !g.table.origin().starts_with("built-in")
+}
+
+/// The call's cell and whether the learner decides it (`None`: it does not).
+fn cell_of(g: &'static Global, call: &CallFacts) -> Option<CellKey> {
+    if !on(g) {
+        return None;
+    }
+    let r = state::resolver(g, call.coll, call.p);
+    core::learnable(&r, call, user_table(g))
+        .then(|| CellKey::of(call))
+        .flatten()
+}
+
+/// The verdict of the call's cell on `comm` for a fast path (no MPI call, nothing counted).
+pub fn verdict(g: &'static Global, comm: MPI_Comm, call: &CallFacts) -> Verdict {
+    let Some(key) = cell_of(g, call) else {
+        return Verdict::Off;
+    };
+    let decided = comm::existing(comm).and_then(|st| st.learn.lock().get(&key)?.decided());
+    decided.map_or(Verdict::Explore, Verdict::Settled)
+}
+
+/// A timed call of a candidate: [`Timer::stop`] records it in its cell.
+pub struct Timer {
+    st: &'static CommState,
+    key: CellKey,
+    cand: usize,
+    t0: f64,
+}
+
+impl Timer {
+    /// Record this rank's time of the call.
+    pub fn stop(self) {
+        let ns = ((wtime() - self.t0).max(0.0) * 1e9) as u64;
+        if let Some(c) = self.st.learn.lock().get_mut(&self.key) {
+            c.record(self.cand, ns);
+        }
+    }
+}
+
+/// A call that explores its cell (not kept for the served-again path); `timer` is started
+/// by [`Explore::start`] if the call is timed.
+pub struct Explore {
+    timed: Option<(&'static CommState, CellKey, usize)>,
+}
+
+impl Explore {
+    /// Start the clock (just before the call runs).
+    pub fn start(&self) -> Option<Timer> {
+        self.timed.map(|(st, key, cand)| Timer {
+            st,
+            key,
+            cand,
+            t0: wtime(),
+        })
+    }
+}
+
+fn wtime() -> f64 {
+    // SAFETY: no arguments.
+    unsafe { PMPI_Wtime() }
+}
+
+/// The full path's step for a call the learner decides: count it in its cell (made on the
+/// first call, every rank alike: the communicator's state, nodes and, when `shm` is a
+/// candidate, its window are made here, collectively), then its candidate, and whether it
+/// explores. `call` gets the nodes and the `shm` facts the candidates were chosen with.
+/// `None`: not the learner's call (the resolver decides as without learning).
+pub fn step(
+    g: &'static Global,
+    comm: MPI_Comm,
+    rank: usize,
+    call: &mut CallFacts,
+    nf: &dyn NativeFacts,
+) -> Option<(Candidate, Option<Explore>)> {
+    let key = cell_of(g, call)?;
+    // A call native must be kept away from is the resolver's (every rank knows the defect).
+    if defects::fired(g.mpi, call, nf).is_some() {
+        return None;
+    }
+    let st = comm::state(comm, call.p, rank).ok()?;
+    let params = g.cfg.learn_params();
+    let mut cells = st.learn.lock();
+    if let std::collections::hash_map::Entry::Vacant(e) = cells.entry(key) {
+        e.insert(new_cell(g, st, call, nf)?);
+    }
+    call.nodes = st.known_layout().map(|l| l.shape()).unwrap_or_default();
+    let cell = cells.get_mut(&key)?;
+    let (cand, explore) = match cell.step(&params) {
+        Step::Run { cand, timed } => {
+            let timed = timed.then_some((st, key, cand));
+            (cand, Some(Explore { timed }))
+        }
+        Step::Settled(w) => (w, None),
+        Step::Agree => (agree(g, st, key, cell), None),
+    };
+    let c = cell.cands[cand];
+    if c.alg == Algorithm::Shm {
+        call.shm_refused = st.shm().is_none();
+    }
+    Some((c, explore))
+}
+
+/// A new cell: the communicator's nodes (asked now: every rank is in this call), the
+/// decision without learning, and the candidates; `shm` among them asks for its window.
+fn new_cell(
+    g: &'static Global,
+    st: &'static CommState,
+    call: &mut CallFacts,
+    nf: &dyn NativeFacts,
+) -> Option<Cell> {
+    call.nodes = st.layout(g).shape();
+    call.shm_refused = !crate::shm::enabled();
+    let params = g.cfg.learn_params();
+    let pick = |call: &CallFacts| -> Option<Vec<Candidate>> {
+        let r = state::resolver(g, call.coll, call.p);
+        let d = r.resolve(call, nf).ok()?;
+        let current = Candidate {
+            alg: d.algorithm,
+            segment: d.segment,
+        };
+        Some(core::candidates(&r, call, current, params.extra))
+    };
+    let mut cands = pick(call)?;
+    if cands.iter().any(|c| c.alg == Algorithm::Shm) && st.shm().is_none() {
+        call.shm_refused = true;
+        cands = pick(call)?;
+    }
+    let names: Vec<String> = cands.iter().map(|c| c.alg.to_string()).collect();
+    log::debug!(
+        "learn: {}: candidates {}",
+        CellKey::of(call).map_or(String::new(), |k| k.describe()),
+        names.join(", ")
+    );
+    Some(Cell::new(cands))
+}
+
+/// The agreement of a cell (every rank of the communicator is at this call): each rank's
+/// times (skewed by the test hook, if set), one `MAX` reduction, the winner. Rank 0 of the
+/// communicator keeps the record for the learned table. Returns the winner.
+fn agree(g: &'static Global, st: &'static CommState, key: CellKey, cell: &mut Cell) -> usize {
+    let local = skew(cell.times(), st.rank);
+    let n = local.len();
+    // Two check words: a hash of the cell and its complement; after MAX both come back
+    // unchanged only if every rank agreed on the same cell and candidates.
+    let h = check_word(&key, &cell.cands);
+    let mut v = local.clone();
+    v.extend([h, !h]);
+    // SAFETY: `v` holds n + 2 u64, reduced in place on the communicator's shadow.
+    let rc = unsafe {
+        PMPI_Allreduce(
+            consts::in_place(),
+            v.as_mut_ptr() as *mut c_void,
+            v.len() as c_int,
+            consts::dt_uint64(),
+            consts::op_max(),
+            st.shadow,
+        )
+    };
+    if rc != consts::SUCCESS() || v[n] != h || v[n + 1] != !h {
+        log::error!(
+            "learn: {}: the ranks did not agree (rc {rc}); native from now on",
+            key.describe()
+        );
+        return cell.settle(vec![0; n], 0.0);
+    }
+    v.truncate(n);
+    let mine = core::winner(&local, g.cfg.learn_params().margin);
+    let w = cell.settle(v.clone(), g.cfg.learn_params().margin);
+    log::debug!(
+        "learn: {}: local times {local:?} ns (own winner {}), agreed {v:?} ns: {}",
+        key.describe(),
+        cell.cands[mine].alg,
+        cell.cands[w].alg
+    );
+    if st.rank == 0 {
+        RECORDS.lock().push(Record {
+            key,
+            cands: cell.cands.clone(),
+            agreed: v,
+            winner: w,
+            calls: cell.calls,
+            timed: g.cfg.learn_params().timed,
+            margin: g.cfg.learn_params().margin,
+        });
+    }
+    w
+}
+
+fn check_word(key: &CellKey, cands: &[Candidate]) -> u64 {
+    pcoll::agree::digest_of(format!("{key:?}{cands:?}").as_bytes())
+}
+
+/// Test hook `PCOLL_LEARN_SKEW=1` (per rank, deliberately not agreed): this rank's times
+/// made 1000 times slower for every candidate but one, a different one on each rank (rank r
+/// favours candidate r mod k), so that the ranks' own winners differ.
+fn skew(mut times: Vec<u64>, rank: usize) -> Vec<u64> {
+    static ON: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
+        std::env::var("PCOLL_LEARN_SKEW").is_ok_and(|v| !v.is_empty() && v != "0")
+    });
+    if *ON {
+        let k = times.len();
+        for (i, m) in times.iter_mut().enumerate() {
+            if i != rank % k {
+                *m = m.saturating_mul(1000);
+            }
+        }
+    }
+    times
+}
+
+/// The cells decided on communicators where this process is rank 0.
+static RECORDS: Mutex<Vec<Record>> = parking_lot::const_mutex(Vec::new());
+
+#[path = "learn_finalize.rs"]
+mod finalize;
+pub use finalize::{at_finalize, at_init};

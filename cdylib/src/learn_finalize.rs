@@ -1,0 +1,180 @@
+//! The learned table's two ends: at `MPI_Init` (learning agreed on) every rank installs the
+//! finalize hook, so that every rank takes part in the gather at `MPI_Finalize`, and rank 0
+//! checks that it can write the path; at `MPI_Finalize` (the hook on `MPI_COMM_SELF`) every
+//! rank's records go to rank 0 of `MPI_COMM_WORLD` (one gather of lengths, one of the
+//! lines), which merges them and writes the table: to a temporary file renamed over the path
+//! (never a half-written table), or, if that fails, to stderr with the reason (never a lost
+//! run).
+
+use super::{on, user_table, RECORDS};
+use crate::consts;
+use crate::state::{self, Global};
+use mpi_sys::*;
+use pcoll::learn::table::{learned_table, Record};
+use std::io::Write;
+use std::os::raw::{c_int, c_void};
+use std::path::Path;
+
+/// At `MPI_Init`, once the settings are agreed: with learning on, the process state (and
+/// with it the finalize hook) on every rank, and rank 0's check of the path.
+pub fn at_init() {
+    let learning = crate::agree::var("PCOLL_LEARN").is_some_and(|v| !v.trim().is_empty());
+    if !learning || state::disabled() {
+        return;
+    }
+    let g = state::global();
+    if let (Some(path), 0) = (&g.cfg.learn, g.world_rank) {
+        if let Err(e) = writable(path) {
+            eprintln!(
+                "pcoll: warning: PCOLL_LEARN={:?}: cannot write there ({e}); the learned table will be printed to stderr at MPI_Finalize instead",
+                path.display()
+            );
+        }
+    }
+}
+
+/// Can `path` be written (without truncating it: it may be the table this run replays)?
+fn writable(path: &Path) -> std::io::Result<()> {
+    if path.is_dir() {
+        return Err(std::io::Error::other("it is a directory"));
+    }
+    if path.exists() {
+        return std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map(|_| ());
+    }
+    std::fs::File::create(path)?;
+    std::fs::remove_file(path)
+}
+
+/// At `MPI_Finalize`, on every rank (learning on): gather the records to rank 0 of
+/// `MPI_COMM_WORLD`, which writes the table.
+pub fn at_finalize() {
+    let Some(g) = state::try_global() else { return };
+    if !on(g) {
+        return;
+    }
+    // Never empty: an empty slice's pointer is 0x1, which is Open MPI's MPI_IN_PLACE.
+    let mine: String = RECORDS
+        .lock()
+        .iter()
+        .map(|r| r.to_line() + "\n")
+        .chain(std::iter::once("\n".to_string()))
+        .collect();
+    let Some(all) = gather(mine.as_bytes(), g.world_rank) else {
+        return;
+    };
+    if g.world_rank != 0 {
+        return;
+    }
+    let text = String::from_utf8_lossy(&all);
+    let records: Vec<Record> = text.lines().filter_map(Record::from_line).collect();
+    write_table(g, records);
+}
+
+/// Every rank's bytes, concatenated in rank order, at rank 0 (`Some(empty)` elsewhere;
+/// `None` if MPI refused).
+fn gather(mine: &[u8], rank: usize) -> Option<Vec<u8>> {
+    let world = consts::comm_world();
+    let mut size: c_int = 1;
+    // SAFETY: out-pointer; MPI is initialised (we are in MPI_Finalize's first step).
+    unsafe { PMPI_Comm_size(world, &mut size) };
+    let n = size.max(1) as usize;
+    let len = mine.len().min(c_int::MAX as usize) as c_int;
+    let mut lens = vec![0 as c_int; n];
+    // SAFETY: one int from each rank into `lens` (n ints) at rank 0.
+    let rc = unsafe {
+        PMPI_Gather(
+            &len as *const c_int as *const c_void,
+            1,
+            consts::dt_int(),
+            lens.as_mut_ptr() as *mut c_void,
+            1,
+            consts::dt_int(),
+            0,
+            world,
+        )
+    };
+    if rc != consts::SUCCESS() {
+        return None;
+    }
+    let mut displs = vec![0 as c_int; n];
+    let mut total: usize = 0;
+    for (d, &l) in displs.iter_mut().zip(&lens) {
+        *d = total.min(c_int::MAX as usize) as c_int;
+        total += l.max(0) as usize;
+    }
+    let mut all = vec![0u8; if rank == 0 { total.max(1) } else { 1 }];
+    // SAFETY: `len` bytes from each rank; at rank 0 `all` holds the sum of `lens` at `displs`.
+    let rc = unsafe {
+        PMPI_Gatherv(
+            mine.as_ptr() as *const c_void,
+            len,
+            consts::dt_byte(),
+            all.as_mut_ptr() as *mut c_void,
+            lens.as_ptr(),
+            displs.as_ptr(),
+            consts::dt_byte(),
+            0,
+            world,
+        )
+    };
+    all.truncate(if rank == 0 { total } else { 0 });
+    (rc == consts::SUCCESS()).then_some(all)
+}
+
+/// Rank 0: the learned table, written to `PCOLL_LEARN`'s path, or to stderr if it cannot be.
+fn write_table(g: &Global, records: Vec<Record>) {
+    let Some(path) = &g.cfg.learn else { return };
+    let n = records.len();
+    let pcoll_cells = records.iter().filter(|r| r.winner != 0).count();
+    let p = g.cfg.learn_params();
+    let header = [
+        format!(
+            "learned by pcoll {} (PCOLL_LEARN) on {} ({}), from the table {}",
+            env!("CARGO_PKG_VERSION"),
+            g.mpi.describe(),
+            state::running().1,
+            g.table.origin()
+        ),
+        format!(
+            "{n} cells decided: {pcoll_cells} by one of pcoll's algorithms, the rest native; {} timed calls per candidate after one warm-up call, margin {:.0}%",
+            p.timed,
+            100.0 * p.margin
+        ),
+        "replay: PCOLL_TUNING=<this file> (a cell without a rule: the model)".to_string(),
+    ];
+    let text = match learned_table(records, &g.table, user_table(g), &header) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("pcoll: error: PCOLL_LEARN: the learned table does not validate (a defect of pcoll, please report):\n{e}");
+            return;
+        }
+    };
+    match write_atomically(path, &text) {
+        Ok(()) => eprintln!(
+            "pcoll: PCOLL_LEARN: {n} cells learned ({pcoll_cells} on pcoll's algorithms), written to {}",
+            path.display()
+        ),
+        Err(e) => {
+            eprintln!(
+                "pcoll: error: PCOLL_LEARN={:?}: cannot write the learned table ({e}); here it is:",
+                path.display()
+            );
+            let _ = std::io::stderr().write_all(text.as_bytes());
+        }
+    }
+}
+
+/// `text` into `path` through a temporary file beside it and a rename.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp.{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    let r = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}

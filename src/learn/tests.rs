@@ -1,0 +1,325 @@
+use super::table::{learned_table, merge, Record};
+use super::*;
+use crate::config::Config;
+use crate::model::native::Mpi;
+use crate::tuning::Table;
+
+fn cands(algs: &[Algorithm]) -> Vec<Candidate> {
+    algs.iter()
+        .map(|&alg| Candidate { alg, segment: 0 })
+        .collect()
+}
+
+#[test]
+fn exploration_rotates_warms_up_then_agrees_once() {
+    use Algorithm::*;
+    let p = Params {
+        timed: 2,
+        ..Params::default()
+    };
+    let mut c = Cell::new(cands(&[Native, Ring, Circulant]));
+    let steps: Vec<Step> = (0..9).map(|_| c.step(&p)).collect();
+    let run = |cand, timed| Step::Run { cand, timed };
+    assert_eq!(
+        steps,
+        vec![
+            run(0, false),
+            run(1, false),
+            run(2, false),
+            run(0, true),
+            run(1, true),
+            run(2, true),
+            run(0, true),
+            run(1, true),
+            run(2, true),
+        ]
+    );
+    assert_eq!(c.step(&p), Step::Agree);
+    assert_eq!(c.explore_calls(&p), 9);
+    c.settle(vec![100, 50, 80], p.margin);
+    assert_eq!(c.step(&p), Step::Settled(1));
+    assert_eq!(c.step(&p), Step::Settled(1));
+    assert_eq!(c.calls, 12);
+    // Native alone: decided at once, no agreement.
+    let mut one = Cell::new(cands(&[Native]));
+    assert_eq!(one.step(&p), Step::Settled(0));
+}
+
+#[test]
+fn quartiles_and_margin() {
+    assert_eq!(lower_quartile(&[5, 1, 3]), 1);
+    assert_eq!(lower_quartile(&[4, 1, 3, 2]), 1);
+    // Five calls, three hit by interference: the second best is still a clean one.
+    assert_eq!(lower_quartile(&[9000, 100, 8000, 104, 9500]), 104);
+    assert_eq!(lower_quartile(&[u64::MAX, u64::MAX]), u64::MAX);
+    assert_eq!(lower_quartile(&[]), u64::MAX);
+    // Native 100: a pcoll candidate must be below 90 at margin 0.1.
+    assert_eq!(winner(&[100, 91, 95], 0.1), 0);
+    assert_eq!(winner(&[100, 89, 95], 0.1), 1);
+    assert_eq!(winner(&[100, 89, 50], 0.1), 2);
+    assert_eq!(winner(&[100, 60, 60], 0.1), 1); // ties: the earlier candidate
+    assert_eq!(winner(&[100, 99], 0.0), 1);
+    assert_eq!(winner(&[100], 0.1), 0);
+}
+
+/// Ranks that measured differently (here: each prefers another candidate by far) agree on
+/// one winner: the maximum over ranks of each rank's time is the same vector on every rank.
+#[test]
+fn agreement_is_one_winner_whatever_each_rank_measured() {
+    use Algorithm::*;
+    let p = Params {
+        timed: 3,
+        ..Params::default()
+    };
+    let ranks = 4;
+    let mut cells: Vec<Cell> = (0..ranks)
+        .map(|_| Cell::new(cands(&[Native, Ring, Circulant])))
+        .collect();
+    for (r, cell) in cells.iter_mut().enumerate() {
+        loop {
+            match cell.step(&p) {
+                Step::Run { cand, timed: true } => {
+                    let t = if cand == r % 3 {
+                        10
+                    } else {
+                        1000 + 7 * cand as u64
+                    };
+                    cell.record(cand, t);
+                }
+                Step::Run { .. } => {}
+                Step::Agree => break,
+                Step::Settled(_) => unreachable!(),
+            }
+        }
+    }
+    let local: Vec<usize> = cells.iter().map(|c| winner(&c.times(), p.margin)).collect();
+    assert_eq!(local, vec![0, 1, 2, 0], "the ranks' own winners differ");
+    let agreed: Vec<u64> = (0..3)
+        .map(|i| cells.iter().map(|c| c.times()[i]).max().unwrap())
+        .collect();
+    let won: Vec<usize> = cells
+        .iter_mut()
+        .map(|c| c.settle(agreed.clone(), p.margin))
+        .collect();
+    assert!(won.iter().all(|&w| w == won[0]), "{won:?}");
+}
+
+fn resolver_parts(mpi: Mpi) -> (Config, Table) {
+    (Config::default(), Table::builtin_for(mpi))
+}
+
+#[test]
+fn candidates_native_first_current_then_model_eligible_only() {
+    let (cfg, table) = resolver_parts(Mpi::OpenMpi);
+    let r = Resolver::new(&cfg, &table, Mpi::OpenMpi);
+    let call = CallFacts::new(Collective::Allreduce, 4, 1 << 20);
+    let cur = Candidate {
+        alg: Algorithm::Ring,
+        segment: 4096,
+    };
+    let c = candidates(&r, &call, cur, 2);
+    assert_eq!(c[0].alg, Algorithm::Native);
+    assert_eq!(c[1], cur);
+    assert_eq!(c.len(), 4);
+    assert!(c[2..]
+        .iter()
+        .all(|x| x.alg != Algorithm::Ring && x.segment == 0));
+    // A non-commutative op: only order-preserving algorithms.
+    let nc = CallFacts {
+        commutative: false,
+        ..call
+    };
+    let native = Candidate {
+        alg: Algorithm::Native,
+        segment: 0,
+    };
+    let c = candidates(&r, &nc, native, 5);
+    assert!(c.iter().all(|x| nc.eligible(x.alg).is_ok()), "{c:?}");
+    assert_eq!(c.iter().filter(|x| x.alg == Algorithm::Native).count(), 1);
+    // shm refused: never a candidate.
+    let refused = CallFacts {
+        shm_refused: true,
+        ..call
+    };
+    assert!(candidates(&r, &refused, native, 9)
+        .iter()
+        .all(|x| x.alg != Algorithm::Shm));
+}
+
+#[test]
+fn cells_key_what_every_rank_shares() {
+    let call = CallFacts {
+        root: 2,
+        ..CallFacts::new(Collective::Reduce, 3, 3000)
+    };
+    let k = CellKey::of(&call).unwrap();
+    assert_eq!(k.bytes(), (2048, 4096));
+    assert!(k.root_nonzero && k.commutative);
+    assert_eq!(CellKey::of(&CallFacts::new(Collective::Bcast, 1, 8)), None);
+    assert_eq!(CellKey::of(&CallFacts::new(Collective::Bcast, 2, 0)), None);
+    let b = CellKey::of(&CallFacts {
+        root: 1,
+        commutative: false,
+        ..CallFacts::new(Collective::Bcast, 2, 8)
+    })
+    .unwrap();
+    assert!(!b.root_nonzero && b.commutative, "bcast has neither");
+}
+
+#[test]
+fn learnable_unless_forced_or_measured_by_the_users_table() {
+    let (mut cfg, table) = resolver_parts(Mpi::Mpich);
+    let call = CallFacts::new(Collective::Reduce, 2, 1 << 20);
+    assert!(learnable(
+        &Resolver::new(&cfg, &table, Mpi::Mpich),
+        &call,
+        false
+    ));
+    // The built-in table measured p = 2, but it is not the user's: learned anyway.
+    let r = Resolver::new(&cfg, &table, Mpi::Mpich);
+    assert!(learnable(&r, &call, false));
+    assert!(!learnable(&r, &call, true), "the user's table measured it");
+    let t = Table::parse("[[reduce]]\np = 2\nbytes = [0, 1000]\nalgorithm = \"binomial\"\n[[reduce]]\nalgorithm = \"model\"\n", "t").unwrap();
+    let r = Resolver::new(&cfg, &t, Mpi::Mpich);
+    assert!(learnable(&r, &call, true), "a model rule measures nothing");
+    let small = CallFacts::new(Collective::Reduce, 2, 600);
+    assert!(!learnable(&r, &small, true));
+    let straddle = CallFacts::new(Collective::Reduce, 2, 1020); // octave [512, 1024)
+    assert!(!learnable(&r, &straddle, true));
+    cfg.force[Collective::Reduce.index()] = Some(crate::Pick::Model);
+    assert!(!learnable(
+        &Resolver::new(&cfg, &t, Mpi::Mpich),
+        &call,
+        false
+    ));
+}
+
+fn record(coll: Collective, p: usize, octave: u8, winner: usize, calls: u64) -> Record {
+    use Algorithm::*;
+    let algs: &[Algorithm] = if coll == Collective::Bcast {
+        &[Native, Binomial]
+    } else {
+        &[Native, Pipeline, Circulant]
+    };
+    let mut cs = cands(algs);
+    cs.last_mut().unwrap().segment = 8192;
+    Record {
+        key: CellKey {
+            coll,
+            p,
+            octave,
+            commutative: true,
+            root_nonzero: false,
+        },
+        agreed: (0..cs.len() as u64).map(|i| 1000 - 100 * i).collect(),
+        cands: cs,
+        winner,
+        calls: calls,
+        timed: 5,
+        margin: 0.1,
+    }
+}
+
+#[test]
+fn records_round_trip_and_merge_by_most_calls() {
+    let r = record(Collective::Reduce, 4, 20, 2, 25);
+    assert_eq!(Record::from_line(&r.to_line()), Some(r.clone()));
+    assert_eq!(Record::from_line("reduce 4"), None);
+    assert_eq!(
+        Record::from_line(&r.to_line().replace(" 2 25 ", " 9 25 ")),
+        None
+    );
+    let a = record(Collective::Reduce, 4, 20, 1, 30);
+    let m = merge(vec![
+        r.clone(),
+        a.clone(),
+        record(Collective::Bcast, 4, 3, 0, 8),
+    ]);
+    assert_eq!(m.len(), 2);
+    assert_eq!(m[0].0, a, "most calls first");
+    assert_eq!(m[0].1, vec![Algorithm::Circulant]);
+    // The order records arrive in does not matter.
+    let m2 = merge(vec![a, record(Collective::Bcast, 4, 3, 0, 8), r]);
+    assert_eq!(m, m2);
+}
+
+/// The written table parses, carries the measurement as comments, and replays every
+/// learned cell's winner (with its segment) at every size of its octave; cells it never
+/// decided fall to the rules after them (a user's table) or the model.
+#[test]
+fn learned_table_replays_the_winners() {
+    let recs = vec![
+        record(Collective::Reduce, 4, 20, 2, 25),
+        Record {
+            key: CellKey {
+                commutative: false,
+                root_nonzero: true,
+                ..record(Collective::Reduce, 4, 20, 0, 1).key
+            },
+            ..record(Collective::Reduce, 4, 20, 1, 25)
+        },
+        record(Collective::Bcast, 4, 3, 0, 13),
+    ];
+    let used = Table::parse(
+        "[model]\nalpha = 3e-6\n[[reduce]]\np = 4\nbytes = [\"1MiB\", \"2MiB\"]\nalgorithm = \"model\"\n[[reduce]]\nalgorithm = \"binomial\"\n",
+        "user.toml",
+    )
+    .unwrap();
+    let text = learned_table(recs, &used, true, &["learned here".into()]).unwrap();
+    assert!(text.contains("# learned here"), "{text}");
+    assert!(
+        text.contains("calls explored") && text.contains("margin 10%"),
+        "{text}"
+    );
+    let t = Table::parse(&text, "learned.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(t.model().alpha, 3e-6);
+    let at = |b: usize, c: bool, root: usize| {
+        t.lookup_call(Collective::Reduce, 4, b, c, root)
+            .map(|c| (c.algorithm, c.segment))
+    };
+    for b in [1 << 20, (1 << 21) - 1] {
+        assert_eq!(
+            at(b, true, 0),
+            Some((Algorithm::Circulant.into(), Some(8192)))
+        );
+        assert_eq!(at(b, false, 3), Some((Algorithm::Pipeline.into(), None)));
+    }
+    // Not learned: the user's rules (its model rule for 1-2 MiB still serves the other ops
+    // and roots there).
+    assert_eq!(at(1 << 20, false, 0), Some((crate::Pick::Model, None)));
+    assert_eq!(
+        at(1 << 22, true, 0),
+        Some((Algorithm::Binomial.into(), None))
+    );
+    assert_eq!(t.rules(Collective::Reduce).len(), 4);
+    // A user's rule the learned ones cover entirely is dropped (it could never match).
+    let used2 = Table::parse(
+        "[[bcast]]\np = 4\nbytes = [8, 16]\nalgorithm = \"model\"\n",
+        "u",
+    )
+    .unwrap();
+    let text = learned_table(
+        vec![record(Collective::Bcast, 4, 3, 1, 13)],
+        &used2,
+        true,
+        &[],
+    );
+    let t2 = Table::parse(&text.unwrap(), "l").unwrap();
+    assert_eq!(t2.rules(Collective::Bcast).len(), 1);
+    let bc = t.lookup(Collective::Bcast, 4, 9).map(|c| c.algorithm);
+    assert_eq!(bc, Some(Algorithm::Native.into()));
+    assert_eq!(
+        t.lookup(Collective::Bcast, 5, 9),
+        None,
+        "other p: the model"
+    );
+    // Without the user's rules: only the learned cells.
+    let text = learned_table(
+        vec![record(Collective::Bcast, 4, 3, 1, 13)],
+        &used,
+        false,
+        &[],
+    );
+    let t = Table::parse(&text.unwrap(), "l").unwrap();
+    assert_eq!(t.rules(Collective::Reduce).len(), 0);
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# verify/learn.sh <mpi> <libpcoll.so>: PCOLL_LEARN end to end (issue 24) with verify/learn.c
+# (a few cells per collective, results checked, every call's algorithm compared across ranks).
+#   learn     p = 2, 3: PCOLL_LEARN=t.toml: results right, every rank ran the same algorithm
+#             for every call, the table written (rank 0 says so) and valid
+#   replay    PCOLL_TUNING=t.toml: no warning; in every cell the table has a rule for, the
+#             rule's algorithm ran the last call of the learning run and of the replay
+#             (pcoll_last_algorithm); cells the learning run did not decide (a native defect
+#             kept them from native) are the model's on replay, as the docs say
+#   relearn   p = 2: PCOLL_TUNING=t.toml PCOLL_LEARN=t2.toml: nothing left to explore (0 cells
+#             decided), the same algorithms as the replay
+#   skew      p = 3, PCOLL_LEARN_SKEW=1: each rank's own timings favour another candidate;
+#             still one algorithm per call on every rank, and the debug log shows ranks whose
+#             own winner differs from the agreed one
+#   p1        one rank: nothing to learn, an empty table written
+#   bad       PCOLL_LEARN in a directory that does not exist and PCOLL_TUNING a broken file:
+#             a warning for each at start, the table on stderr at the end, the run passes
+# Last line: `learn: PASS (n checks)` or `learn: FAIL (k of n checks)`.
+set -uo pipefail
+[ $# -ge 2 ] || { echo "usage: $0 <mpi> <libpcoll.so>" >&2; exit 2; }
+MPI=$1
+LIB=$(readlink -f "$2")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=../scripts/mpi.sh
+source "$ROOT/scripts/mpi.sh"
+mpi_setup "$MPI" || exit 2
+[ -f "$LIB" ] || { echo "learn: FAIL (no library $LIB)"; exit 1; }
+OUT=$ROOT/build/verify/learn-$MPI
+mkdir -p "$OUT"
+rm -f "$OUT"/*.toml "$OUT"/*.log
+BIN=$OUT/learn
+$MPICC -O2 -Wall -o "$BIN" "$ROOT/verify/learn.c" -ldl || { echo "learn: FAIL (build)"; exit 1; }
+ITERS=${LEARN_ITERS:-20}
+TMO=${LEARN_TIMEOUT:-240}
+n=0
+bad=0
+fail() { bad=$((bad + 1)); echo "  FAIL: $*"; }
+check() { n=$((n + 1)); }
+
+# run NAME P VAR=value...: the program under pcoll, output in $OUT/NAME.log
+run() {
+  local name=$1 p=$2
+  shift 2
+  timeout -k 10 "$TMO" bash -c 'source "$0"; mpi_setup "$1" >/dev/null && shift 2 && mpi_run "$@"' \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- "$p" LD_PRELOAD="$LIB" "$@" -- "$BIN" --iters "$ITERS" \
+    </dev/null >"$OUT/$name.log" 2>&1
+  local rc=$?
+  check
+  if [ $rc != 0 ] || ! grep -q ' 0 wrong results, 0 algorithm disagreements' "$OUT/$name.log"; then
+    fail "$name (p=$p, exit $rc): $(grep -E '^learn:|pcoll' "$OUT/$name.log" | head -5 | tr '\n' ' ')"
+    return 1
+  fi
+  grep '^final' "$OUT/$name.log" | sort >"$OUT/$name.final"
+  echo "  $name p=$p: $(grep '^learn:' "$OUT/$name.log"); $(grep -h 'PCOLL_LEARN:' "$OUT/$name.log" | head -1)"
+}
+
+# replayed TABLE P LEARN REPLAY: every final line whose cell has a rule in TABLE ran the
+# rule's algorithm in both runs (one line of explanation on stdout; status 1 if not).
+replayed() {
+  python3 - "$@" <<'PY'
+import sys, tomllib
+table, p, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+t = tomllib.load(open(table, "rb"))
+def rule(coll, total, root0):
+    for r in t.get(coll, []):
+        lo, hi = r["p"] if isinstance(r.get("p"), list) else (0, 1 << 62)
+        blo, bhi = r["bytes"]
+        if lo <= p < hi and blo <= total < (bhi if bhi != "inf" else 1 << 62) and r.get("op", "commutative") == "commutative" \
+                and r.get("root", "zero" if root0 else "nonzero") == ("zero" if root0 else "nonzero"):
+            return r["algorithm"]
+bad, n = [], 0
+def load(path):  # final <label> <comm> <bytes> <alg> <collective> <table bytes> <root is 0>
+    return {tuple(f[1:4]): f for f in (line.split() for line in open(path))}
+finals = [load(f) for f in runs]
+for key, f in finals[0].items():
+    want = rule(f[5], int(f[6]), f[7] == "1")
+    if want is None:
+        continue
+    n += 1
+    for name, fin in zip(("learning", "replay"), finals):
+        got = fin[key][4]
+        if got != want:
+            bad.append(f"{' '.join(key)}: {name} ran {got}, the table says {want}")
+print("; ".join(bad[:4]) if bad else f"{n} learned cells ran the table's algorithm in the learning run and the replay")
+sys.exit(1 if bad or n == 0 else 0)
+PY
+}
+
+for p in 2 3; do
+  T=$OUT/t$p.toml
+  T2=$OUT/t$p-again.toml
+  run learn$p "$p" PCOLL_LEARN="$T" PCOLL_LEARN_CALLS=2 || continue
+  check
+  grep -q "pcoll: PCOLL_LEARN: .* cells learned .*written to $T" "$OUT/learn$p.log" && [ -s "$T" ] ||
+    fail "learn$p: no table written"
+  check
+  grep -q '^\[\[' "$T" || fail "learn$p: the table has no rules"
+  run replay$p "$p" PCOLL_TUNING="$T" || continue
+  check
+  grep -q 'pcoll: warning' "$OUT/replay$p.log" && fail "replay$p: $(grep 'pcoll: warning' "$OUT/replay$p.log" | head -2)"
+  check
+  why=$(replayed "$T" "$p" "$OUT/learn$p.final" "$OUT/replay$p.final") || fail "replay$p: $why"
+  echo "    $why"
+  [ "$p" = 2 ] || continue
+  run relearn$p "$p" PCOLL_TUNING="$T" PCOLL_LEARN="$T2" || continue
+  check
+  grep -q '^# 0 cells decided' "$T2" || fail "relearn$p: cells explored although the table measures them"
+  check
+  diff -q "$OUT/replay$p.final" "$OUT/relearn$p.final" >/dev/null || fail "relearn$p: other algorithms than the replay's"
+done
+
+run skew 3 PCOLL_LEARN="$OUT/skew.toml" PCOLL_LEARN_CALLS=2 PCOLL_LEARN_SKEW=1 PCOLL_LOG=pcoll_mpi::learn=debug
+check
+differ=$(grep -E 'own winner ([a-z_]+)\), agreed .*: ([a-z_]+)$' "$OUT/skew.log" |
+  sed -E 's/.*own winner ([a-z_]+)\), agreed .*: ([a-z_]+)$/\1 \2/' | awk '$1 != $2' | wc -l)
+agreements=$(grep -c 'own winner' "$OUT/skew.log")
+if [ "$differ" -gt 0 ]; then
+  echo "  skew: $differ of $agreements rank-agreements had a rank whose own winner was not the agreed one; every call still ran one algorithm on every rank"
+else
+  fail "skew: no rank's own winner differed from the agreed one ($agreements agreements): the test proves nothing"
+fi
+
+run p1 1 PCOLL_LEARN="$OUT/p1.toml"
+check
+grep -q '^# 0 cells decided' "$OUT/p1.toml" 2>/dev/null || fail "p1: no empty table"
+
+printf '[[reduce]]\nalgorithm = "nosuch"\n' >"$OUT/broken.toml"
+run bad 2 PCOLL_LEARN="$OUT/no/such/dir/t.toml" PCOLL_TUNING="$OUT/broken.toml" PCOLL_LEARN_CALLS=1
+check
+grep -q 'cannot write there' "$OUT/bad.log" || fail "bad: no warning at start about the path"
+check
+grep -q 'invalid tuning table' "$OUT/bad.log" || fail "bad: no warning about the broken table"
+check
+grep -q 'cannot write the learned table' "$OUT/bad.log" && grep -q '^\[\[' "$OUT/bad.log" ||
+  fail "bad: the table was not printed to stderr"
+
+if [ $bad = 0 ]; then echo "learn: PASS ($n checks)"; else echo "learn: FAIL ($bad of $n checks)"; fi
+[ $bad = 0 ]
