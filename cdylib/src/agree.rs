@@ -77,23 +77,10 @@ fn world() -> (c_int, c_int) {
 fn exchange(local: Inputs) -> Inputs {
     let (rank, size) = world();
     let mine = local.digest();
-    let n = mine.len();
-    let mut all = vec![0u64; n * size.max(1) as usize];
-    // SAFETY: n u64 sent, n per rank received into `all` (size × n).
-    let rc = unsafe {
-        PMPI_Allgather(
-            mine.as_ptr() as *const c_void,
-            n as c_int,
-            consts::dt_uint64(),
-            all.as_mut_ptr() as *mut c_void,
-            n as c_int,
-            consts::dt_uint64(),
-            consts::comm_world(),
-        )
-    };
-    if rc != consts::SUCCESS() {
+    let Some(all) = crate::nodes::allgather_u64(consts::comm_world(), size.max(1) as usize, &mine)
+    else {
         return local;
-    }
+    };
     let diffs = compare(&all);
     if diffs.is_empty() {
         return local;

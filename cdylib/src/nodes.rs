@@ -78,20 +78,27 @@ fn shared_key(shadow: MPI_Comm, rank: usize) -> Option<u64> {
 
 /// Every rank's key, grouped into nodes.
 fn gather_keys(shadow: MPI_Comm, size: usize, key: u64) -> Option<Layout> {
-    let mut all = vec![0u64; size];
-    // SAFETY: one u64 sent, `size` received into `all`.
+    Some(Layout::from_keys(&allgather_u64(shadow, size, &[key])?))
+}
+
+/// `mine` from every rank of `comm` (`size` ranks, each the same length), rank by rank; `None`
+/// when the MPI refuses the call.
+pub(crate) fn allgather_u64(comm: MPI_Comm, size: usize, mine: &[u64]) -> Option<Vec<u64>> {
+    let n = mine.len();
+    let mut all = vec![0u64; n * size.max(1)];
+    // SAFETY: n u64 sent, n per rank received into `all` (size × n).
     ok(unsafe {
         PMPI_Allgather(
-            &key as *const u64 as *const c_void,
-            1,
+            mine.as_ptr() as *const c_void,
+            n as c_int,
             consts::dt_uint64(),
             all.as_mut_ptr() as *mut c_void,
-            1,
+            n as c_int,
             consts::dt_uint64(),
-            shadow,
+            comm,
         )
     })?;
-    Some(Layout::from_keys(&all))
+    Some(all)
 }
 
 /// Every rank's processor name, grouped into nodes.
