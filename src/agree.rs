@@ -25,6 +25,10 @@ pub fn steering_vars() -> Vec<&'static str> {
         "PCOLL_NODES",
         "PCOLL_DISABLE",
         "PCOLL_MPI",
+        // The shared-memory level: whether it runs, its cells, who combines.
+        "PCOLL_SHM",
+        "PCOLL_SHM_BYTES",
+        "PCOLL_SHM_COMBINE",
         // Learning changes decisions, so whether it is on (and how it explores) is agreed;
         // the path matters only on rank 0, which writes the table.
         "PCOLL_LEARN",

@@ -52,15 +52,15 @@ struct Settings {
 
 fn settings() -> &'static Settings {
     static S: once_cell::sync::Lazy<Settings> = once_cell::sync::Lazy::new(|| {
-        let on = match std::env::var("PCOLL_SHM") {
-            Ok(v) => pcoll::config::parse_bool(&v).unwrap_or_else(|| {
+        let on = match crate::agree::var("PCOLL_SHM") {
+            Some(v) => pcoll::config::parse_bool(&v).unwrap_or_else(|| {
                 log::warn!("PCOLL_SHM={v}: not a boolean (accepted: 0, 1); shm stays on");
                 true
             }),
-            Err(_) => true,
+            None => true,
         };
-        let bytes = match std::env::var("PCOLL_SHM_BYTES") {
-            Ok(v) => match pcoll::tuning::size::parse_size(&v) {
+        let bytes = match crate::agree::var("PCOLL_SHM_BYTES") {
+            Some(v) => match pcoll::tuning::size::parse_size(&v) {
                 Ok(b) if b > CTRL + 2 * SLOTS * (4096 + 64) => b,
                 _ => {
                     log::warn!(
@@ -70,7 +70,7 @@ fn settings() -> &'static Settings {
                     DEFAULT_BYTES
                 }
             },
-            Err(_) => DEFAULT_BYTES,
+            None => DEFAULT_BYTES,
         };
         log::debug!("shm: on={on}, {bytes} bytes per rank");
         Settings { on, bytes }
@@ -78,15 +78,14 @@ fn settings() -> &'static Settings {
     &S
 }
 
-/// A reduce's root combines `x_root ⊕ partial` as it copies out (`PCOLL_SHM_COMBINE=1`; every
-/// rank must agree). Off by default: at p = 2 on this machine it streams fewer bytes but does
-/// all the reducing on one core, and measured slower (docs/shm.md).
+/// A reduce's root combines `x_root ⊕ partial` as it copies out (`PCOLL_SHM_COMBINE`, on by
+/// default; agreed across ranks at `MPI_Init` like every steering variable). At p = 2 the root
+/// then streams 3m bytes, the one-core bound, and waits once per chunk (docs/shm.md).
 pub fn combine_at_root() -> bool {
     static C: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
-        std::env::var("PCOLL_SHM_COMBINE")
-            .ok()
+        crate::agree::var("PCOLL_SHM_COMBINE")
             .and_then(|v| pcoll::config::parse_bool(&v))
-            .unwrap_or(false)
+            .unwrap_or(true)
     });
     *C
 }
