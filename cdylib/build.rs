@@ -40,6 +40,9 @@ fn main() {
     // The entry points' jumps (Rust) and the C entries they jump to (".text.hot.*") in one
     // output section, so a forwarded call's code is one page (shim/pcoll_entry.c).
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,keep-text-section-prefix");
+    // The name the library is installed and preloaded under (the Makefile copies
+    // libpcoll_mpi.so to libpcoll.so): programs linked with -lpcoll record it.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libpcoll.so");
 }
 
 /// The MPI header as the wrapper preprocesses it, with its macros (`-E -dM` lists the

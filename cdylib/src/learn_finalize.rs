@@ -106,10 +106,14 @@ fn gather(mine: &[u8], rank: usize) -> Option<Vec<u8>> {
         total += l.max(0) as usize;
     }
     let mut all = vec![0u8; if rank == 0 { total.max(1) } else { 1 }];
+    // An empty Vec's pointer is 1, which is MPI_IN_PLACE in Open MPI (erroneous at a
+    // non-root): send from a real byte when this rank has nothing.
+    let none = [0u8; 1];
+    let send = if mine.is_empty() { none.as_ptr() } else { mine.as_ptr() };
     // SAFETY: `len` bytes from each rank; at rank 0 `all` holds the sum of `lens` at `displs`.
     let rc = unsafe {
         PMPI_Gatherv(
-            mine.as_ptr() as *const c_void,
+            send as *const c_void,
             len,
             consts::dt_byte(),
             all.as_mut_ptr() as *mut c_void,
