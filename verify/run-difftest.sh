@@ -193,6 +193,9 @@ if [ $MODE = shm ]; then
   # p = 2 and 4 with many chunks, every owner folding a slice and the root copying out (PCOLL_SHM_COMBINE=0).
   run_one 2 "$CASES" PCOLL_SHM_BYTES=22528 PCOLL_SHM_COMBINE=0; shm_served 2 -PCOLL_SHM_BYTES 1
   run_one 4 $(( CASES / 2 )) PCOLL_SHM_BYTES=24576 PCOLL_SHM_COMBINE=0; shm_served 4 -PCOLL_SHM_BYTES 1
+  # Copies into cells with streaming stores (PCOLL_SHM_STREAM=1), many chunks and unaligned cells.
+  run_one 2 "$CASES" PCOLL_SHM_BYTES=22528 PCOLL_SHM_STREAM=1; shm_served 2 -PCOLL_SHM_BYTES 1
+  run_one 3 $(( CASES / 2 )) PCOLL_SHM_STREAM=1; shm_served 3 -PCOLL_SHM_STREAM 1
   # Fallback: a window larger than /dev/shm, and shm turned off: served by the others.
   # (--may-fall-back: the forced shm falls back, maybe to native: steer around its defects.)
   DIFFTEST_ARGS="$DIFFTEST_ARGS --may-fall-back" run_one 3 $(( CASES / 2 )) PCOLL_SHM_BYTES=1T PCOLL_FALLBACK=silent

@@ -124,6 +124,17 @@ impl Call {
             )
         }
     }
+    /// `copy` into a cell another rank reads: contiguous data with non-temporal stores
+    /// ([`copy_stream`]) with `PCOLL_SHM_STREAM=1`.
+    fn copy_in(&self, src: *const u8, cell: *mut u8, n: usize) -> Result<(), Error> {
+        if n == 0 || !self.facts.contiguous() || !stream() {
+            return self.copy(src, cell, n);
+        }
+        // SAFETY: n contiguous elements of the user's buffer into a cell sized for them
+        // (`cell_elems`); a cell never aliases a user buffer.
+        unsafe { copy_stream(src, cell, n * self.facts.size) };
+        Ok(())
+    }
     /// `acc := x ⊕ acc` over `n` elements.
     fn fold(&self, x: *const u8, acc: *mut u8, n: usize) -> Result<(), Error> {
         if n == 0 {
@@ -171,6 +182,61 @@ unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
             i -= 64;
             std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), 64);
         }
+    }
+}
+
+/// Copies into cells stream past the caches with `PCOLL_SHM_STREAM=1` (off by default). A cell
+/// written with ordinary stores sits dirty in the writer's cache and the reader pulls it core
+/// to core; on this 2-vCPU VM that transfer slows 3-4x in spells of seconds (docs/shm.md, The
+/// slow runs): a forced p = 2 reduce (Open MPI 4.1) at 16 KiB-2 MiB measured 1.1-2.2x native
+/// in 7 of 20 runs with ordinary stores, and 0.50-0.96x in all 20 runs alternated with them
+/// with streaming stores. Off by default because outside the spells streaming costs: Open MPI
+/// 0.34-0.70x becomes 0.50-0.92x, Open MPI 5 0.44-0.60x 0.50-0.91x, and Intel MPI's reduce,
+/// 0.53-0.93x with ordinary stores, loses to native (0.72-1.38x).
+fn stream() -> bool {
+    static S: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
+        std::env::var("PCOLL_SHM_STREAM")
+            .ok()
+            .and_then(|v| pcoll::config::parse_bool(&v))
+            .unwrap_or(false)
+    });
+    *S
+}
+
+/// Copy `n` bytes with non-temporal stores (16-byte `movntdq` on x86-64, after a head that
+/// aligns `dst`; an ordinary copy elsewhere), then `sfence`, so that the data is in memory,
+/// not in this core's cache, before the counter that publishes it.
+///
+/// # Safety
+/// `src` and `dst` are valid for `n` bytes and do not overlap.
+unsafe fn copy_stream(src: *const u8, dst: *mut u8, n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller's guarantee; every access lies inside the n bytes; SSE2 is part of
+    // x86-64; the stores are 16-byte aligned (the head aligned `dst`).
+    unsafe {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+        let head = ((16 - (dst as usize) % 16) % 16).min(n);
+        std::ptr::copy_nonoverlapping(src, dst, head);
+        let mut i = head;
+        while i + 64 <= n {
+            for k in (0..64).step_by(16) {
+                let v = _mm_loadu_si128(src.add(i + k) as *const __m128i);
+                _mm_stream_si128(dst.add(i + k) as *mut __m128i, v);
+            }
+            i += 64;
+        }
+        while i + 16 <= n {
+            let v = _mm_loadu_si128(src.add(i) as *const __m128i);
+            _mm_stream_si128(dst.add(i) as *mut __m128i, v);
+            i += 16;
+        }
+        std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
+        _mm_sfence();
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, dst, n)
     }
 }
 
@@ -257,7 +323,7 @@ fn chunk(
     for j in 0..s.nslices(len) {
         if s.copies_in(me, j, len, call.in_place) {
             let (a, b) = s.slice(len, j);
-            call.copy(call.at(call.input, lo + a), call.cell_at(my_in, a), b - a)?;
+            call.copy_in(call.at(call.input, lo + a), call.cell_at(my_in, a), b - a)?;
         }
     }
     counter(me, FILLED).store(g, Ordering::Release);
@@ -420,7 +486,7 @@ pub fn run_plan(w: Option<&Win>, call: &Call, plan: &Plan) -> Result<(), Error> 
 fn step(call: &Call, me: usize, s: &Step, cell: &dyn Fn(usize) -> *mut u8) -> Result<(), Error> {
     match *s {
         Step::In { src, cell: at, len } => {
-            call.copy(call.at(call.input, src), call.cell_at(cell(me), at), len)
+            call.copy_in(call.at(call.input, src), call.cell_at(cell(me), at), len)
         }
         Step::Own { src, dst, len } => {
             call.copy(call.at(call.input, src), call.at(call.output, dst), len)
@@ -452,7 +518,27 @@ fn step(call: &Call, me: usize, s: &Step, cell: &dyn Fn(usize) -> *mut u8) -> Re
 
 #[cfg(test)]
 mod tests {
-    use super::copy_bytes;
+    use super::{copy_bytes, copy_stream};
+
+    /// Streaming copies: every alignment of source and destination and lengths around the
+    /// 16- and 64-byte steps copy exactly the bytes asked for, nothing around them.
+    #[test]
+    fn copy_stream_copies_exactly() {
+        let src: Vec<u8> = (0..5000).map(|i| (i * 13 + 5) as u8).collect();
+        let mut dst = vec![0u8; 5200];
+        for so in [0usize, 1, 7, 16, 33] {
+            for d in [0usize, 3, 8, 15, 16, 60] {
+                for n in [0usize, 1, 15, 16, 17, 63, 64, 65, 100, 4096, 4097 + 13] {
+                    dst.iter_mut().for_each(|b| *b = 0xEE);
+                    // SAFETY: both ranges lie inside their vectors, which do not overlap.
+                    unsafe { copy_stream(src.as_ptr().add(so), dst.as_mut_ptr().add(d), n) };
+                    assert_eq!(&dst[d..d + n], &src[so..so + n], "so {so} d {d} n {n}");
+                    assert!(dst[..d].iter().all(|&b| b == 0xEE));
+                    assert!(dst[d + n..].iter().all(|&b| b == 0xEE));
+                }
+            }
+        }
+    }
 
     /// Every distance modulo 4 KiB (the backward path included) and lengths around the
     /// 64-byte blocks copy exactly the bytes asked for, nothing around them.
