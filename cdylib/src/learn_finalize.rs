@@ -109,7 +109,11 @@ fn gather(mine: &[u8], rank: usize) -> Option<Vec<u8>> {
     // An empty Vec's pointer is 1, which is MPI_IN_PLACE in Open MPI (erroneous at a
     // non-root): send from a real byte when this rank has nothing.
     let none = [0u8; 1];
-    let send = if mine.is_empty() { none.as_ptr() } else { mine.as_ptr() };
+    let send = if mine.is_empty() {
+        none.as_ptr()
+    } else {
+        mine.as_ptr()
+    };
     // SAFETY: `len` bytes from each rank; at rank 0 `all` holds the sum of `lens` at `displs`.
     let rc = unsafe {
         PMPI_Gatherv(

@@ -43,6 +43,12 @@ const STAGGER: usize = 64 * 13;
 pub(crate) const FILLED: usize = 0;
 pub(crate) const REDUCED: usize = 128;
 pub(crate) const READ: usize = 256;
+/// Rank 0's page only: until when (`CLOCK_MONOTONIC` ns) copies into cells stream
+/// (`run::stream_now`).
+pub(crate) const STREAM_UNTIL: usize = 384;
+/// Lines a rank writes before each `filled`, which a reader loads to time a core-to-core
+/// transfer (`run::probe`): 512 bytes apart, so that no prefetcher pairs them.
+pub(crate) const PROBES: [usize; 4] = [1024, 1536, 2048, 2560];
 
 /// Settings read once from the environment.
 struct Settings {
@@ -120,8 +126,8 @@ unsafe impl Send for Win {}
 unsafe impl Sync for Win {}
 
 impl Win {
-    /// A counter of `rank`'s segment.
-    fn counter(bases: &[*mut u8], rank: usize, off: usize) -> &AtomicU64 {
+    /// A counter (or another 8-byte word of the counters' page) of `rank`'s segment.
+    pub(crate) fn word(bases: &[*mut u8], rank: usize, off: usize) -> &AtomicU64 {
         // SAFETY: the segment is at least CTRL bytes, page aligned, mapped for the window's
         // life; the counter is 8-byte aligned and only accessed atomically.
         unsafe { &*(bases[rank].add(off) as *const AtomicU64) }

@@ -5,8 +5,10 @@
 //! outnumber the cores after [`patience`] (default 0; a yield with other jobs on the machine
 //! gives the core away for a time slice: a 1 MiB allreduce, p = 2, took 6.6 ms against
 //! native's 0.5 ms with other jobs running, but spinning 2 ms lost on a quiet machine).
+//! Copies into cells take streaming stores while readers time slow core-to-core transfers
+//! ([`stream_mode`], [`probe`]).
 
-use super::{Win, FILLED, READ, REDUCED};
+use super::{Win, FILLED, PROBES, READ, REDUCED, STREAM_UNTIL};
 use crate::consts;
 use crate::mpi_types::TypeFacts;
 use crate::pack;
@@ -125,9 +127,9 @@ impl Call {
         }
     }
     /// `copy` into a cell another rank reads: contiguous data with non-temporal stores
-    /// ([`copy_stream`]) with `PCOLL_SHM_STREAM=1`.
-    fn copy_in(&self, src: *const u8, cell: *mut u8, n: usize) -> Result<(), Error> {
-        if n == 0 || !self.facts.contiguous() || !stream() {
+    /// ([`copy_stream`]) when `stream` ([`stream_now`]).
+    fn copy_in(&self, src: *const u8, cell: *mut u8, n: usize, stream: bool) -> Result<(), Error> {
+        if n == 0 || !self.facts.contiguous() || !stream {
             return self.copy(src, cell, n);
         }
         // SAFETY: n contiguous elements of the user's buffer into a cell sized for them
@@ -185,22 +187,111 @@ unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
     }
 }
 
-/// Copies into cells stream past the caches with `PCOLL_SHM_STREAM=1` (off by default). A cell
-/// written with ordinary stores sits dirty in the writer's cache and the reader pulls it core
-/// to core; on this 2-vCPU VM that transfer slows 3-4x in spells of seconds (docs/shm.md, The
-/// slow runs): a forced p = 2 reduce (Open MPI 4.1) at 16 KiB-2 MiB measured 1.1-2.2x native
-/// in 7 of 20 runs with ordinary stores, and 0.50-0.96x in all 20 runs alternated with them
-/// with streaming stores. Off by default because outside the spells streaming costs: Open MPI
-/// 0.34-0.70x becomes 0.50-0.92x, Open MPI 5 0.44-0.60x 0.50-0.91x, and Intel MPI's reduce,
-/// 0.53-0.93x with ordinary stores, loses to native (0.72-1.38x).
-fn stream() -> bool {
-    static S: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
+/// How copies into cells are made (`PCOLL_SHM_STREAM`): `Some(true)` always streaming
+/// (non-temporal) stores, `Some(false)` never, `None` (unset, the default) while a reader saw
+/// slow core-to-core transfers ([`probe`]).
+///
+/// A cell written with ordinary stores sits dirty in the writer's cache and the reader pulls it
+/// core to core. On this 2-vCPU VM that transfer is 24-39 ns a line most of the time and
+/// 123-155 ns in spells of seconds (the host runs the two vCPUs on cores that share no cache:
+/// docs/shm.md, The slow runs), when a forced p = 2 reduce (Open MPI 4.1) at 16 KiB-2 MiB
+/// measured 1.1-2.2x native with ordinary stores (7 of 20 runs) and 0.50-0.96x with streaming
+/// ones (all 20 runs alternated with them). Outside the spells streaming costs (Open MPI 4.1
+/// 0.34-0.70x becomes 0.50-0.92x; Intel MPI's reduce loses to native), hence the probe.
+fn stream_mode() -> Option<bool> {
+    static S: once_cell::sync::Lazy<Option<bool>> = once_cell::sync::Lazy::new(|| {
         std::env::var("PCOLL_SHM_STREAM")
             .ok()
             .and_then(|v| pcoll::config::parse_bool(&v))
-            .unwrap_or(false)
     });
     *S
+}
+
+/// Fewest bytes a rank copies into a cell before streaming pays (and a clock read with it).
+const STREAM_MIN: usize = 16 << 10;
+
+/// A probed line slower than this (ns, the mean of [`PROBES`], two clock reads included) is
+/// slow: 42-57 ns (p10-p90) outside the spells on this VM, 123-155 inside them.
+const SLOW_LINE_NS: u64 = 90;
+
+/// Slow probes in a row that start (or renew) streaming.
+const SLOW_STREAK: u32 = 3;
+
+/// How long a slow probe keeps copies streaming (ns): spells last seconds; a probe every
+/// call of 64 KiB or more renews it.
+const STREAM_HOLD_NS: u64 = 250_000_000;
+
+/// `CLOCK_MONOTONIC` in ns (the same clock in every process of the node).
+fn mono_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: an out-pointer to a local.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Does a copy of `bytes` into a cell stream now?
+fn stream_now(bases: &[*mut u8], bytes: usize) -> bool {
+    match stream_mode() {
+        Some(on) => on,
+        None => {
+            bytes >= STREAM_MIN
+                && mono_ns() < Win::word(bases, 0, STREAM_UNTIL).load(Ordering::Relaxed)
+        }
+    }
+}
+
+/// Write the own probe lines (before publishing `filled`).
+fn mark_probes(bases: &[*mut u8], me: usize, g: u64) {
+    for off in PROBES {
+        Win::word(bases, me, off).store(g, Ordering::Relaxed);
+    }
+}
+
+/// Does a call that reads `bytes` from other ranks' cells probe? Every call of 64 KiB or more
+/// (a probe costs 0.2-0.6 µs), every eighth from 16 KiB, none below.
+fn probe_due(bytes: usize) -> bool {
+    static TICK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    stream_mode().is_none()
+        && (bytes >= 64 << 10
+            || (bytes >= STREAM_MIN && TICK.fetch_add(1, Ordering::Relaxed) % 8 == 0))
+}
+
+/// Time loads of rank `k`'s probe lines, each address depending on the last load (so that
+/// they do not overlap); a mean above [`SLOW_LINE_NS`] keeps copies streaming for
+/// [`STREAM_HOLD_NS`] on every rank of the window (only with `PCOLL_SHM_STREAM` unset).
+fn probe(bases: &[*mut u8], k: usize) {
+    if stream_mode().is_some() {
+        return;
+    }
+    let zero = std::hint::black_box(0u64);
+    let t0 = mono_ns();
+    let mut acc = 0u64;
+    for off in PROBES {
+        acc = acc
+            .wrapping_add(Win::word(bases, k, off + (acc & zero) as usize).load(Ordering::Relaxed));
+    }
+    std::hint::black_box(acc);
+    let t1 = mono_ns();
+    // Three slow probes in a row (this process's, across windows): a lone slow one is a
+    // preemption or an interrupt (outside the spells 42-57 ns, p10-p90, with 1-2% above 80).
+    static STREAK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    if (t1 - t0) / (PROBES.len() as u64) <= SLOW_LINE_NS {
+        STREAK.store(0, Ordering::Relaxed);
+        return;
+    }
+    if STREAK.fetch_add(1, Ordering::Relaxed) + 1 >= SLOW_STREAK {
+        let until = Win::word(bases, 0, STREAM_UNTIL);
+        if until.load(Ordering::Relaxed) < t1 {
+            log::debug!(
+                "shm: slow core-to-core transfers ({} ns a line): streaming copies",
+                (t1 - t0) / PROBES.len() as u64
+            );
+        }
+        until.fetch_max(t1 + STREAM_HOLD_NS, Ordering::Relaxed);
+    }
 }
 
 /// Copy `n` bytes with non-temporal stores (16-byte `movntdq` on x86-64, after a head that
@@ -308,7 +399,7 @@ fn chunk(
     let (lo, hi) = s.chunk(c);
     let len = hi - lo;
     let slot = (g as usize) % SLOTS;
-    let counter = |k: usize, off: usize| Win::counter(bases, k, off);
+    let counter = |k: usize, off: usize| Win::word(bases, k, off);
     let patient = p <= cores();
     // The slot is free once every rank has read chunk g - SLOTS.
     if g > SLOTS as u64 {
@@ -320,19 +411,32 @@ fn chunk(
     let own_cell = mine.map_or(true, |j| s.copies_in(me, j, len, call.in_place));
     let my_in = w.cell_ptr(bases, me, slot, false);
     // 1. Copy in the slices others read.
+    let streaming = stream_now(bases, len * call.facts.size);
     for j in 0..s.nslices(len) {
         if s.copies_in(me, j, len, call.in_place) {
             let (a, b) = s.slice(len, j);
-            call.copy_in(call.at(call.input, lo + a), call.cell_at(my_in, a), b - a)?;
+            call.copy_in(
+                call.at(call.input, lo + a),
+                call.cell_at(my_in, a),
+                b - a,
+                streaming,
+            )?;
         }
     }
+    mark_probes(bases, me, g);
     counter(me, FILLED).store(g, Ordering::Release);
+    // A reader times one transfer per call (`probe_due`).
+    let mut probed = c > 0 || !probe_due(s.count * call.facts.size);
     // 2. Reduce the own slice (unless its partial is the copied-in input itself).
     if let Some(j) = mine.filter(|&j| !s.partial_in_input(j)) {
         let (first, rest) = s.fold(me, j);
         for &k in std::iter::once(&first).chain(&rest) {
             if k != me {
                 wait_for(counter(k, FILLED), g, patient);
+                if !probed {
+                    probe(bases, k);
+                    probed = true;
+                }
             }
         }
         let (a, b) = s.slice(len, j);
@@ -361,6 +465,10 @@ fn chunk(
             }
             let owner = s.owner(j);
             wait_for(counter(owner, REDUCED), g, patient);
+            if !probed && owner != me {
+                probe(bases, owner);
+                probed = true;
+            }
             let (a, b) = s.slice(len, j);
             let cell = w.cell_ptr(bases, owner, slot, !s.partial_in_input(j));
             let from = call.cell_at(cell, a);
@@ -439,7 +547,7 @@ pub fn run_plan(w: Option<&Win>, call: &Call, plan: &Plan) -> Result<(), Error> 
     let Some(w) = w else {
         for c in 0..plan.chunks() {
             for s in plan.steps(0, c) {
-                step(call, 0, &s, &|_| std::ptr::null_mut())?;
+                step(call, 0, &s, &|_| std::ptr::null_mut(), false)?;
             }
         }
         return Ok(());
@@ -451,7 +559,7 @@ pub fn run_plan(w: Option<&Win>, call: &Call, plan: &Plan) -> Result<(), Error> 
     let bases = inner.bases.clone();
     let (me, p) = (w.rank, w.p);
     let patient = p <= cores();
-    let counter = |k: usize, off: usize| Win::counter(&bases, k, off);
+    let counter = |k: usize, off: usize| Win::word(&bases, k, off);
     for c in 0..plan.chunks() {
         let g = inner.seq + c as u64 + 1;
         let slot = (g as usize) % SLOTS;
@@ -464,17 +572,27 @@ pub fn run_plan(w: Option<&Win>, call: &Call, plan: &Plan) -> Result<(), Error> 
             }
         }
         let cell = |k: usize| w.cell_ptr(&bases, k, slot, false);
+        let bytes =
+            |v: &[Step]| -> usize { v.iter().map(step_len).sum::<usize>() * call.facts.size };
+        let streaming = stream_now(&bases, bytes(&steps[..fills]));
         for s in &steps[..fills] {
-            step(call, me, s, &cell)?;
+            step(call, me, s, &cell, streaming)?;
         }
+        mark_probes(&bases, me, g);
         counter(me, FILLED).store(g, Ordering::Release);
+        // A reader times one transfer per call (`probe_due`).
+        let mut probed = c > 0 || !probe_due(bytes(&steps[fills..]));
         for s in &steps[fills..] {
             for k in s.reads() {
                 if k != me {
                     wait_for(counter(k, FILLED), g, patient);
+                    if !probed {
+                        probe(&bases, k);
+                        probed = true;
+                    }
                 }
             }
-            step(call, me, s, &cell)?;
+            step(call, me, s, &cell, false)?;
         }
         counter(me, READ).store(g, Ordering::Release);
     }
@@ -483,11 +601,30 @@ pub fn run_plan(w: Option<&Win>, call: &Call, plan: &Plan) -> Result<(), Error> 
 }
 
 /// One step of rank `me`'s plan; `cell(k)` is rank k's input cell of this chunk's slot.
-fn step(call: &Call, me: usize, s: &Step, cell: &dyn Fn(usize) -> *mut u8) -> Result<(), Error> {
+/// Elements a step moves.
+fn step_len(s: &Step) -> usize {
     match *s {
-        Step::In { src, cell: at, len } => {
-            call.copy_in(call.at(call.input, src), call.cell_at(cell(me), at), len)
-        }
+        Step::In { len, .. }
+        | Step::Own { len, .. }
+        | Step::Out { len, .. }
+        | Step::Fold { len, .. } => len,
+    }
+}
+
+fn step(
+    call: &Call,
+    me: usize,
+    s: &Step,
+    cell: &dyn Fn(usize) -> *mut u8,
+    streaming: bool,
+) -> Result<(), Error> {
+    match *s {
+        Step::In { src, cell: at, len } => call.copy_in(
+            call.at(call.input, src),
+            call.cell_at(cell(me), at),
+            len,
+            streaming,
+        ),
         Step::Own { src, dst, len } => {
             call.copy(call.at(call.input, src), call.at(call.output, dst), len)
         }
