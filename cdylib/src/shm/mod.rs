@@ -21,6 +21,7 @@
 
 pub mod kernel;
 pub mod run;
+pub mod stream;
 
 use crate::consts;
 use mpi_sys::*;

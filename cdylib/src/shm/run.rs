@@ -6,9 +6,10 @@
 //! gives the core away for a time slice: a 1 MiB allreduce, p = 2, took 6.6 ms against
 //! native's 0.5 ms with other jobs running, but spinning 2 ms lost on a quiet machine).
 //! Copies into cells take streaming stores while readers time slow core-to-core transfers
-//! ([`stream_mode`], [`probe`]).
+//! ([`super::stream`]).
 
-use super::{Win, FILLED, PROBES, READ, REDUCED, STREAM_UNTIL};
+use super::stream::{copy_stream, mark_probes, probe, probe_due, stream_now};
+use super::{Win, FILLED, READ, REDUCED};
 use crate::consts;
 use crate::mpi_types::TypeFacts;
 use crate::pack;
@@ -127,7 +128,7 @@ impl Call {
         }
     }
     /// `copy` into a cell another rank reads: contiguous data with non-temporal stores
-    /// ([`copy_stream`]) when `stream` ([`stream_now`]).
+    /// ([`copy_stream`]) when `stream` ([`super::stream::stream_now`]).
     fn copy_in(&self, src: *const u8, cell: *mut u8, n: usize, stream: bool) -> Result<(), Error> {
         if n == 0 || !self.facts.contiguous() || !stream {
             return self.copy(src, cell, n);
@@ -187,150 +188,6 @@ unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
     }
 }
 
-/// How copies into cells are made (`PCOLL_SHM_STREAM`): `Some(true)` always streaming
-/// (non-temporal) stores, `Some(false)` never, `None` (unset, the default) while a reader saw
-/// slow core-to-core transfers ([`probe`]).
-///
-/// A cell written with ordinary stores sits dirty in the writer's cache and the reader pulls it
-/// core to core. On this 2-vCPU VM that transfer is 24-39 ns a line most of the time and
-/// 123-155 ns in spells of seconds (the host runs the two vCPUs on cores that share no cache:
-/// docs/shm.md, The slow runs), when a forced p = 2 reduce (Open MPI 4.1) at 16 KiB-2 MiB
-/// measured 1.1-2.2x native with ordinary stores (7 of 20 runs) and 0.50-0.96x with streaming
-/// ones (all 20 runs alternated with them). Outside the spells streaming costs (Open MPI 4.1
-/// 0.34-0.70x becomes 0.50-0.92x; Intel MPI's reduce loses to native), hence the probe.
-fn stream_mode() -> Option<bool> {
-    static S: once_cell::sync::Lazy<Option<bool>> = once_cell::sync::Lazy::new(|| {
-        std::env::var("PCOLL_SHM_STREAM")
-            .ok()
-            .and_then(|v| pcoll::config::parse_bool(&v))
-    });
-    *S
-}
-
-/// Fewest bytes a rank copies into a cell before streaming pays (and a clock read with it).
-const STREAM_MIN: usize = 16 << 10;
-
-/// A probed line slower than this (ns, the mean of [`PROBES`], two clock reads included) is
-/// slow: 42-57 ns (p10-p90) outside the spells on this VM, 123-155 inside them.
-const SLOW_LINE_NS: u64 = 90;
-
-/// Slow probes in a row that start (or renew) streaming.
-const SLOW_STREAK: u32 = 3;
-
-/// How long a slow probe keeps copies streaming (ns): spells last seconds; a probe every
-/// call of 64 KiB or more renews it.
-const STREAM_HOLD_NS: u64 = 250_000_000;
-
-/// `CLOCK_MONOTONIC` in ns (the same clock in every process of the node).
-fn mono_ns() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: an out-pointer to a local.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-/// Does a copy of `bytes` into a cell stream now?
-fn stream_now(bases: &[*mut u8], bytes: usize) -> bool {
-    match stream_mode() {
-        Some(on) => on,
-        None => {
-            bytes >= STREAM_MIN
-                && mono_ns() < Win::word(bases, 0, STREAM_UNTIL).load(Ordering::Relaxed)
-        }
-    }
-}
-
-/// Write the own probe lines (before publishing `filled`).
-fn mark_probes(bases: &[*mut u8], me: usize, g: u64) {
-    for off in PROBES {
-        Win::word(bases, me, off).store(g, Ordering::Relaxed);
-    }
-}
-
-/// Does a call that reads `bytes` from other ranks' cells probe? Every call of 64 KiB or more
-/// (a probe costs 0.2-0.6 µs), every eighth from 16 KiB, none below.
-fn probe_due(bytes: usize) -> bool {
-    static TICK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    stream_mode().is_none()
-        && (bytes >= 64 << 10
-            || (bytes >= STREAM_MIN && TICK.fetch_add(1, Ordering::Relaxed) % 8 == 0))
-}
-
-/// Time loads of rank `k`'s probe lines, each address depending on the last load (so that
-/// they do not overlap); a mean above [`SLOW_LINE_NS`] keeps copies streaming for
-/// [`STREAM_HOLD_NS`] on every rank of the window (only with `PCOLL_SHM_STREAM` unset).
-fn probe(bases: &[*mut u8], k: usize) {
-    if stream_mode().is_some() {
-        return;
-    }
-    let zero = std::hint::black_box(0u64);
-    let t0 = mono_ns();
-    let mut acc = 0u64;
-    for off in PROBES {
-        acc = acc
-            .wrapping_add(Win::word(bases, k, off + (acc & zero) as usize).load(Ordering::Relaxed));
-    }
-    std::hint::black_box(acc);
-    let t1 = mono_ns();
-    // Three slow probes in a row (this process's, across windows): a lone slow one is a
-    // preemption or an interrupt (outside the spells 42-57 ns, p10-p90, with 1-2% above 80).
-    static STREAK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    if (t1 - t0) / (PROBES.len() as u64) <= SLOW_LINE_NS {
-        STREAK.store(0, Ordering::Relaxed);
-        return;
-    }
-    if STREAK.fetch_add(1, Ordering::Relaxed) + 1 >= SLOW_STREAK {
-        let until = Win::word(bases, 0, STREAM_UNTIL);
-        if until.load(Ordering::Relaxed) < t1 {
-            log::debug!(
-                "shm: slow core-to-core transfers ({} ns a line): streaming copies",
-                (t1 - t0) / PROBES.len() as u64
-            );
-        }
-        until.fetch_max(t1 + STREAM_HOLD_NS, Ordering::Relaxed);
-    }
-}
-
-/// Copy `n` bytes with non-temporal stores (16-byte `movntdq` on x86-64, after a head that
-/// aligns `dst`; an ordinary copy elsewhere), then `sfence`, so that the data is in memory,
-/// not in this core's cache, before the counter that publishes it.
-///
-/// # Safety
-/// `src` and `dst` are valid for `n` bytes and do not overlap.
-unsafe fn copy_stream(src: *const u8, dst: *mut u8, n: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the caller's guarantee; every access lies inside the n bytes; SSE2 is part of
-    // x86-64; the stores are 16-byte aligned (the head aligned `dst`).
-    unsafe {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
-        let head = ((16 - (dst as usize) % 16) % 16).min(n);
-        std::ptr::copy_nonoverlapping(src, dst, head);
-        let mut i = head;
-        while i + 64 <= n {
-            for k in (0..64).step_by(16) {
-                let v = _mm_loadu_si128(src.add(i + k) as *const __m128i);
-                _mm_stream_si128(dst.add(i + k) as *mut __m128i, v);
-            }
-            i += 64;
-        }
-        while i + 16 <= n {
-            let v = _mm_loadu_si128(src.add(i) as *const __m128i);
-            _mm_stream_si128(dst.add(i) as *mut __m128i, v);
-            i += 16;
-        }
-        std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), n - i);
-        _mm_sfence();
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: the caller's guarantee.
-    unsafe {
-        std::ptr::copy_nonoverlapping(src, dst, n)
-    }
-}
-
 /// Can `MPI_Reduce_local` run on `dt` with `op` at all? Asked on every rank before a reducing
 /// call touches the window, with count 0, for a derived datatype (a named one always can, the
 /// validation checked the op on it): only the owners of slices reduce, so an error there
@@ -378,23 +235,30 @@ pub fn run(w: &Win, call: &Call) -> Result<(), Error> {
         combine_at_root: super::combine_at_root(),
     };
     let bases = inner.bases.clone();
+    let at = At {
+        w,
+        bases: &bases,
+        call,
+        s: &shape,
+    };
     for c in 0..shape.chunks() {
-        let g = inner.seq + c as u64 + 1;
-        chunk(w, &bases, call, &shape, c, g)?;
+        chunk(&at, c, inner.seq + c as u64 + 1)?;
     }
     inner.seq += shape.chunks() as u64;
     Ok(())
 }
 
+/// A reduce or allreduce call on a window: what its chunks share.
+struct At<'a> {
+    w: &'a Win,
+    bases: &'a [*mut u8],
+    call: &'a Call,
+    s: &'a Shape,
+}
+
 /// One chunk, global number `g` (from 1).
-fn chunk(
-    w: &Win,
-    bases: &[*mut u8],
-    call: &Call,
-    s: &Shape,
-    c: usize,
-    g: u64,
-) -> Result<(), Error> {
+fn chunk(at: &At, c: usize, g: u64) -> Result<(), Error> {
+    let (w, bases, call, s) = (at.w, at.bases, at.call, at.s);
     let (me, p) = (w.rank, w.p);
     let (lo, hi) = s.chunk(c);
     let len = hi - lo;
@@ -409,22 +273,8 @@ fn chunk(
     }
     let mine = s.slice_of(me, len);
     let own_cell = mine.map_or(true, |j| s.copies_in(me, j, len, call.in_place));
-    let my_in = w.cell_ptr(bases, me, slot, false);
     // 1. Copy in the slices others read.
-    let streaming = stream_now(bases, len * call.facts.size);
-    for j in 0..s.nslices(len) {
-        if s.copies_in(me, j, len, call.in_place) {
-            let (a, b) = s.slice(len, j);
-            call.copy_in(
-                call.at(call.input, lo + a),
-                call.cell_at(my_in, a),
-                b - a,
-                streaming,
-            )?;
-        }
-    }
-    mark_probes(bases, me, g);
-    counter(me, FILLED).store(g, Ordering::Release);
+    fill(at, c, g)?;
     // A reader times one transfer per call (`probe_due`).
     let mut probed = c > 0 || !probe_due(s.count * call.facts.size);
     // 2. Reduce the own slice (unless its partial is the copied-in input itself).
@@ -459,28 +309,62 @@ fn chunk(
     }
     // 3. Copy out (root last: x_root ⊕ partial).
     if s.copies_out(me) {
-        for j in 0..s.nslices(len) {
-            if s.direct(me, j) {
-                continue;
-            }
-            let owner = s.owner(j);
-            wait_for(counter(owner, REDUCED), g, patient);
-            if !probed && owner != me {
-                probe(bases, owner);
-                probed = true;
-            }
-            let (a, b) = s.slice(len, j);
-            let cell = w.cell_ptr(bases, owner, slot, !s.partial_in_input(j));
-            let from = call.cell_at(cell, a);
-            let to = call.at(call.output, lo + a);
-            if s.combines(j) {
-                combine(call, call.at(call.input, lo + a), from, to, b - a)?;
-            } else {
-                call.copy(from, to, b - a)?;
-            }
-        }
+        copy_out(at, c, g, probed)?;
     }
     counter(me, READ).store(g, Ordering::Release);
+    Ok(())
+}
+
+/// Step 1 of chunk `c` (global number `g`): copy in the slices others read, then publish
+/// `filled` (after the probe lines).
+fn fill(at: &At, c: usize, g: u64) -> Result<(), Error> {
+    let (w, bases, call, s) = (at.w, at.bases, at.call, at.s);
+    let me = w.rank;
+    let (lo, hi) = s.chunk(c);
+    let len = hi - lo;
+    let my_in = w.cell_ptr(bases, me, (g as usize) % SLOTS, false);
+    let streaming = stream_now(bases, len * call.facts.size);
+    for j in 0..s.nslices(len) {
+        if s.copies_in(me, j, len, call.in_place) {
+            let (a, b) = s.slice(len, j);
+            let (from, to) = (call.at(call.input, lo + a), call.cell_at(my_in, a));
+            call.copy_in(from, to, b - a, streaming)?;
+        }
+    }
+    mark_probes(bases, me, g);
+    Win::word(bases, me, FILLED).store(g, Ordering::Release);
+    Ok(())
+}
+
+/// Step 3 of chunk `c` (global number `g`): copy the slices out of their owners' cells (the
+/// root's own slice of a reduce is already in place), combining `x_root ⊕ partial` where the
+/// root comes last; probe an owner unless `probed`.
+fn copy_out(at: &At, c: usize, g: u64, mut probed: bool) -> Result<(), Error> {
+    let (w, bases, call, s) = (at.w, at.bases, at.call, at.s);
+    let me = w.rank;
+    let (lo, hi) = s.chunk(c);
+    let len = hi - lo;
+    let slot = (g as usize) % SLOTS;
+    for j in 0..s.nslices(len) {
+        if s.direct(me, j) {
+            continue;
+        }
+        let owner = s.owner(j);
+        wait_for(Win::word(bases, owner, REDUCED), g, w.p <= cores());
+        if !probed && owner != me {
+            probe(bases, owner);
+            probed = true;
+        }
+        let (a, b) = s.slice(len, j);
+        let cell = w.cell_ptr(bases, owner, slot, !s.partial_in_input(j));
+        let from = call.cell_at(cell, a);
+        let to = call.at(call.output, lo + a);
+        if s.combines(j) {
+            combine(call, call.at(call.input, lo + a), from, to, b - a)?;
+        } else {
+            call.copy(from, to, b - a)?;
+        }
+    }
     Ok(())
 }
 
@@ -655,27 +539,7 @@ fn step(
 
 #[cfg(test)]
 mod tests {
-    use super::{copy_bytes, copy_stream};
-
-    /// Streaming copies: every alignment of source and destination and lengths around the
-    /// 16- and 64-byte steps copy exactly the bytes asked for, nothing around them.
-    #[test]
-    fn copy_stream_copies_exactly() {
-        let src: Vec<u8> = (0..5000).map(|i| (i * 13 + 5) as u8).collect();
-        let mut dst = vec![0u8; 5200];
-        for so in [0usize, 1, 7, 16, 33] {
-            for d in [0usize, 3, 8, 15, 16, 60] {
-                for n in [0usize, 1, 15, 16, 17, 63, 64, 65, 100, 4096, 4097 + 13] {
-                    dst.iter_mut().for_each(|b| *b = 0xEE);
-                    // SAFETY: both ranges lie inside their vectors, which do not overlap.
-                    unsafe { copy_stream(src.as_ptr().add(so), dst.as_mut_ptr().add(d), n) };
-                    assert_eq!(&dst[d..d + n], &src[so..so + n], "so {so} d {d} n {n}");
-                    assert!(dst[..d].iter().all(|&b| b == 0xEE));
-                    assert!(dst[d + n..].iter().all(|&b| b == 0xEE));
-                }
-            }
-        }
-    }
+    use super::copy_bytes;
 
     /// Every distance modulo 4 KiB (the backward path included) and lengths around the
     /// 64-byte blocks copy exactly the bytes asked for, nothing around them.
