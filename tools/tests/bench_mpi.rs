@@ -5,7 +5,7 @@
 //! `MPIEXEC` names another launcher of the same ABI (the registry MPIs' `mpiexec`, as
 //! `make test` sets it). Skipped (with a message) when the launcher is not installed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn launcher(np: usize) -> Option<Vec<String>> {
@@ -68,6 +68,17 @@ fn run(np: usize, bin: &str, args: &[&str]) -> Option<String> {
     Some(so)
 }
 
+/// `pcoll-bench` on `np` ranks with `args`, then `--iters iters --warmup 1 --check --quiet
+/// --json json` (every test checks results against native and reads the JSON).
+fn bench(np: usize, iters: &str, json: &Path, args: &[&str]) -> Option<String> {
+    let mut all = args.to_vec();
+    let j = json.to_str().unwrap();
+    all.extend([
+        "--iters", iters, "--warmup", "1", "--check", "--quiet", "--json", j,
+    ]);
+    run(np, env!("CARGO_BIN_EXE_pcoll-bench"), &all)
+}
+
 fn json(path: &PathBuf) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -103,9 +114,10 @@ fn bench_all_collectives_checked() {
     let j = tmp("all.json");
     let svg = tmp("all.svg");
     let np = 2;
-    let Some(out) = run(
+    let Some(out) = bench(
         np,
-        env!("CARGO_BIN_EXE_pcoll-bench"),
+        "3",
+        &j,
         &[
             "--collectives",
             "reduce,allreduce,reduce_scatter,allgatherv",
@@ -113,14 +125,6 @@ fn bench_all_collectives_checked() {
             "8,1k,100000",
             "--p",
             "1,2",
-            "--iters",
-            "3",
-            "--warmup",
-            "1",
-            "--check",
-            "--quiet",
-            "--json",
-            j.to_str().unwrap(),
             "--plot",
             svg.to_str().unwrap(),
         ],
@@ -161,9 +165,10 @@ fn bench_cold_buffers_and_floor() {
     // --cold: every call on buffers rotated over >= 96 MiB per rank, said in the header, the
     // CSV and the JSON; the floor (one core's bound on rank 0) beside every row.
     let (j, c) = (tmp("cold.json"), tmp("cold.csv"));
-    let Some(out) = run(
+    let Some(out) = bench(
         2,
-        env!("CARGO_BIN_EXE_pcoll-bench"),
+        "3",
+        &j,
         &[
             "--collectives",
             "reduce,allreduce,bcast,allgatherv",
@@ -172,14 +177,6 @@ fn bench_cold_buffers_and_floor() {
             "--algorithms",
             "auto,shm",
             "--cold",
-            "--iters",
-            "3",
-            "--warmup",
-            "1",
-            "--check",
-            "--quiet",
-            "--json",
-            j.to_str().unwrap(),
             "--csv",
             c.to_str().unwrap(),
         ],
@@ -243,13 +240,14 @@ fn bench_other_types_and_ops_checked() {
         ("char", "sum", "allreduce,allgatherv"),
     ] {
         let j = tmp(&format!("{dt}.json"));
-        let Some(_) = run(
+        let Some(_) = bench(
             if pcoll_tools::bench::mpi::abi_name() == "mpich" {
                 2
             } else {
                 3
             },
-            env!("CARGO_BIN_EXE_pcoll-bench"),
+            "2",
+            &j,
             &[
                 "--collectives",
                 colls,
@@ -261,14 +259,6 @@ fn bench_other_types_and_ops_checked() {
                 "1,13,4099",
                 "--algorithms",
                 "binomial,ring,auto,passthru",
-                "--iters",
-                "2",
-                "--warmup",
-                "1",
-                "--check",
-                "--quiet",
-                "--json",
-                j.to_str().unwrap(),
             ],
         ) else {
             return;
@@ -289,9 +279,10 @@ fn bench_segments_checked() {
     // Run-time segment sizes (pcoll_segment) for every segmented algorithm, checked against
     // native; algorithms without segments get no `@size` variants.
     let j = tmp("seg.json");
-    let Some(out) = run(
+    let Some(out) = bench(
         2,
-        env!("CARGO_BIN_EXE_pcoll-bench"),
+        "2",
+        &j,
         &[
             "--collectives",
             "reduce,allreduce,reduce_scatter,allgatherv",
@@ -301,14 +292,6 @@ fn bench_segments_checked() {
             "pipeline,greedy,circulant,ring,auto",
             "--segments",
             "1k,16k",
-            "--iters",
-            "2",
-            "--warmup",
-            "1",
-            "--check",
-            "--quiet",
-            "--json",
-            j.to_str().unwrap(),
         ],
     ) else {
         return;
