@@ -122,20 +122,24 @@ pub fn step(
         return None;
     }
     let st = comm::state(comm, call.p, rank).ok()?;
-    let params = g.cfg.learn_params();
     let mut cells = st.learn.lock();
     if let std::collections::hash_map::Entry::Vacant(e) = cells.entry(key) {
         e.insert(new_cell(g, st, call, nf)?);
     }
     call.nodes = st.known_layout().map(|l| l.shape()).unwrap_or_default();
     let cell = cells.get_mut(&key)?;
-    let (cand, explore) = match cell.step(&params) {
+    let (cand, explore) = match cell.step() {
         Step::Run { cand, timed } => {
             let timed = timed.then_some((st, key, cand));
             (cand, Some(Explore { timed }))
         }
         Step::Settled(w) => (w, None),
-        Step::Agree => (agree(g, st, key, cell), None),
+        Step::Agree => {
+            let w = agree(g, st, key, cell);
+            // A winner still to be confirmed: this call must not be kept for the
+            // served-again path either (its next calls are counted here).
+            (w, cell.outcome.is_none().then_some(Explore { timed: None }))
+        }
     };
     let c = cell.cands[cand];
     if c.alg == Algorithm::Shm {
@@ -175,7 +179,8 @@ fn new_cell(
         CellKey::of(call).map_or(String::new(), |k| k.describe()),
         names.join(", ")
     );
-    Some(Cell::new(cands))
+    let timed = CellKey::of(call).map_or(params.timed, |k| params.timed_for(&k));
+    Some(Cell::new(cands, timed))
 }
 
 /// The agreement of a cell (every rank of the communicator is at this call): each rank's
@@ -205,27 +210,40 @@ fn agree(g: &'static Global, st: &'static CommState, key: CellKey, cell: &mut Ce
             "learn: {}: the ranks did not agree (rc {rc}); native from now on",
             key.describe()
         );
-        return cell.settle(vec![0; n], 0.0);
+        return cell.settle(vec![0; n], 0.0, false);
     }
     v.truncate(n);
-    let mine = core::winner(&local, g.cfg.learn_params().margin);
-    let w = cell.settle(v.clone(), g.cfg.learn_params().margin);
+    let margin = g.cfg.learn_params().margin;
+    let mine = core::winner(&local, margin);
+    let confirming = cell.confirm.is_some();
+    let w = cell.settle(v.clone(), margin, true);
     log::debug!(
-        "learn: {}: local times {local:?} ns (own winner {}), agreed {v:?} ns: {}",
+        "learn: {}: {} local times {local:?} ns (own winner {}), agreed {v:?} ns: {}{}",
         key.describe(),
+        if confirming {
+            "confirmation:"
+        } else {
+            "exploration:"
+        },
         cell.cands[mine].alg,
-        cell.cands[w].alg
+        cell.cands[w].alg,
+        if cell.outcome.is_none() {
+            " (to be confirmed)"
+        } else {
+            ""
+        }
     );
     if st.rank == 0 {
-        RECORDS.lock().push(Record {
-            key,
-            cands: cell.cands.clone(),
-            agreed: v,
-            winner: w,
-            calls: cell.calls,
-            timed: g.cfg.learn_params().timed,
-            margin: g.cfg.learn_params().margin,
-        });
+        if let Some(rec) = Record::of(key, cell, margin) {
+            let mut recs = RECORDS.lock();
+            match cell.record {
+                Some(i) if i < recs.len() => recs[i] = rec,
+                _ => {
+                    cell.record = Some(recs.len());
+                    recs.push(rec);
+                }
+            }
+        }
     }
     w
 }

@@ -147,9 +147,12 @@ fn write_table(g: &Global, records: Vec<Record>) {
             g.table.origin()
         ),
         format!(
-            "{n} cells decided: {pcoll_cells} by one of pcoll's algorithms, the rest native; {} timed calls per candidate after one warm-up call, margin {:.0}%",
+            "{n} cells decided: {pcoll_cells} by one of pcoll's algorithms, the rest native; {} timed calls per candidate after one warm-up call ({} below {}), margin {:.0}% and {:.1} us",
             p.timed,
-            100.0 * p.margin
+            p.timed_small(),
+            pcoll::tuning::size::format_size(pcoll::learn::SMALL_CELL),
+            100.0 * p.margin,
+            pcoll::learn::MIN_GAIN_NS as f64 / 1e3
         ),
         "replay: PCOLL_TUNING=<this file> (a cell without a rule: the model)".to_string(),
     ];

@@ -20,6 +20,16 @@
 //! whatever each rank measured. A pcoll algorithm wins only if faster than native by
 //! [`Params::margin`].
 //!
+//! A pcoll winner is **confirmed** before it is kept: the cell's next
+//! [`CONFIRM_ROUNDS`] × `timed` calls run it in blocks of [`CONFIRM_BLOCK`] calls whose last
+//! [`CONFIRM_NATIVE`] run native instead, every call timed but the first of each run, and a
+//! second agreement keeps it only if it still beats native by the margin ([`Cell::step`],
+//! [`Confirm`]). The exploration lasts a few milliseconds at the start of a cell and rotates
+//! the candidates call by call; the confirmation compares the two over 16 times as many
+//! calls, later, each after a call of its own (a collective can be slower right after
+//! another algorithm's traffic: Intel MPI's native reduce at 512 KiB measured 214-322 us
+//! between `binomial` calls in an IMB loop, 54 us back to back, where `binomial` took 228).
+//!
 //! Why the lower quartile and not the median: interference only ever adds time, and on a
 //! loaded node it hits more than half of a few calls (a descheduled rank of a busy-polling
 //! MPI loses a whole scheduler quantum, milliseconds, in whichever candidate it was running).
@@ -45,6 +55,25 @@ use crate::model::nodes::Levels;
 pub const DEFAULT_TIMED: usize = 5;
 /// Largest accepted `PCOLL_LEARN_CALLS`.
 pub const MAX_TIMED: usize = 100;
+/// Cells below this many bytes take [`SMALL_FACTOR`] times the timed calls: their calls last
+/// a few microseconds, where the skew of ranks leaving the previous call is as large as the
+/// differences between candidates, and more calls cost next to nothing.
+pub const SMALL_CELL: usize = 64 << 10;
+/// See [`SMALL_CELL`]: 4 x 5 = 20 timed calls per candidate.
+pub const SMALL_FACTOR: usize = 4;
+/// A pcoll algorithm must also win by this many nanoseconds. Measured (Intel MPI, p = 2,
+/// 2026-11-25): cells learned at 0.2-0.3 us below native's ~1-2 us (`binomial` bcast at 64 B
+/// and 4 KiB) replayed 1.3-1.4x slower than native; a gain that small is within the noise of
+/// a few timed calls, and worth nothing to the program.
+pub const MIN_GAIN_NS: u64 = 500;
+/// Confirmation calls per timed call of the exploration (see the module doc): 16 x 5 = 80
+/// calls for a large cell, 16 x 20 = 320 for a small one.
+pub const CONFIRM_ROUNDS: usize = 16;
+/// The confirmation runs in blocks of this many calls: the exploration's winner, then
+/// [`CONFIRM_NATIVE`] calls of native; a block's first call of each is not timed.
+pub const CONFIRM_BLOCK: u64 = 8;
+/// Native calls at the end of each confirmation block (a quarter of the calls).
+pub const CONFIRM_NATIVE: u64 = 2;
 /// Default margin: a pcoll algorithm must measure at least 10% faster than native (the
 /// lower quartile of 5 interleaved calls varies by a few percent on a quiet node; the A/B
 /// bar of issue 24 is 1.1x native per cell).
@@ -55,7 +84,9 @@ pub const DEFAULT_EXTRA: usize = 2;
 /// How a cell is explored (agreed across ranks: `PCOLL_LEARN_CALLS`, `PCOLL_LEARN_MARGIN`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Params {
-    /// Timed calls per candidate (after one warm-up call each).
+    /// Timed calls per candidate (after one warm-up call each) in a cell of at least
+    /// [`SMALL_CELL`] bytes; smaller cells take [`SMALL_FACTOR`] times as many
+    /// ([`Params::timed_for`]).
     pub timed: usize,
     /// A pcoll algorithm wins only if its agreed time is below `(1 - margin)` × native's.
     pub margin: f64,
@@ -70,6 +101,22 @@ impl Default for Params {
             margin: DEFAULT_MARGIN,
             extra: DEFAULT_EXTRA,
         }
+    }
+}
+
+impl Params {
+    /// Timed calls per candidate in the cell `key`: more for small cells ([`SMALL_CELL`]),
+    /// at most [`MAX_TIMED`]. A function of agreed facts: the same on every rank.
+    pub fn timed_for(&self, key: &CellKey) -> usize {
+        if key.bytes().0 < SMALL_CELL {
+            self.timed_small()
+        } else {
+            self.timed
+        }
+    }
+    /// Timed calls per candidate in a cell below [`SMALL_CELL`] bytes.
+    pub fn timed_small(&self) -> usize {
+        (self.timed * SMALL_FACTOR).min(MAX_TIMED.max(self.timed))
     }
 }
 
@@ -237,20 +284,39 @@ pub struct Outcome {
     pub agreed: Vec<u64>,
 }
 
+/// The confirmation of a pcoll winner (see the module doc): the exploration's outcome and,
+/// once agreed, the confirmation's times.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Confirm {
+    /// The exploration's winner (a pcoll candidate) and its agreed times.
+    pub explored: Outcome,
+    /// The confirmation's agreed times of native and of the exploration's winner, ns
+    /// (`None` until its agreement).
+    pub times: Option<[u64; 2]>,
+}
+
 /// One cell of one communicator: its candidates, calls, this rank's times, its outcome.
 #[derive(Clone, Debug)]
 pub struct Cell {
     pub cands: Vec<Candidate>,
-    /// Calls of the cell seen so far (the agreement's included).
+    /// Timed calls per candidate ([`Params::timed_for`]).
+    pub timed: usize,
+    /// Calls of the cell seen so far (the agreements' included).
     pub calls: u64,
     samples: Vec<Vec<u64>>,
+    /// The final outcome (after the confirmation, if the exploration's winner was pcoll's).
     pub outcome: Option<Outcome>,
+    /// The confirmation, from the exploration's agreement on.
+    pub confirm: Option<Confirm>,
+    /// The library's index of the cell's record (kept across the two agreements).
+    pub record: Option<usize>,
 }
 
 impl Cell {
     /// A new cell; with one candidate (native alone) it is decided at once, without an
-    /// agreement (every rank finds the same single candidate).
-    pub fn new(cands: Vec<Candidate>) -> Cell {
+    /// agreement (every rank finds the same single candidate). `timed`: timed calls per
+    /// candidate.
+    pub fn new(cands: Vec<Candidate>, timed: usize) -> Cell {
         let n = cands.len();
         let outcome = (n == 1).then(|| Outcome {
             winner: 0,
@@ -258,33 +324,54 @@ impl Cell {
         });
         Cell {
             cands,
+            timed,
             calls: 0,
             samples: vec![Vec::new(); n],
             outcome,
+            confirm: None,
+            record: None,
         }
     }
 
     /// Calls of exploration: one warm-up round and `timed` rounds over the candidates.
-    pub fn explore_calls(&self, p: &Params) -> u64 {
-        (self.cands.len() * (1 + p.timed)) as u64
+    pub fn explore_calls(&self) -> u64 {
+        (self.cands.len() * (1 + self.timed)) as u64
     }
 
-    /// The next call: counted, and what it does.
-    pub fn step(&mut self, p: &Params) -> Step {
+    /// Calls of the confirmation (between its two agreements).
+    pub fn confirm_calls(&self) -> u64 {
+        (CONFIRM_ROUNDS * self.timed) as u64
+    }
+
+    /// The next call: counted, and what it does. Exploration (`explore_calls`), the
+    /// agreement; for a pcoll winner then the confirmation (`confirm_calls`) and a second
+    /// agreement; then the outcome on every call.
+    pub fn step(&mut self) -> Step {
         let n = self.calls;
         self.calls += 1;
         if let Some(o) = &self.outcome {
             return Step::Settled(o.winner);
         }
         let k = self.cands.len() as u64;
-        if n < self.explore_calls(p) {
-            Step::Run {
+        let e = self.explore_calls();
+        if n < e {
+            return Step::Run {
                 cand: (n % k) as usize,
                 timed: n >= k,
-            }
-        } else {
-            Step::Agree
+            };
         }
+        if let Some(c) = &self.confirm {
+            let i = n - e - 1;
+            if i < self.confirm_calls() {
+                let (j, first_native) = (i % CONFIRM_BLOCK, CONFIRM_BLOCK - CONFIRM_NATIVE);
+                let native = j >= first_native;
+                return Step::Run {
+                    cand: if native { 0 } else { c.explored.winner },
+                    timed: j != 0 && j != first_native,
+                };
+            }
+        }
+        Step::Agree
     }
 
     /// This rank's time of one timed call of candidate `cand`, in nanoseconds.
@@ -300,14 +387,37 @@ impl Cell {
         self.samples.iter().map(|s| lower_quartile(s)).collect()
     }
 
-    /// Fix the outcome from the agreed times (the same on every rank); the winner's index.
-    pub fn settle(&mut self, agreed: Vec<u64>, margin: f64) -> usize {
+    /// Fix the outcome of an agreement from the agreed times (the same on every rank); the
+    /// winner's index (the candidate this call runs). The exploration's agreement starts the
+    /// confirmation if the winner is pcoll's and `confirm` is on; the confirmation's keeps
+    /// that winner only if it still beats native ([`winner`] of the two).
+    pub fn settle(&mut self, agreed: Vec<u64>, margin: f64, confirm: bool) -> usize {
+        if let Some(c) = &mut self.confirm {
+            let w = c.explored.winner;
+            let (nat, cand) = (agreed[0], agreed.get(w).copied().unwrap_or(u64::MAX));
+            c.times = Some([nat, cand]);
+            let kept = winner(&[nat, cand], margin) == 1;
+            let mut o = c.explored.clone();
+            o.winner = if kept { w } else { 0 };
+            let won = o.winner;
+            self.outcome = Some(o);
+            return won;
+        }
         let w = winner(&agreed, margin);
-        self.outcome = Some(Outcome { winner: w, agreed });
+        let o = Outcome { winner: w, agreed };
+        if w != 0 && confirm {
+            self.confirm = Some(Confirm {
+                explored: o,
+                times: None,
+            });
+            self.samples.iter_mut().for_each(|s| s.clear());
+        } else {
+            self.outcome = Some(o);
+        }
         w
     }
 
-    /// The decided candidate, if any.
+    /// The decided candidate, if any (the final outcome: a cell being confirmed is not).
     pub fn decided(&self) -> Option<Candidate> {
         self.outcome.as_ref().map(|o| self.cands[o.winner])
     }
@@ -324,8 +434,9 @@ pub fn lower_quartile(v: &[u64]) -> u64 {
     s[(s.len() - 1) / 4]
 }
 
-/// The winner among candidates whose agreed times are `agreed` (index 0 is native): the
-/// fastest pcoll candidate if its time is below `(1 - margin)` × native's, else native.
+/// The winner among candidates whose agreed times are `agreed` (nanoseconds, index 0 is
+/// native): the fastest pcoll candidate if its time is below `(1 - margin)` × native's and
+/// at least [`MIN_GAIN_NS`] below it, else native.
 /// Ties go to the earlier candidate. Integer inputs, so every rank computes the same.
 pub fn winner(agreed: &[u64], margin: f64) -> usize {
     let Some(&native) = agreed.first() else {
@@ -333,7 +444,12 @@ pub fn winner(agreed: &[u64], margin: f64) -> usize {
     };
     let best = (1..agreed.len()).min_by_key(|&i| (agreed[i], i));
     match best {
-        Some(i) if (agreed[i] as f64) < (1.0 - margin) * native as f64 => i,
+        Some(i)
+            if (agreed[i] as f64) < (1.0 - margin) * native as f64
+                && agreed[i].saturating_add(MIN_GAIN_NS) <= native =>
+        {
+            i
+        }
         _ => 0,
     }
 }

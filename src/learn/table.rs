@@ -4,7 +4,7 @@
 //! rules `PCOLL_TUNING` replays: one rule per cell (exact `p`, the cell's octave of bytes,
 //! `op` and `root` conditions where the collective has them), its measurement as comments.
 
-use super::{Candidate, CellKey};
+use super::{Candidate, Cell, CellKey};
 use crate::algo::{Algorithm, Collective};
 use crate::tuning::size::format_size;
 use crate::tuning::{shadowed, Rule, Table};
@@ -22,6 +22,9 @@ pub struct Record {
     /// Timed calls per candidate.
     pub timed: usize,
     pub margin: f64,
+    /// A pcoll winner's confirmation: the exploration's winner and, once agreed, the
+    /// confirmation's times of native and of it (ns).
+    pub confirm: Option<(usize, Option<[u64; 2]>)>,
 }
 
 impl Record {
@@ -44,7 +47,33 @@ impl Record {
         for (c, t) in self.cands.iter().zip(&self.agreed) {
             s.push_str(&format!(" {}:{}:{t}", c.alg.name(), c.segment));
         }
+        match self.confirm {
+            Some((w, Some([n, c]))) => s.push_str(&format!(" confirm:{w}:{n}:{c}")),
+            Some((w, None)) => s.push_str(&format!(" confirm:{w}:-:-")),
+            None => {}
+        }
         s
+    }
+
+    /// The record of a cell after its exploration's agreement (`None` before): its final
+    /// winner, or while it is being confirmed the exploration's.
+    pub fn of(key: CellKey, cell: &Cell, margin: f64) -> Option<Record> {
+        let (explored, winner) = match (&cell.confirm, &cell.outcome) {
+            (Some(c), Some(o)) => (&c.explored, o.winner),
+            (Some(c), None) => (&c.explored, c.explored.winner),
+            (None, Some(o)) => (o, o.winner),
+            (None, None) => return None,
+        };
+        Some(Record {
+            key,
+            cands: cell.cands.clone(),
+            agreed: explored.agreed.clone(),
+            winner,
+            calls: cell.calls,
+            timed: cell.timed,
+            margin,
+            confirm: cell.confirm.as_ref().map(|c| (c.explored.winner, c.times)),
+        })
     }
 
     /// The inverse of [`Record::to_line`] (`None` for a line it did not make).
@@ -66,8 +95,19 @@ impl Record {
             commutative: flag(3)?,
             root_nonzero: flag(4)?,
         };
-        let (mut cands, mut agreed) = (Vec::new(), Vec::new());
+        let (mut cands, mut agreed, mut confirm) = (Vec::new(), Vec::new(), None);
         for c in &f[9..] {
+            if let Some(rest) = c.strip_prefix("confirm:") {
+                let v: Vec<&str> = rest.split(':').collect();
+                let w = v.first()?.parse::<usize>().ok()?;
+                let t = match (v.get(1), v.get(2)) {
+                    (Some(&"-"), Some(&"-")) => None,
+                    (Some(n), Some(c)) => Some([n.parse().ok()?, c.parse().ok()?]),
+                    _ => return None,
+                };
+                confirm = Some((w, t));
+                continue;
+            }
             let mut it = c.split(':');
             let alg = it.next()?.parse::<Algorithm>().ok()?;
             let segment = it.next()?.parse::<usize>().ok()?;
@@ -75,7 +115,8 @@ impl Record {
             cands.push(Candidate { alg, segment });
         }
         let winner = num(5)? as usize;
-        (winner < cands.len()).then_some(Record {
+        let ok = winner < cands.len() && confirm.is_none_or(|(w, _)| w < cands.len());
+        ok.then_some(Record {
             key,
             cands,
             agreed,
@@ -83,6 +124,7 @@ impl Record {
             calls: num(6)?,
             timed: num(7)? as usize,
             margin: f[8].parse().ok()?,
+            confirm,
         })
     }
 
@@ -101,18 +143,37 @@ impl Record {
             .map(|(c, &t)| format!("{} {}", label(c), us(t)))
             .collect();
         let native = self.agreed[0].max(1) as f64;
-        let w = self.chosen();
-        format!(
-            "{}: {} calls explored ({} candidates, 1 warm-up + {} timed calls each); lower quartiles (slowest rank): {}; margin {:.0}%: {} ({:.2}x native)",
+        let explored = self.confirm.map_or(self.winner, |(w, _)| w);
+        let mut s = format!(
+            "{}: {} calls explored ({} candidates, 1 warm-up + {} timed calls each); lower quartiles (slowest rank): {}; margin {:.0}% and {:.1} us: {} ({:.2}x native)",
             self.key.describe(),
             self.calls,
             self.cands.len(),
             self.timed,
             meds.join(", "),
             100.0 * self.margin,
-            label(&w),
-            self.agreed[self.winner] as f64 / native
-        )
+            super::MIN_GAIN_NS as f64 / 1e3,
+            label(&self.cands[explored]),
+            self.agreed[explored] as f64 / native
+        );
+        match self.confirm {
+            Some((w, Some([n, c]))) => s.push_str(&format!(
+                "\nconfirmed over the next {} calls (blocks of {}, the last {} native): native {}, {} {}: {} ({:.2}x native)",
+                super::CONFIRM_ROUNDS * self.timed,
+                super::CONFIRM_BLOCK,
+                super::CONFIRM_NATIVE,
+                us(n),
+                label(&self.cands[w]),
+                us(c),
+                label(&self.chosen()),
+                if self.winner == 0 { 1.0 } else { c as f64 / n.max(1) as f64 }
+            )),
+            Some((_, None)) => s.push_str(
+                "\nits confirmation did not finish before the run ended: replayed as explored",
+            ),
+            None => {}
+        }
+        s
     }
 }
 
@@ -147,16 +208,29 @@ pub fn merge(mut records: Vec<Record>) -> Vec<(Record, Vec<Algorithm>)> {
     out
 }
 
-/// The rule replaying a record's winner for its cell.
-pub fn rule_of(r: &Record) -> Rule {
+/// The rule replaying a record's winner for its cell. A cell won by native names its op kind
+/// only where the learned cells of its octave need it (`learned`: every merged cell): native
+/// serves every op, and is what the program gets without pcoll, so a native cell covers the
+/// kind nobody explored. That keeps the native ranges whole for the native gate, which does
+/// not see the op's kind. The root stays named: a root other than 0 is where some MPIs'
+/// native reduce has a defect pcoll steers around (`decide::defects`), and such a cell is
+/// never explored.
+pub fn rule_of(r: &Record, learned: &[CellKey]) -> Rule {
     let (lo, hi) = r.key.bytes();
     let w = r.chosen();
-    let mut rule = Rule::new(w.alg).p(r.key.p..=r.key.p).bytes(lo..hi);
-    if r.key.coll.reduces() {
-        rule = rule.commutative(r.key.commutative);
+    let native = w.alg == Algorithm::Native;
+    let k = &r.key;
+    let other = |f: &dyn Fn(&CellKey) -> bool| {
+        learned
+            .iter()
+            .any(|o| o.coll == k.coll && o.p == k.p && o.octave == k.octave && o != k && f(o))
+    };
+    let mut rule = Rule::new(w.alg).p(k.p..=k.p).bytes(lo..hi);
+    if k.coll.reduces() && (!native || other(&|o| o.commutative != k.commutative)) {
+        rule = rule.commutative(k.commutative);
     }
-    if r.key.coll == Collective::Reduce {
-        rule = rule.root_zero(!r.key.root_nonzero);
+    if k.coll == Collective::Reduce {
+        rule = rule.root_zero(!k.root_nonzero);
     }
     if w.segment > 0 {
         rule = rule.segment(w.segment);
@@ -186,7 +260,9 @@ pub fn learned_table(
         }
     }
     let mut lists: Vec<Vec<Rule>> = vec![Vec::new(); Collective::ALL.len()];
-    for (r, others) in merge(records) {
+    let merged = merge(records);
+    let keys: Vec<CellKey> = merged.iter().map(|(r, _)| r.key).collect();
+    for (r, others) in merged {
         let mut note = r.note();
         if !others.is_empty() {
             let names: Vec<&str> = others.iter().map(|a| a.name()).collect();
@@ -196,7 +272,7 @@ pub fn learned_table(
                 names.join(", ")
             ));
         }
-        lists[r.key.coll.index()].push(rule_of(&r).note(note));
+        lists[r.key.coll.index()].push(rule_of(&r, &keys).note(note));
     }
     for coll in Collective::ALL {
         let list = &mut lists[coll.index()];
