@@ -13,7 +13,9 @@
 #     --off-cache       IMB's -off_cache -1 (cold buffers)
 #     --runs N          runs per side (default 2)
 #     --out FILE        also write the table there
-# Environment: IMB_ARGS adds IMB options (e.g. "-iter 200 -time 2").
+# Environment: IMB_ARGS adds IMB options (e.g. "-iter 200 -time 2"); IMB_PCOLL_ENV adds
+# VAR=VALUE words to the pcoll side only (e.g. "PCOLL_TUNING=learned.toml"; with
+# "PCOLL_LEARN=t.toml" and --runs 1 the pcoll run learns a table).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=mpi.sh
@@ -51,14 +53,15 @@ trap 'rm -rf "$TMP"' EXIT
 
 one() { # one <side> <run>
   local side=$1 kvs=(LD_LIBRARY_PATH="$LD_LIBRARY_PATH")
-  [ "$side" = pcoll ] && kvs+=(LD_PRELOAD="$LIB")
+  # shellcheck disable=SC2206
+  [ "$side" = pcoll ] && kvs+=(LD_PRELOAD="$LIB" ${IMB_PCOLL_ENV:-})
   # shellcheck disable=SC2086
   timeout -k 10 1800 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
     "$ROOT/scripts/mpi.sh" "$MPI" -- "$NP" "${kvs[@]}" -- \
     "$IMB" ${COLLS//,/ } -npmin "$NP" -msglog "$MSGLOG" "${OFF[@]}" ${IMB_ARGS:-} \
     </dev/null >"$TMP/$side.$2" 2>&1 || { echo "imb.sh: $side run $2 failed:" >&2; tail -5 "$TMP/$side.$2" >&2; exit 1; }
 }
-echo "imb.sh: $MPI, p = $NP, $COLLS, 2^$MSGLOG B${OFF:+, -off_cache -1}, best of $RUNS runs per side (alternated); pcoll = $LIB" >&2
+echo "imb.sh: $MPI, p = $NP, $COLLS, 2^$MSGLOG B${OFF:+, -off_cache -1}, best of $RUNS runs per side (alternated); pcoll = $LIB ${IMB_PCOLL_ENV:-}" >&2
 for r in $(seq "$RUNS"); do
   echo "  run $r/$RUNS: native" >&2; one native "$r"
   echo "  run $r/$RUNS: pcoll" >&2; one pcoll "$r"

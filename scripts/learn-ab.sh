@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/learn-ab.sh <mpi> [p] [iters]: what PCOLL_LEARN costs and what it wins, with the
 # in-process A/B (verify/ab.c: native PMPI_X and the interposed MPI_X alternated per
-# iteration, medians, AB_MEAN=1: means too). Per collective (reduce, allreduce) three runs of
+# iteration, medians, AB_MEAN=1: means too). Per collective (LEARN_COLLS, default all seven;
+# LEARN_SIZES overrides the sizes) three runs of
 # the same program: plain (the built-in table), learning (PCOLL_LEARN=t.toml) and replaying
 # (PCOLL_TUNING=t.toml). Prints the A/B lines of each run, then per run the geometric mean
 # and the worst cell of pcoll/native (medians), and the learning run's overhead: the mean
@@ -20,10 +21,10 @@ OUT=$ROOT/build/learn-ab/$MPI-p$P
 mkdir -p "$OUT"
 BIN=$OUT/ab
 $MPICC -O2 -o "$BIN" "$ROOT/verify/ab.c" || exit 1
-SIZES="8 64 512 4096 32768 262144 1048576 4194304"
+SIZES=${LEARN_SIZES:-"8 64 512 4096 32768 262144 1048576 4194304"}
 EXTRA=()
 [ "$MPI" = impi ] && EXTRA=(I_MPI_FABRICS=shm)
-for coll in reduce allreduce; do
+for coll in ${LEARN_COLLS:-reduce allreduce reduce_scatter reduce_scatter_block allgather allgatherv bcast}; do
   T=$OUT/$coll.toml
   rm -f "$T"
   for run in plain learn replay; do
