@@ -30,7 +30,8 @@ mkdir -p "$OUT"
 rm -f "$OUT"/*.toml "$OUT"/*.log
 BIN=$OUT/learn
 $MPICC -O2 -Wall -o "$BIN" "$ROOT/verify/learn.c" -ldl || { echo "learn: FAIL (build)"; exit 1; }
-ITERS=${LEARN_ITERS:-100}  # every cell explored (1 timed call: 20 calls below 64 KiB), confirmed (64) and settled
+ITERS=${LEARN_ITERS:-100}  # every cell explored (1 timed call: 20 calls below 64 KiB), confirmed (64) and settled;
+# the skew, p1 and bad runs need no settled cells: 30 rounds
 TMO=${LEARN_TIMEOUT:-240}
 n=0
 bad=0
@@ -109,7 +110,7 @@ for p in 2 3; do
   diff -q "$OUT/replay$p.final" "$OUT/relearn$p.final" >/dev/null || fail "relearn$p: other algorithms than the replay's"
 done
 
-run skew 3 PCOLL_LEARN="$OUT/skew.toml" PCOLL_LEARN_CALLS=2 PCOLL_LEARN_SKEW=1 PCOLL_LOG=pcoll_mpi::learn=debug
+ITERS=30 run skew 3 PCOLL_LEARN="$OUT/skew.toml" PCOLL_LEARN_CALLS=2 PCOLL_LEARN_SKEW=1 PCOLL_LOG=pcoll_mpi::learn=debug
 check
 differ=$(grep -E 'own winner ([a-z_]+)\), agreed .*: ([a-z_]+)$' "$OUT/skew.log" |
   sed -E 's/.*own winner ([a-z_]+)\), agreed .*: ([a-z_]+)$/\1 \2/' | awk '$1 != $2' | wc -l)
@@ -120,12 +121,12 @@ else
   fail "skew: no rank's own winner differed from the agreed one ($agreements agreements): the test proves nothing"
 fi
 
-run p1 1 PCOLL_LEARN="$OUT/p1.toml"
+ITERS=30 run p1 1 PCOLL_LEARN="$OUT/p1.toml"
 check
 grep -q '^# 0 cells decided' "$OUT/p1.toml" 2>/dev/null || fail "p1: no empty table"
 
 printf '[[reduce]]\nalgorithm = "nosuch"\n' >"$OUT/broken.toml"
-run bad 2 PCOLL_LEARN="$OUT/no/such/dir/t.toml" PCOLL_TUNING="$OUT/broken.toml" PCOLL_LEARN_CALLS=1
+ITERS=30 run bad 2 PCOLL_LEARN="$OUT/no/such/dir/t.toml" PCOLL_TUNING="$OUT/broken.toml" PCOLL_LEARN_CALLS=1
 check
 grep -q 'cannot write there' "$OUT/bad.log" || fail "bad: no warning at start about the path"
 check
