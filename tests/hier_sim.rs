@@ -4,7 +4,7 @@
 //! layouts (ranks of a node not consecutive; commutative ops only, where the builders must
 //! decline a non-commutative one). Counts, roots, in-place and op vary with the case.
 
-use pcoll::algo::hier::{build_hier, Ctx};
+use pcoll::algo::hier::{build_hier, Ctx, NodeSteps};
 use pcoll::algo::{Algorithm, CallSpec, Collective, CostParams};
 use pcoll::nodes::Layout;
 use pcoll::transport::sim::{run_programs, Affine, RankIo, SimOp, SumU64};
@@ -125,6 +125,8 @@ struct Case<'a> {
     count: usize,
     root: usize,
     seed: u64,
+    /// How node steps run (`ShmAlways`: every one through the simulated node window).
+    node: NodeSteps,
 }
 
 fn check(c: &Case) {
@@ -160,7 +162,7 @@ fn check(c: &Case) {
     let io = io_of(&spec, &inputs, c.in_place, eb);
     let aliased: Vec<bool> = io.iter().map(|x| x.in_alias.is_some()).collect();
     let has_out: Vec<bool> = io.iter().map(|x| x.out.is_some()).collect();
-    let (layout, s0, alg) = (Arc::new(c.layout.clone()), spec.clone(), c.alg);
+    let (layout, s0, alg, node) = (Arc::new(c.layout.clone()), spec.clone(), c.alg, c.node);
     // Inter-node parameters unlike the node's own, so that the two levels can pick differently.
     let inter = CostParams {
         alpha: 2e-5,
@@ -178,6 +180,7 @@ fn check(c: &Case) {
             &Ctx {
                 layout: &layout,
                 inter,
+                node,
             },
         )?;
         prog.validate(Some(s.in_len()), s.out_len().filter(|_| has_out[rank]))
@@ -185,8 +188,8 @@ fn check(c: &Case) {
         Ok(prog)
     };
     let what = format!(
-        "{} {} nodes={:?} comm={} in_place={} count={} root={} seed={}",
-        c.coll, c.alg, c.layout.members, c.commutative, c.in_place, c.count, c.root, c.seed
+        "{} {} nodes={:?} comm={} in_place={} count={} root={} seed={} {:?}",
+        c.coll, c.alg, c.layout.members, c.commutative, c.in_place, c.count, c.root, c.seed, c.node
     );
     let res =
         run_programs(p, Arc::new(make), op.clone(), io).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -251,6 +254,16 @@ fn all_sizes() -> Vec<Vec<usize>> {
 
 const COUNTS: [usize; 6] = [0, 1, 3, 7, 13, 101];
 
+/// The node steps a case runs with: point-to-point, and for `hier`'s reductions (the ones with
+/// node reduce and broadcast steps) every step through the (simulated) node window too.
+fn node_steps(alg: Algorithm, coll: Collective) -> Vec<NodeSteps> {
+    if alg == Algorithm::Hier && coll.reduces() {
+        vec![NodeSteps::PointToPoint, NodeSteps::ShmAlways]
+    } else {
+        vec![NodeSteps::PointToPoint]
+    }
+}
+
 #[test]
 fn every_layout_up_to_4_nodes_of_5() {
     let layouts = all_sizes();
@@ -263,16 +276,19 @@ fn every_layout_up_to_4_nodes_of_5() {
             // Every op kind and in-place flag at every layout; count and root rotate.
             for variant in 0..4 {
                 let k = li * 31 + ci * 7 + variant;
-                check(&Case {
-                    layout: &layout,
-                    coll,
-                    alg,
-                    commutative: variant & 1 == 0,
-                    in_place: variant & 2 != 0,
-                    count: COUNTS[k % COUNTS.len()],
-                    root: rng.below(p),
-                    seed: rng.next(),
-                });
+                for node in node_steps(alg, coll) {
+                    check(&Case {
+                        layout: &layout,
+                        coll,
+                        alg,
+                        commutative: variant & 1 == 0,
+                        in_place: variant & 2 != 0,
+                        count: COUNTS[k % COUNTS.len()],
+                        root: rng.below(p),
+                        seed: rng.next(),
+                        node,
+                    });
+                }
             }
         }
     }
@@ -287,16 +303,19 @@ fn interleaved_layouts_commutative() {
         let keys: Vec<usize> = (0..p).map(|_| rng.below(nodes)).collect();
         let layout = Layout::from_keys(&keys);
         for &(coll, alg) in &COMBOS {
-            check(&Case {
-                layout: &layout,
-                coll,
-                alg,
-                commutative: true,
-                in_place: round % 2 == 1,
-                count: COUNTS[round % COUNTS.len()],
-                root: rng.below(p),
-                seed: rng.next(),
-            });
+            for node in node_steps(alg, coll) {
+                check(&Case {
+                    layout: &layout,
+                    coll,
+                    alg,
+                    commutative: true,
+                    in_place: round % 2 == 1,
+                    count: COUNTS[round % COUNTS.len()],
+                    root: rng.below(p),
+                    seed: rng.next(),
+                    node,
+                });
+            }
         }
     }
 }
@@ -320,6 +339,7 @@ fn non_commutative_needs_consecutive_nodes() {
     let ctx = Ctx {
         layout: &layout,
         inter: CostParams::default(),
+        node: NodeSteps::PointToPoint,
     };
     for alg in [Algorithm::Hier, Algorithm::HierMl] {
         assert!(matches!(
@@ -331,6 +351,7 @@ fn non_commutative_needs_consecutive_nodes() {
     let ctx = Ctx {
         layout: &ok,
         inter: CostParams::default(),
+        node: NodeSteps::PointToPoint,
     };
     assert!(build_hier(Algorithm::HierMl, &spec, &ctx).is_ok());
 }
@@ -342,6 +363,7 @@ fn one_rank_per_node_sends_only_between_nodes() {
     let ctx = Ctx {
         layout: &layout,
         inter: CostParams::default(),
+        node: NodeSteps::PointToPoint,
     };
     for r in 0..4 {
         let spec = CallSpec {
@@ -370,4 +392,96 @@ fn one_rank_per_node_sends_only_between_nodes() {
             pcoll::algo::build(flat, &spec).unwrap().sent_elems()
         );
     }
+}
+
+/// With node windows (`NodeSteps::Shm`) and a message large enough for the model to price
+/// `shm` below point-to-point inside a node, `hier`'s node-local reduce and broadcast are
+/// node steps (no node-local message), the leaders' step stays point-to-point, and the
+/// two-level model prices the same steps; below `shm`'s smallest priced size they stay
+/// point-to-point.
+#[test]
+fn node_steps_through_the_window_where_the_model_says() {
+    use pcoll::model::nodes::{node_aware_time, Levels};
+    use pcoll::plan::Op;
+    let layout = Layout::from_sizes(&[3, 3]);
+    let intra = CostParams {
+        alpha: 1e-6,
+        beta: 2e-10,
+        gamma: 1e-10,
+    };
+    let inter = CostParams {
+        alpha: 2e-5,
+        beta: 8e-9,
+        gamma: 1e-10,
+    };
+    let spec = |r: usize, count: usize| CallSpec {
+        coll: Collective::Allreduce,
+        p: 6,
+        rank: r,
+        root: 0,
+        counts: vec![count],
+        displs: vec![],
+        commutative: true,
+        elem_bytes: 8,
+        seg_elems: 0,
+        params: intra,
+        in_place: false,
+    };
+    let ctx = Ctx {
+        layout: &layout,
+        inter,
+        node: NodeSteps::Shm,
+    };
+    let big = 1 << 17; // 1 MiB
+    assert!(pcoll::algo::hier::node_shm_pays(
+        Collective::Reduce,
+        3,
+        big * 8,
+        true,
+        &intra
+    ));
+    for r in 0..6 {
+        let prog = build_hier(Algorithm::Hier, &spec(r, big), &ctx).unwrap();
+        let nodes: Vec<&Op> = prog
+            .ops
+            .iter()
+            .filter(|o| matches!(o, Op::NodeReduce { .. } | Op::NodeBcast { .. }))
+            .collect();
+        assert_eq!(nodes.len(), 2, "rank {r}: a node reduce and a node bcast");
+        let local = layout.local_index(r);
+        // Only leaders send (to the other node's leader).
+        for o in &prog.ops {
+            if let Op::Isend { peer, .. } = o {
+                assert_eq!(local, 0, "rank {r} sends");
+                assert_ne!(layout.node_of[*peer], layout.node_of[r]);
+            }
+        }
+        // Below shm's smallest priced size: point-to-point inside the node.
+        let small = build_hier(Algorithm::Hier, &spec(r, 64), &ctx).unwrap();
+        assert!(!small
+            .ops
+            .iter()
+            .any(|o| matches!(o, Op::NodeReduce { .. } | Op::NodeBcast { .. })));
+    }
+    let shape = layout.shape();
+    let price = |node_shm| {
+        node_aware_time(
+            Collective::Allreduce,
+            Algorithm::Hier,
+            &shape,
+            big * 8,
+            true,
+            &Levels {
+                intra,
+                inter,
+                node_shm,
+            },
+        )
+    };
+    assert!(
+        price(true) < price(false),
+        "{} vs {}",
+        price(true),
+        price(false)
+    );
 }

@@ -32,9 +32,14 @@ pub struct CommState {
     layout: OnceCell<pcoll::nodes::Layout>,
     /// The shared window of `shm`, made when a call first asks for it ([`CommState::shm`]).
     shm: OnceCell<Option<Box<crate::shm::Win>>>,
+    /// The window of this rank's node for `hier`'s node steps ([`CommState::node_shm`]).
+    node_shm: OnceCell<NodeWin>,
     /// `PCOLL_LEARN`'s cells on this communicator (`crate::learn`).
     pub learn: Mutex<HashMap<pcoll::learn::CellKey, pcoll::learn::Cell>>,
 }
+
+/// A node's window: `Ok(None)` on a node of one rank, `Err(())` refused (on every rank).
+type NodeWin = Result<Option<Box<crate::shm::Win>>, ()>;
 
 /// Everything a program depends on besides the rank (the cost parameters come from the
 /// process-wide table, fixed for the life of the process).
@@ -98,6 +103,26 @@ impl CommState {
         self.shm
             .get_or_init(|| crate::shm::create(self.shadow, self.size, self.rank))
             .as_deref()
+    }
+    /// The window of this rank's node for `hier`'s node steps: `Ok(None)` on a node of one
+    /// rank, `Err(())` if refused on any node (then on every rank). Collective on first use
+    /// (it asks for the nodes first), so it is called only where every rank of the
+    /// communicator is in the same call.
+    pub fn node_shm(&self, g: &crate::state::Global) -> Result<Option<&crate::shm::Win>, ()> {
+        self.node_shm
+            .get_or_init(|| {
+                let l = self.layout(g);
+                crate::shm::create_node(self.shadow, l, self.rank)
+            })
+            .as_ref()
+            .map(|w| w.as_deref())
+            .map_err(|_| ())
+    }
+    /// The node's window if it was asked for already (no MPI call): None if not asked.
+    pub fn known_node_shm(&self) -> Option<Result<Option<&crate::shm::Win>, ()>> {
+        self.node_shm
+            .get()
+            .map(|r| r.as_ref().map(|w| w.as_deref()).map_err(|_| ()))
     }
     /// The nodes if they have been asked already (no MPI call).
     pub fn known_layout(&self) -> Option<&pcoll::nodes::Layout> {
@@ -187,6 +212,9 @@ unsafe extern "C" fn delete_state(
             // SAFETY: `attr` is the Box we leaked in `state()`; MPI calls this exactly once.
             let st = unsafe { Box::from_raw(attr as *mut CommState) };
             if let Some(Some(w)) = st.shm.get() {
+                w.release();
+            }
+            if let Some(Ok(Some(w))) = st.node_shm.get() {
                 w.release();
             }
             let mut shadow = st.shadow;
@@ -313,6 +341,7 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
         last: Mutex::new(None),
         layout: OnceCell::new(),
         shm: OnceCell::new(),
+        node_shm: OnceCell::new(),
         learn: Mutex::new(HashMap::new()),
     }));
     // SAFETY: hands ownership of the Box to the attribute; reclaimed in `delete_state`.

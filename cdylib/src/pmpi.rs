@@ -121,6 +121,8 @@ pub struct PmpiTransport<'a> {
     /// `Chunking::local`, and this rank (see [`PmpiTransport::chunk_max`]).
     chunk_local: Option<(usize, &'a [usize])>,
     rank: usize,
+    /// The window of this rank's node, for `hier`'s node steps (`Op::NodeReduce`, ...).
+    node: Option<&'a crate::shm::Win>,
     pub stats_msgs: usize,
 }
 
@@ -177,7 +179,52 @@ impl<'a> PmpiTransport<'a> {
             chunk_max: chunking.max_bytes,
             chunk_local: chunking.local,
             rank,
+            node: None,
             stats_msgs: 0,
+        }
+    }
+
+    /// Run the program's node steps on `w`, the window of this rank's node.
+    pub fn with_node(mut self, w: Option<&'a crate::shm::Win>) -> PmpiTransport<'a> {
+        self.node = w;
+        self
+    }
+
+    /// A node step's window: this rank's node's, of as many ranks as the step's members.
+    fn node_win(&self, members: &[usize]) -> Result<&'a crate::shm::Win, Error> {
+        match self.node {
+            Some(w) if w.ranks() == members.len() => Ok(w),
+            _ => Err(Error::Internal(format!(
+                "node step over {members:?} without its node's window"
+            ))),
+        }
+    }
+
+    /// A node step as `shm` runs a call: `n` elements of the call's type and op.
+    fn node_call(
+        &self,
+        input: *const u8,
+        output: *mut u8,
+        n: usize,
+        root: usize,
+    ) -> crate::shm::run::Call {
+        crate::shm::run::Call {
+            input,
+            output,
+            count: n,
+            dt: self.dt,
+            op: self.op,
+            facts: self.f,
+            commutative: self.commutative,
+            root,
+            all: false,
+            in_place: input == output as *const u8,
+            comm: self.comm,
+            fused: if self.f.contiguous() {
+                crate::shm::kernel::fused(self.op, self.dt)
+            } else {
+                None
+            },
         }
     }
 
@@ -466,5 +513,47 @@ impl Transport for PmpiTransport<'_> {
         let s = self.addr(&src)?;
         let d = self.addr(&dst)?;
         self.copy_elems(s, d, src.len)
+    }
+
+    fn node_reduce(
+        &mut self,
+        members: &[usize],
+        root: usize,
+        input: Piece,
+        output: Option<Piece>,
+    ) -> Result<(), Error> {
+        let w = self.node_win(members)?;
+        let i = self.addr(&input)? as *const u8;
+        let o = match output {
+            Some(o) => self.addr(&o)?,
+            None => std::ptr::null_mut(),
+        };
+        crate::shm::run::run(w, &self.node_call(i, o, input.len, root))?;
+        crate::state::record_node_step(false, input.len * self.f.size);
+        Ok(())
+    }
+
+    fn node_bcast(&mut self, members: &[usize], root: usize, data: Piece) -> Result<(), Error> {
+        use pcoll::algo::shm::xfer::{Kind, Plan};
+        let w = self.node_win(members)?;
+        let d = self.addr(&data)?;
+        let cell_elems = crate::shm::run::cell_elems(w.cell, &self.f)
+            .ok_or_else(|| Error::Unsupported("an element larger than a shm cell".into()))?;
+        let counts = [data.len];
+        let plan = Plan {
+            kind: Kind::Bcast { root },
+            p: members.len(),
+            counts: &counts,
+            displs: &[],
+            cell_elems,
+            in_place: false,
+        };
+        let call = crate::shm::run::Call {
+            in_place: false,
+            ..self.node_call(d, d, data.len, root)
+        };
+        crate::shm::run::run_plan(Some(w), &call, &plan)?;
+        crate::state::record_node_step(true, data.len * self.f.size);
+        Ok(())
     }
 }

@@ -363,8 +363,17 @@ pub fn last(coll: Collective) -> Option<Algorithm> {
     (v != NONE).then(|| Algorithm::ALL[v as usize])
 }
 
+/// Node steps of `hier` run through a node's shared window: reduces, broadcasts, bytes.
+static NODE_STEPS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+
+/// Count one node step of `hier` through the node's window (`PCOLL_STATS`).
+pub fn record_node_step(bcast: bool, bytes: usize) {
+    NODE_STEPS[usize::from(bcast)].fetch_add(1, Ordering::Relaxed);
+    NODE_STEPS[2].fetch_add(bytes as u64, Ordering::Relaxed);
+}
+
 /// The stats report: a header naming the MPI and the table, then one line per collective
-/// and algorithm that ran.
+/// and algorithm that ran, and a line of `hier`'s node steps through shared windows.
 pub fn report() -> String {
     let mut out = String::new();
     if let Some(g) = GLOBAL.get() {
@@ -390,6 +399,12 @@ pub fn report() -> String {
                 ));
             }
         }
+    }
+    let [r, b, bytes] = NODE_STEPS.each_ref().map(|c| c.load(Ordering::Relaxed));
+    if r + b > 0 {
+        out.push_str(&format!(
+            "pcoll: stats node-steps shm reduce={r} bcast={b} bytes={bytes}\n"
+        ));
     }
     out
 }

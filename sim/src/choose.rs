@@ -108,6 +108,7 @@ pub fn cell_on(
         let levels = Levels {
             intra: params,
             inter: table.model_net(),
+            node_shm: true,
         };
         let np = flat_params(&levels, &nodes, pcoll::Algorithm::Native);
         (

@@ -20,6 +20,10 @@ use crate::nodes::Layout;
 use crate::plan::{Buf, Op, Piece, Program};
 use crate::sched::blocks::split;
 
+mod node;
+use node::{node_bcast, node_reduce};
+pub use node::{node_shm_pays, NodeSteps};
+
 /// The cheapest pcoll algorithm the model prices for a sub-communicator of `p` ranks (never
 /// native or a node-aware one; binomial for p <= 1).
 pub fn pick_sub(
@@ -104,6 +108,26 @@ fn embed(prog: &mut Program, sub: &Program, ranks: &[usize], map: Option<Map>) {
                 src: mp(src),
                 dst: mp(dst),
             },
+            Op::NodeReduce {
+                members,
+                root,
+                input,
+                output,
+            } => Op::NodeReduce {
+                members: members.iter().map(|&q| ranks[q]).collect(),
+                root: *root,
+                input: mp(input),
+                output: output.as_ref().map(mp),
+            },
+            Op::NodeBcast {
+                members,
+                root,
+                data,
+            } => Op::NodeBcast {
+                members: members.iter().map(|&q| ranks[q]).collect(),
+                root: *root,
+                data: mp(data),
+            },
         });
     }
     prog.rounds += sub.rounds;
@@ -152,6 +176,8 @@ pub struct Ctx<'a> {
     pub layout: &'a Layout,
     /// Cost parameters between nodes (the call's own `params` hold inside a node).
     pub inter: CostParams,
+    /// How a node's reduce and broadcast steps run.
+    pub node: NodeSteps,
 }
 
 /// Build `alg` (`Hier` or `HierMl`) for `spec` over `ctx.layout`.
@@ -218,22 +244,13 @@ fn reduce(prog: &mut Program, s: &CallSpec, ctx: &Ctx) -> Result<(), Error> {
             at(Buf::Tmp(u32::MAX), 0) // never read: only a leader has a partial
         };
         let local_root = node.iter().position(|&r| r == lead[n]).unwrap_or(0);
-        Step {
-            coll: Collective::Reduce,
-            ranks: node,
-            root: local_root,
-            counts: vec![m],
-            displs: vec![],
-            in_place: s.in_place && is_root,
-            params: s.params,
-        }
-        .run(
+        node_reduce(
             prog,
             s,
-            Map {
-                input: at(Buf::In, 0),
-                output: acc,
-            },
+            ctx,
+            (node, local_root),
+            (at(Buf::In, 0), acc),
+            (m, s.in_place && is_root),
         )?;
         acc_in_place = is_root;
     }
@@ -270,22 +287,13 @@ fn allreduce(prog: &mut Program, s: &CallSpec, ctx: &Ctx) -> Result<(), Error> {
     let lead = leaders(l, None);
     let mut acc = (at(Buf::In, 0), s.in_place);
     if node.len() > 1 {
-        Step {
-            coll: Collective::Reduce,
-            ranks: node,
-            root: 0,
-            counts: vec![m],
-            displs: vec![],
-            in_place: s.in_place && li == 0,
-            params: s.params,
-        }
-        .run(
+        node_reduce(
             prog,
             s,
-            Map {
-                input: at(Buf::In, 0),
-                output: at(Buf::Out, 0),
-            },
+            ctx,
+            (node, 0),
+            (at(Buf::In, 0), at(Buf::Out, 0)),
+            (m, s.in_place && li == 0),
         )?;
         acc = (at(Buf::Out, 0), true);
     }
@@ -308,7 +316,7 @@ fn allreduce(prog: &mut Program, s: &CallSpec, ctx: &Ctx) -> Result<(), Error> {
             },
         )?;
     }
-    bcast(prog, node, li, &[Piece::new(Buf::Out, 0, m)]);
+    node_bcast(prog, s, ctx, (node, li), Piece::new(Buf::Out, 0, m));
     Ok(())
 }
 
@@ -497,23 +505,7 @@ fn reduce_scatter(prog: &mut Program, s: &CallSpec, ctx: &Ctx) -> Result<(), Err
         } else {
             at(Buf::Tmp(u32::MAX), 0)
         };
-        Step {
-            coll: Collective::Reduce,
-            ranks: node,
-            root: 0,
-            counts: vec![total],
-            displs: vec![],
-            in_place: false,
-            params: s.params,
-        }
-        .run(
-            prog,
-            s,
-            Map {
-                input: at(Buf::In, 0),
-                output: t,
-            },
-        )?;
+        node_reduce(prog, s, ctx, (node, 0), (at(Buf::In, 0), t), (total, false))?;
         acc = (t, false);
     }
     if li != 0 {

@@ -59,6 +59,9 @@ pub struct CallFacts {
     /// `shm` cannot serve the communicator: its shared window was refused or turned off, or
     /// its ranks span nodes (default: not known to fail; learnt when `shm` is first asked).
     pub shm_refused: bool,
+    /// Every node of the communicator has a shared window for `hier`'s node steps (default:
+    /// assumed, as with `shm` on; false once the windows were refused or `shm` is off).
+    pub node_shm: bool,
 }
 
 impl CallFacts {
@@ -73,6 +76,7 @@ impl CallFacts {
             root: 0,
             nodes: NodeShape::default(),
             shm_refused: false,
+            node_shm: true,
         }
     }
 
@@ -361,6 +365,7 @@ impl<'a> Resolver<'a> {
             let levels = crate::model::nodes::Levels {
                 intra: params,
                 inter: self.table.model_net(),
+                node_shm: call.node_shm,
             };
             return model::pick_nodes(
                 self.mpi,

@@ -218,6 +218,7 @@ fn model_prices(r: &Resolver, call: &CallFacts) -> Vec<(Algorithm, f64)> {
         let levels = Levels {
             intra: params,
             inter: r.table.model_net(),
+            node_shm: call.node_shm,
         };
         let (c, p, b) = (call.coll, call.p, call.bytes);
         node_prices(&levels, c, p, b, call.commutative, &call.nodes)

@@ -18,7 +18,7 @@
 //! The builders ([`crate::algo::hier`]) choose their steps' algorithms with the same
 //! parameters ([`leaders`], [`multi_leaders`]), so what is priced is what runs.
 
-use crate::algo::hier::pick_sub;
+use crate::algo::hier::{node_shm_pays, pick_sub};
 use crate::algo::{Algorithm, Collective, CostParams};
 use crate::nodes::NodeShape;
 use crate::sched::blocks::ceil_log2;
@@ -28,6 +28,9 @@ use crate::sched::blocks::ceil_log2;
 pub struct Levels {
     pub intra: CostParams,
     pub inter: CostParams,
+    /// The nodes have shared windows (`shm` on): `hier`'s node-local reduce and broadcast
+    /// are priced as the builder runs them ([`node_shm_pays`]).
+    pub node_shm: bool,
 }
 
 /// The leaders' step of `hier`: one rank per node on the link.
@@ -68,8 +71,20 @@ fn step(coll: Collective, q: usize, bytes: usize, commutative: bool, c: &CostPar
 }
 
 /// Binomial broadcast of `bytes` over `q` ranks.
-fn bcast(q: usize, bytes: usize, c: &CostParams) -> f64 {
+pub fn binomial_bcast(q: usize, bytes: usize, c: &CostParams) -> f64 {
     ceil_log2(q) as f64 * (c.alpha + c.beta * bytes as f64)
+}
+
+/// `hier`'s node-local reduce (`Reduce`) or broadcast (`Bcast`) over `k` ranks: through the
+/// node's window where the builder runs it so, else point-to-point.
+fn node_step(coll: Collective, k: usize, bytes: usize, c: bool, l: &Levels) -> f64 {
+    if l.node_shm && node_shm_pays(coll, k, bytes, c, &l.intra) {
+        return crate::model::shm::time(coll, k, bytes);
+    }
+    match coll {
+        Collective::Bcast => binomial_bcast(k, bytes, &l.intra),
+        _ => step(coll, k, bytes, c, &l.intra),
+    }
 }
 
 /// Linear gather or scatter of `bytes` in all over `q` ranks (at the root).
@@ -100,12 +115,12 @@ pub fn node_aware_time(
     let per_node = bytes / n;
     match (coll, alg) {
         (Reduce, Algorithm::Hier) => {
-            step(Reduce, k, bytes, c, intra) + step(Reduce, n, bytes, c, &lead)
+            node_step(Reduce, k, bytes, c, l) + step(Reduce, n, bytes, c, &lead)
         }
         (Allreduce, Algorithm::Hier) => {
-            step(Reduce, k, bytes, c, intra)
+            node_step(Reduce, k, bytes, c, l)
                 + step(Allreduce, n, bytes, c, &lead)
-                + bcast(k, bytes, intra)
+                + node_step(Bcast, k, bytes, true, l)
         }
         (Reduce, Algorithm::HierMl) => {
             step(ReduceScatter, k, bytes, c, intra)
@@ -118,14 +133,14 @@ pub fn node_aware_time(
                 + step(Allgatherv, k, bytes, true, intra)
         }
         (ReduceScatter, Algorithm::Hier) => {
-            step(Reduce, k, bytes, c, intra)
+            node_step(Reduce, k, bytes, c, l)
                 + step(ReduceScatter, n, bytes, c, &lead)
                 + linear(k, per_node, intra)
         }
         (Allgatherv, Algorithm::Hier) => {
             linear(k, per_node, intra)
                 + step(Allgatherv, n, bytes, true, &lead)
-                + bcast(k, bytes, intra)
+                + binomial_bcast(k, bytes, intra)
         }
         _ => f64::INFINITY,
     }
@@ -161,7 +176,11 @@ mod tests {
             beta: 1.6e-8,
             gamma: 1e-11,
         };
-        let l = Levels { intra, inter };
+        let l = Levels {
+            intra,
+            inter,
+            node_shm: false,
+        };
         let shape = NodeShape::blocks(4, 2);
         let m = 16 << 20;
         let ml = node_aware_time(

@@ -349,6 +349,84 @@ impl Transport for SimTransport {
         self.bytes_mut(&dst)?.copy_from_slice(&s);
         Ok(())
     }
+    /// Simulated by messages: every member sends its input to the root, which folds them in
+    /// member order (an independent stand-in for the shared window's protocol).
+    fn node_reduce(
+        &mut self,
+        members: &[usize],
+        root: usize,
+        input: Piece,
+        output: Option<Piece>,
+    ) -> Result<(), Error> {
+        let me = self.member(members)?;
+        if me != root {
+            let r = self.isend(members[root], &[input])?;
+            return self.wait(r);
+        }
+        let out =
+            output.ok_or_else(|| Error::Internal("node reduce: root without output".into()))?;
+        let n = input.len;
+        let t = self.scratch(members.len() * n);
+        let mut reqs = Vec::new();
+        for (j, &q) in members.iter().enumerate().filter(|&(j, _)| j != me) {
+            reqs.push(self.irecv(q, &[Piece::new(t, j * n, n)])?);
+        }
+        for r in reqs {
+            self.wait(r)?;
+        }
+        let own = self.bytes(&input)?.to_vec();
+        let mut acc: Option<Vec<u8>> = None;
+        for j in 0..members.len() {
+            let x = if j == me {
+                own.clone()
+            } else {
+                self.bytes(&Piece::new(t, j * n, n))?.to_vec()
+            };
+            acc = Some(match acc {
+                None => x,
+                Some(a) => {
+                    let mut y = x;
+                    self.op.apply(&a, &mut y); // a ⊕ x
+                    y
+                }
+            });
+        }
+        self.tmp.pop();
+        self.bytes_mut(&out)?
+            .copy_from_slice(&acc.unwrap_or_default());
+        Ok(())
+    }
+    /// Simulated by messages from the root to every other member.
+    fn node_bcast(&mut self, members: &[usize], root: usize, data: Piece) -> Result<(), Error> {
+        let me = self.member(members)?;
+        if me != root {
+            let r = self.irecv(members[root], &[data])?;
+            return self.wait(r);
+        }
+        let mut reqs = Vec::new();
+        for (_, &q) in members.iter().enumerate().filter(|&(j, _)| j != me) {
+            reqs.push(self.isend(q, &[data])?);
+        }
+        for r in reqs {
+            self.wait(r)?;
+        }
+        Ok(())
+    }
+}
+
+impl SimTransport {
+    /// This rank's local index among `members`.
+    fn member(&self, members: &[usize]) -> Result<usize, Error> {
+        members
+            .iter()
+            .position(|&q| q == self.rank)
+            .ok_or_else(|| Error::Internal(format!("rank {} not in node {members:?}", self.rank)))
+    }
+    /// A scratch buffer of `n` elements past the program's own (popped by the caller).
+    fn scratch(&mut self, n: usize) -> Buf {
+        self.tmp.push(vec![0xA5; n * self.eb]);
+        Buf::Tmp((self.tmp.len() - 1) as u32)
+    }
 }
 
 /// What one rank brings to a simulated call and what it gets back.

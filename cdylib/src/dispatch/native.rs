@@ -233,6 +233,7 @@ fn native_decided(
         root: 0,
         nodes: Default::default(),
         shm_refused: false,
+        node_shm: true,
     };
     let learned = learned(g, comm, &call)?;
     let nf = ArgFacts { dt, op, unequal };

@@ -82,6 +82,7 @@ pub(super) fn call_facts(a: &Args, p: usize, bytes: usize) -> Option<CallFacts> 
         },
         nodes: Default::default(),
         shm_refused: false,
+        node_shm: true,
     })
 }
 
@@ -100,6 +101,7 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
         root: spec.root,
         nodes: NodeShape::default(),
         shm_refused: false,
+        node_shm: true,
     };
     let unequal = || a.unequal_counts();
     let nf = ArgFacts {
@@ -119,6 +121,7 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
         let nodes = node_shape(g, a, spec);
         if nodes != NodeShape::default() {
             call.nodes = nodes;
+            call.node_shm = node_shm(a, spec);
             d = decided(g, &call, &nf, None)?;
         }
     }
@@ -203,6 +206,16 @@ fn node_shape(g: &'static Global, a: &Args, spec: &CallSpec) -> NodeShape {
     crate::comm::existing(a.comm)
         .and_then(|st| st.known_layout())
         .map_or(NodeShape::default(), |l| l.shape())
+}
+
+/// The nodes may run `hier`'s node steps through shared windows: `shm` and
+/// `PCOLL_HIER_SHM` are on and the windows were not refused (they are made by the first node-aware call; no MPI call here).
+fn node_shm(a: &Args, spec: &CallSpec) -> bool {
+    crate::shm::node_mode().is_some()
+        && crate::comm::existing(a.comm)
+            .and_then(|st| st.known_node_shm())
+            .map_or(true, |w| w.is_ok())
+        && spec.p > 1
 }
 
 /// `shm` is turned off, or the communicator has no shared window for it (made here on first

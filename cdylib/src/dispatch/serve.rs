@@ -11,7 +11,7 @@ use crate::mpi_types::TypeFacts;
 use crate::pack;
 use crate::pmpi::{Chunking, PmpiTransport, Scratch};
 use crate::state::Global;
-use pcoll::algo::hier::{build_hier, Ctx};
+use pcoll::algo::hier::{build_hier, Ctx, NodeSteps};
 use pcoll::algo::{build, Algorithm, Collective};
 use pcoll::{exec, Error, Program};
 use std::os::raw::{c_int, c_void};
@@ -33,8 +33,12 @@ pub(super) fn run(
     let spec = &v.spec;
     if spec.p > 1 {
         // Every rank runs a pcoll program in this call: ask for the nodes now (once per
-        // communicator), so that later decisions can weigh the node-aware algorithms.
+        // communicator), so that later decisions can weigh the node-aware algorithms; a
+        // node-aware one makes the nodes' windows for its node steps (every rank is here).
         st.layout(g);
+        if alg.node_aware() && crate::shm::node_mode().is_some() {
+            let _ = st.node_shm(g);
+        }
     }
     let prog = st.program(alg, spec, || {
         if spec.total() == 0 {
@@ -44,6 +48,7 @@ pub(super) fn run(
             let ctx = Ctx {
                 layout: st.layout(g),
                 inter: g.table.model_net(),
+                node: node_steps(st, v),
             };
             return build_hier(alg, spec, &ctx);
         }
@@ -51,6 +56,22 @@ pub(super) fn run(
     })?;
     run_program(g, a, v, st, &prog)?;
     Ok((st, prog))
+}
+
+/// How `hier`'s node steps run: through the nodes' windows where the model says so
+/// (`PCOLL_HIER_SHM=auto`, the default), every one (`1`), or never (`0`); point-to-point
+/// when a node's window was refused or an element of the call's type does not fit its cells
+/// (the same answer on every rank of a node: a reduction's datatype is the same on every
+/// rank, and the variable is agreed at `MPI_Init`).
+fn node_steps(st: &CommState, v: &Valid) -> NodeSteps {
+    let Some(mode) = crate::shm::node_mode() else {
+        return NodeSteps::PointToPoint;
+    };
+    match st.known_node_shm() {
+        Some(Ok(Some(w))) if crate::shm::run::cell_elems(w.cell, &v.facts).is_some() => mode,
+        Some(Ok(None)) => mode, // a node of one rank: no node step
+        _ => NodeSteps::PointToPoint,
+    }
 }
 
 /// Serve a call with `shm` over the communicator's window (made by the decision); an element
@@ -244,7 +265,8 @@ fn execute(
         out_base,
         chunking(g, v.spec.coll, &v.facts, st),
         v.spec.rank,
-    );
+    )
+    .with_node(st.known_node_shm().and_then(|w| w.ok().flatten()));
     exec::run(prog, &mut t)
 }
 

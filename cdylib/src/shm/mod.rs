@@ -97,6 +97,31 @@ pub fn combine_at_root() -> bool {
     *C
 }
 
+/// How `hier`'s node steps may use the nodes' windows (`PCOLL_HIER_SHM`, agreed at
+/// `MPI_Init`): where the model says so (`auto`, the default: `NodeSteps::Shm`), every step
+/// (`1`: `ShmAlways`), or never (`0`, or `PCOLL_SHM=0`: None).
+pub fn node_mode() -> Option<pcoll::algo::hier::NodeSteps> {
+    use pcoll::algo::hier::NodeSteps;
+    static MODE: once_cell::sync::Lazy<Option<NodeSteps>> = once_cell::sync::Lazy::new(|| {
+        let v = crate::agree::var("PCOLL_HIER_SHM");
+        match v.as_deref().map(str::trim) {
+            None | Some("") | Some("auto") => Some(NodeSteps::Shm),
+            Some(t) => match pcoll::config::parse_bool(t) {
+                Some(true) => Some(NodeSteps::ShmAlways),
+                Some(false) => None,
+                None => {
+                    log::warn!("PCOLL_HIER_SHM={t}: not auto, 1 or 0; auto it is");
+                    Some(NodeSteps::Shm)
+                }
+            },
+        }
+    });
+    if !enabled() {
+        return None;
+    }
+    *MODE
+}
+
 /// `shm` may run (`PCOLL_SHM` is not 0).
 pub fn enabled() -> bool {
     settings().on
@@ -127,6 +152,10 @@ unsafe impl Send for Win {}
 unsafe impl Sync for Win {}
 
 impl Win {
+    /// Ranks sharing the window.
+    pub fn ranks(&self) -> usize {
+        self.p
+    }
     /// A counter (or another 8-byte word of the counters' page) of `rank`'s segment.
     pub(crate) fn word(bases: &[*mut u8], rank: usize, off: usize) -> &AtomicU64 {
         // SAFETY: the segment is at least CTRL bytes, page aligned, mapped for the window's
@@ -247,6 +276,78 @@ pub fn create(shadow: MPI_Comm, p: usize, rank: usize) -> Option<Box<Win>> {
         warn_once("the MPI refused a shared window");
     }
     w
+}
+
+/// The window of this rank's node of `layout` (the nodes of `shadow`, pcoll's grouping,
+/// agreed on every rank), for `hier`'s node steps: `Ok(None)` on a node of one rank (it
+/// needs none), `Err(())` if any node's window was refused — every rank of `shadow` gets
+/// an `Err` then, so the node steps fall back alike. Collective over `shadow`.
+pub fn create_node(
+    shadow: MPI_Comm,
+    layout: &pcoll::nodes::Layout,
+    rank: usize,
+) -> Result<Option<Box<Win>>, ()> {
+    let s = settings();
+    let n = layout.node_of[rank];
+    let k = layout.members[n].len();
+    let me = layout.local_index(rank);
+    let mut node: MPI_Comm = consts::comm_null();
+    // SAFETY: collective split of a valid communicator (key: the rank, so members keep the
+    // layout's order); out-pointer.
+    let split = ok(unsafe { PMPI_Comm_split(shadow, n as c_int, rank as c_int, &mut node) });
+    // The node's ranks must really share memory (PCOLL_NODES may group any ranks).
+    let mut shared: MPI_Comm = consts::comm_null();
+    let mut size: c_int = 0;
+    // SAFETY: collective over `node` (valid when the split succeeded); out-pointers.
+    let one = split
+        && ok(unsafe {
+            PMPI_Comm_split_type(
+                node,
+                consts::COMM_TYPE_SHARED(),
+                0,
+                consts::info_null(),
+                &mut shared,
+            )
+        })
+        && ok(unsafe { PMPI_Comm_size(shared, &mut size) })
+        && size as usize == k;
+    if shared != consts::comm_null() {
+        // SAFETY: made by the split above, freed once.
+        unsafe { PMPI_Comm_free(&mut shared) };
+    }
+    let free = |mut c: MPI_Comm| {
+        if c != consts::comm_null() {
+            // SAFETY: made by the split above, freed once.
+            unsafe { PMPI_Comm_free(&mut c) };
+        }
+    };
+    let local = s.on && one && (k == 1 || room(k, s.bytes));
+    if !agree(shadow, local) {
+        warn_once(match (s.on, one) {
+            (false, _) => "turned off (PCOLL_SHM=0)",
+            (true, false) => "a node of pcoll's grouping does not share memory (PCOLL_NODES)",
+            _ => "/dev/shm lacks room for the nodes' windows (PCOLL_SHM_BYTES)",
+        });
+        free(node);
+        return Err(());
+    }
+    if k == 1 {
+        free(node);
+        return if agree(shadow, true) {
+            Ok(None)
+        } else {
+            Err(())
+        };
+    }
+    let w = allocate(node, k, me, s.bytes);
+    if !agree(shadow, w.is_some()) {
+        warn_once("the MPI refused a node's shared window");
+        if let Some(w) = w {
+            w.release(); // collective over the node, whose ranks all have it
+        }
+        return Err(());
+    }
+    Ok(w)
 }
 
 /// `MPI_Win_allocate_shared` of `bytes` per rank over `node` (ranks in the shadow's order),

@@ -1,0 +1,115 @@
+//! How `hier`'s node-local reduce and broadcast steps run: point-to-point sub-programs, or
+//! program ops ([`Op::NodeReduce`], [`Op::NodeBcast`]) that the transport runs on the node's
+//! shared window where the model prices that cheaper.
+
+use super::{bcast, pick_sub, Ctx, Map, Step};
+use crate::algo::{CallSpec, Collective, CostParams};
+use crate::error::Error;
+use crate::plan::{Buf, Op, Piece, Program};
+
+/// How `hier`'s node-local reduce and broadcast steps run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeSteps {
+    /// pcoll's cheapest point-to-point algorithm for the node (no shared window).
+    PointToPoint,
+    /// Every node has a shared window (`shm`): a step runs through it
+    /// ([`Op::NodeReduce`], [`Op::NodeBcast`]) where [`node_shm_pays`] says so.
+    Shm,
+    /// Every step of more than one rank through the window (tests).
+    ShmAlways,
+}
+
+impl NodeSteps {
+    /// Does a node step of `coll` over `k` ranks of `bytes` run through the window?
+    pub(super) fn shm(self, coll: Collective, k: usize, bytes: usize, s: &CallSpec) -> bool {
+        match self {
+            NodeSteps::PointToPoint => false,
+            NodeSteps::Shm => node_shm_pays(coll, k, bytes, s.commutative, &s.params),
+            NodeSteps::ShmAlways => k > 1,
+        }
+    }
+}
+
+/// Does a node step of `coll` (`Reduce` or `Bcast`) over `k` ranks run through the node's
+/// shared window rather than pcoll's cheapest point-to-point algorithm? When the model
+/// prices `shm` below it (never below `shm`'s smallest priced size). The same answer on
+/// every member of a node (it reads only the node's size and the call), and the model of
+/// `hier` ([`crate::model::nodes`]) prices the step the same way.
+pub fn node_shm_pays(
+    coll: Collective,
+    k: usize,
+    bytes: usize,
+    commutative: bool,
+    params: &CostParams,
+) -> bool {
+    if k <= 1 {
+        return false;
+    }
+    let shm = crate::model::shm::time(coll, k, bytes);
+    let p2p = match coll {
+        Collective::Bcast => crate::model::nodes::binomial_bcast(k, bytes, params),
+        _ => {
+            let alg = pick_sub(coll, k, bytes, commutative, params);
+            crate::model::predict(coll, alg, k, bytes, params).time
+        }
+    };
+    shm < p2p
+}
+
+/// A node-local reduce of `input` (`m` elements) to member `root` of `node` into `output`:
+/// through the node's window where it pays, else as a point-to-point [`Step`].
+pub(super) fn node_reduce(
+    prog: &mut Program,
+    s: &CallSpec,
+    ctx: &Ctx,
+    (node, root): (&[usize], usize),
+    (input, output): ((Buf, usize), (Buf, usize)),
+    (m, in_place): (usize, bool),
+) -> Result<(), Error> {
+    let bytes = m * s.elem_bytes;
+    if ctx.node.shm(Collective::Reduce, node.len(), bytes, s) {
+        let me = node.iter().position(|&r| r == s.rank);
+        prog.ops.push(Op::NodeReduce {
+            members: node.to_vec(),
+            root,
+            input: Piece::new(input.0, input.1, m),
+            output: (me == Some(root)).then(|| Piece::new(output.0, output.1, m)),
+        });
+        prog.rounds += 1;
+        return Ok(());
+    }
+    Step {
+        coll: Collective::Reduce,
+        ranks: node,
+        root,
+        counts: vec![m],
+        displs: vec![],
+        in_place,
+        params: s.params,
+    }
+    .run(prog, s, Map { input, output })
+}
+
+/// A node-local broadcast of `data` from member 0 of `node` (this rank is member `li`):
+/// through the node's window where it pays, else binomial point-to-point.
+pub(super) fn node_bcast(
+    prog: &mut Program,
+    s: &CallSpec,
+    ctx: &Ctx,
+    (node, li): (&[usize], usize),
+    data: Piece,
+) {
+    if ctx
+        .node
+        .shm(Collective::Bcast, node.len(), data.len * s.elem_bytes, s)
+    {
+        prog.ops.push(Op::NodeBcast {
+            members: node.to_vec(),
+            root: 0,
+            data,
+        });
+        prog.rounds += 1;
+        return;
+    }
+    bcast(prog, node, li, &[data]);
+}
