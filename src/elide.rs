@@ -288,9 +288,8 @@ fn reads(op: &Op) -> impl Iterator<Item = &Piece> {
     let (a, b): (&[Piece], Option<&Piece>) = match op {
         Op::Isend { pieces, .. } => (pieces, None),
         Op::Reduce { src, dst, .. } => (std::slice::from_ref(src), Some(dst)),
-        Op::Copy { src: s, .. }
-        | Op::NodeReduce { input: s, .. }
-        | Op::NodeBcast { data: s, .. } => (std::slice::from_ref(s), None),
+        Op::Copy { src, .. } => (std::slice::from_ref(src), None),
+        Op::Node { step, .. } => (std::slice::from_ref(step.reads()), None),
         Op::Irecv { .. } | Op::Wait { .. } => (&[], None),
     };
     a.iter().chain(b)
@@ -300,8 +299,7 @@ fn writes(op: &Op) -> impl Iterator<Item = &Piece> {
     let s: &[Piece] = match op {
         Op::Irecv { pieces, .. } => pieces,
         Op::Reduce { dst, .. } | Op::Copy { dst, .. } => std::slice::from_ref(dst),
-        Op::NodeReduce { output, .. } => output.as_slice(),
-        Op::NodeBcast { data, .. } => std::slice::from_ref(data),
+        Op::Node { step, .. } => step.writes().map_or(&[], std::slice::from_ref),
         Op::Isend { .. } | Op::Wait { .. } => &[],
     };
     s.iter()

@@ -82,17 +82,7 @@ fn step<T: Transport>(op: &Op, t: &mut T, reqs: &mut Slots<T::Request>) -> Resul
             src_first,
         } => t.reduce(*src, *dst, *src_first)?,
         Op::Copy { src, dst } => t.copy(*src, *dst)?,
-        Op::NodeReduce {
-            members,
-            root,
-            input,
-            output,
-        } => t.node_reduce(members, *root, *input, *output)?,
-        Op::NodeBcast {
-            members,
-            root,
-            data,
-        } => t.node_bcast(members, *root, *data)?,
+        Op::Node { members, step } => t.node(members, step)?,
     }
     Ok(())
 }

@@ -26,6 +26,9 @@
 
 use std::fmt;
 
+mod node;
+pub use node::NodeStep;
+
 /// A buffer of the call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Buf {
@@ -97,24 +100,10 @@ pub enum Op {
     },
     /// `dst := src` (equal lengths; a copy onto itself is a no-op).
     Copy { src: Piece, dst: Piece },
-    /// A reduce among the ranks of this rank's node through the node's shared window (`shm`,
-    /// a blocking step every member runs at the same point of its program): `members` (the
-    /// node's ranks, in rank order) each give `input`; member `root` (a local index) gets
-    /// `input_0 ⊕ … ⊕ input_{k−1}` in member order into `output` (None on the others).
-    /// `input` may be `output` (in place at the root).
-    NodeReduce {
-        members: Vec<usize>,
-        root: usize,
-        input: Piece,
-        output: Option<Piece>,
-    },
-    /// A broadcast of `data` from member `root` (a local index) to every member of this
-    /// rank's node through the node's shared window.
-    NodeBcast {
-        members: Vec<usize>,
-        root: usize,
-        data: Piece,
-    },
+    /// A collective step among the ranks of this rank's node (`members`, in rank order)
+    /// through the node's shared window (`shm`): a blocking step every member runs at the
+    /// same point of its program ([`NodeStep`]).
+    Node { members: Vec<usize>, step: NodeStep },
 }
 
 /// Everything one rank does in one collective call.
@@ -223,23 +212,9 @@ impl Program {
                         Err(format!("wait on idle request {req}"))
                     }
                 }
-                Op::NodeReduce {
-                    members,
-                    root,
-                    input,
-                    output,
-                } => node_check(members, *root, output.as_ref()).and_then(|()| {
-                    if output.is_some_and(|o| o.len != input.len || o.buf == Buf::In) {
-                        Err(format!("node reduce {input} -> {output:?}"))
-                    } else {
-                        check(input).and(output.as_ref().map_or(Ok(()), check))
-                    }
-                }),
-                Op::NodeBcast {
-                    members,
-                    root,
-                    data,
-                } => node_check(members, *root, Some(data)).and(check(data)),
+                Op::Node { members, step } => step
+                    .check(members)
+                    .and_then(|()| step.pieces().try_for_each(check)),
                 Op::Reduce { src, dst, .. } | Op::Copy { src, dst } => {
                     if src.len != dst.len {
                         Err(format!("length mismatch {src} -> {dst}"))
@@ -256,16 +231,5 @@ impl Program {
             return Err(format!("request {r} never waited"));
         }
         Ok(())
-    }
-}
-
-/// A node step's members and root are sane, and nothing is written into `In`.
-fn node_check(members: &[usize], root: usize, written: Option<&Piece>) -> Result<(), String> {
-    if root >= members.len() || members.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(format!("node step root {root} of members {members:?}"));
-    }
-    match written {
-        Some(p) if p.buf == Buf::In => Err(format!("node step writes into In {p}")),
-        _ => Ok(()),
     }
 }

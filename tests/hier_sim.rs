@@ -254,10 +254,10 @@ fn all_sizes() -> Vec<Vec<usize>> {
 
 const COUNTS: [usize; 6] = [0, 1, 3, 7, 13, 101];
 
-/// The node steps a case runs with: point-to-point, and for `hier`'s reductions (the ones with
-/// node reduce and broadcast steps) every step through the (simulated) node window too.
-fn node_steps(alg: Algorithm, coll: Collective) -> Vec<NodeSteps> {
-    if alg == Algorithm::Hier && coll.reduces() {
+/// The node steps a case runs with: point-to-point, and for the reductions (the ones with
+/// node steps) every step through the (simulated) node window too.
+fn node_steps(coll: Collective) -> Vec<NodeSteps> {
+    if coll.reduces() {
         vec![NodeSteps::PointToPoint, NodeSteps::ShmAlways]
     } else {
         vec![NodeSteps::PointToPoint]
@@ -276,7 +276,7 @@ fn every_layout_up_to_4_nodes_of_5() {
             // Every op kind and in-place flag at every layout; count and root rotate.
             for variant in 0..4 {
                 let k = li * 31 + ci * 7 + variant;
-                for node in node_steps(alg, coll) {
+                for node in node_steps(coll) {
                     check(&Case {
                         layout: &layout,
                         coll,
@@ -303,7 +303,7 @@ fn interleaved_layouts_commutative() {
         let keys: Vec<usize> = (0..p).map(|_| rng.below(nodes)).collect();
         let layout = Layout::from_keys(&keys);
         for &(coll, alg) in &COMBOS {
-            for node in node_steps(alg, coll) {
+            for node in node_steps(coll) {
                 check(&Case {
                     layout: &layout,
                     coll,
@@ -445,7 +445,7 @@ fn node_steps_through_the_window_where_the_model_says() {
         let nodes: Vec<&Op> = prog
             .ops
             .iter()
-            .filter(|o| matches!(o, Op::NodeReduce { .. } | Op::NodeBcast { .. }))
+            .filter(|o| matches!(o, Op::Node { .. }))
             .collect();
         assert_eq!(nodes.len(), 2, "rank {r}: a node reduce and a node bcast");
         let local = layout.local_index(r);
@@ -458,10 +458,7 @@ fn node_steps_through_the_window_where_the_model_says() {
         }
         // Below shm's smallest priced size: point-to-point inside the node.
         let small = build_hier(Algorithm::Hier, &spec(r, 64), &ctx).unwrap();
-        assert!(!small
-            .ops
-            .iter()
-            .any(|o| matches!(o, Op::NodeReduce { .. } | Op::NodeBcast { .. })));
+        assert!(!small.ops.iter().any(|o| matches!(o, Op::Node { .. })));
     }
     let shape = layout.shape();
     let price = |node_shm| {

@@ -4,8 +4,8 @@
 # --alg hier_ml (hier_ml exists for reduce and allreduce; the other collectives take pcoll's
 # own decision in those runs), and --alg random (every algorithm or pcoll's own decision at
 # random: the model then weighs hier / hier_ml over the nodes), with PCOLL_STATS=1; and
-# --alg hier with PCOLL_HIER_SHM=1 (every node reduce and broadcast of hier through the node's
-# shared window: the stats' node-steps line must show them), then once with the windows
+# --alg hier and hier_ml with PCOLL_HIER_SHM=1 (every node step through the node's shared
+# window: the stats' node-steps line must show them), then once with the windows
 # refused (PCOLL_SHM_BYTES beyond /dev/shm: a warning, point-to-point node steps, 0 mismatches).
 #
 #   verify/hier-difftest.sh <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [cases per run, default 200]
@@ -56,14 +56,18 @@ for alg in hier hier_ml random; do
     done
   done
 done
-# hier with every node step through the nodes' windows (p >= 3: a node of two ranks).
-for nodes in 2 3; do
-  for p in ${HIER_PS:-1 2 3 4 5 6 7 8 9}; do
-    n=$CASES; [ "$MPI_ABI" = mpich ] && [ $p -gt 2 ] && n=$(( CASES * 4 / (p + 2) ))
-    run_one hier-shm hier $nodes $p $n PCOLL_HIER_SHM=1 || continue
-    if [ $p -ge 2 ] && ! grep -qE '^pcoll: stats node-steps shm reduce=[1-9]' "$LAST_LOG"; then
-      failed=$((failed + 1)); echo "    no node step ran through a window (log $LAST_LOG)"
-    fi
+# hier and hier_ml with every node step through the nodes' windows (p >= 2: node 0, rank 0's,
+# has two ranks): rank 0's stats must count node steps (hier: reduce, hier_ml: reduce_scatter).
+for alg in hier hier_ml; do
+  want=reduce; [ $alg = hier_ml ] && want=reduce_scatter
+  for nodes in 2 3; do
+    for p in ${HIER_PS:-1 2 3 4 5 6 7 8 9}; do
+      n=$CASES; [ "$MPI_ABI" = mpich ] && [ $p -gt 2 ] && n=$(( CASES * 4 / (p + 2) ))
+      run_one $alg-shm $alg $nodes $p $n PCOLL_HIER_SHM=1 || continue
+      if [ $p -ge 2 ] && ! grep -qE "^pcoll: stats node-steps shm (.* )?$want=[1-9]" "$LAST_LOG"; then
+        failed=$((failed + 1)); echo "    no $want node step ran through a window (log $LAST_LOG)"
+      fi
+    done
   done
 done
 # The windows refused (more than /dev/shm holds): one warning, point-to-point node steps.

@@ -9,7 +9,8 @@ use crate::consts;
 use crate::mpi_types::TypeFacts;
 use crate::pack;
 use mpi_sys::*;
-use pcoll::plan::{Buf, Piece};
+use pcoll::algo::shm::xfer::Plan;
+use pcoll::plan::{Buf, NodeStep, Piece};
 use pcoll::transport::Transport;
 use pcoll::Error;
 use std::os::raw::{c_int, c_void};
@@ -515,45 +516,72 @@ impl Transport for PmpiTransport<'_> {
         self.copy_elems(s, d, src.len)
     }
 
-    fn node_reduce(
-        &mut self,
-        members: &[usize],
-        root: usize,
-        input: Piece,
-        output: Option<Piece>,
-    ) -> Result<(), Error> {
+    /// A node step on this rank's node's window: a reduce with `shm`'s reduce protocol, the
+    /// others with a plan of `pcoll::algo::shm::xfer`, in elements of the call's type (a
+    /// reduction's datatype is the same on every rank).
+    fn node(&mut self, members: &[usize], step: &NodeStep) -> Result<(), Error> {
+        use pcoll::algo::shm::xfer::Kind;
         let w = self.node_win(members)?;
-        let i = self.addr(&input)? as *const u8;
-        let o = match output {
-            Some(o) => self.addr(&o)?,
-            None => std::ptr::null_mut(),
+        let me = members.iter().position(|&q| q == self.rank).unwrap_or(0);
+        let (kind, counts, displs, input, output) = match step {
+            NodeStep::Reduce {
+                root,
+                input,
+                output,
+            } => {
+                let i = self.addr(input)? as *const u8;
+                let o = match output {
+                    Some(o) => self.addr(o)?,
+                    None => std::ptr::null_mut(),
+                };
+                crate::shm::run::run(w, &self.node_call(i, o, input.len, *root))?;
+                crate::state::record_node_step(step, input.len * self.f.size);
+                return Ok(());
+            }
+            NodeStep::Bcast { root, data } => {
+                let d = self.addr(data)?;
+                let kind = Kind::Bcast { root: *root };
+                (kind, vec![data.len], vec![], d as *const u8, d)
+            }
+            NodeStep::ReduceScatter {
+                counts,
+                input,
+                output,
+            } => {
+                let kind = Kind::ReduceScatter {
+                    commutative: self.commutative,
+                };
+                let (i, o) = (self.addr(input)? as *const u8, self.addr(output)?);
+                (kind, counts.clone(), vec![], i, o)
+            }
+            NodeStep::Allgatherv {
+                counts,
+                displs,
+                data,
+            } => {
+                let d = self.addr(data)?;
+                let own = self.addr(&data.sub(displs[me], displs[me]))? as *const u8;
+                (Kind::Allgatherv, counts.clone(), displs.clone(), own, d)
+            }
         };
-        crate::shm::run::run(w, &self.node_call(i, o, input.len, root))?;
-        crate::state::record_node_step(false, input.len * self.f.size);
-        Ok(())
-    }
-
-    fn node_bcast(&mut self, members: &[usize], root: usize, data: Piece) -> Result<(), Error> {
-        use pcoll::algo::shm::xfer::{Kind, Plan};
-        let w = self.node_win(members)?;
-        let d = self.addr(&data)?;
         let cell_elems = crate::shm::run::cell_elems(w.cell, &self.f)
             .ok_or_else(|| Error::Unsupported("an element larger than a shm cell".into()))?;
-        let counts = [data.len];
         let plan = Plan {
-            kind: Kind::Bcast { root },
+            kind,
             p: members.len(),
             counts: &counts,
-            displs: &[],
+            displs: &displs,
             cell_elems,
-            in_place: false,
+            in_place: matches!(step, NodeStep::Allgatherv { .. }),
         };
-        let call = crate::shm::run::Call {
-            in_place: false,
-            ..self.node_call(d, d, data.len, root)
-        };
+        let n = counts.iter().sum();
+        let mut call = self.node_call(input, output, n, 0);
+        call.in_place = false;
+        if !matches!(kind, Kind::ReduceScatter { .. }) {
+            call.fused = None; // only moves
+        }
         crate::shm::run::run_plan(Some(w), &call, &plan)?;
-        crate::state::record_node_step(true, data.len * self.f.size);
+        crate::state::record_node_step(step, n * self.f.size);
         Ok(())
     }
 }

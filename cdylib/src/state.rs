@@ -363,13 +363,21 @@ pub fn last(coll: Collective) -> Option<Algorithm> {
     (v != NONE).then(|| Algorithm::ALL[v as usize])
 }
 
-/// Node steps of `hier` run through a node's shared window: reduces, broadcasts, bytes.
-static NODE_STEPS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+/// Node steps of `hier`/`hier_ml` run through a node's shared window: reduces, broadcasts,
+/// reduce_scatters, allgathervs, bytes.
+static NODE_STEPS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
 
-/// Count one node step of `hier` through the node's window (`PCOLL_STATS`).
-pub fn record_node_step(bcast: bool, bytes: usize) {
-    NODE_STEPS[usize::from(bcast)].fetch_add(1, Ordering::Relaxed);
-    NODE_STEPS[2].fetch_add(bytes as u64, Ordering::Relaxed);
+/// Count one node step through the node's window (`PCOLL_STATS`).
+pub fn record_node_step(step: &pcoll::plan::NodeStep, bytes: usize) {
+    use pcoll::plan::NodeStep;
+    let i = match step {
+        NodeStep::Reduce { .. } => 0,
+        NodeStep::Bcast { .. } => 1,
+        NodeStep::ReduceScatter { .. } => 2,
+        NodeStep::Allgatherv { .. } => 3,
+    };
+    NODE_STEPS[i].fetch_add(1, Ordering::Relaxed);
+    NODE_STEPS[4].fetch_add(bytes as u64, Ordering::Relaxed);
 }
 
 /// The stats report: a header naming the MPI and the table, then one line per collective
@@ -400,10 +408,10 @@ pub fn report() -> String {
             }
         }
     }
-    let [r, b, bytes] = NODE_STEPS.each_ref().map(|c| c.load(Ordering::Relaxed));
-    if r + b > 0 {
+    let [r, b, rs, ag, bytes] = NODE_STEPS.each_ref().map(|c| c.load(Ordering::Relaxed));
+    if r + b + rs + ag > 0 {
         out.push_str(&format!(
-            "pcoll: stats node-steps shm reduce={r} bcast={b} bytes={bytes}\n"
+            "pcoll: stats node-steps shm reduce={r} bcast={b} reduce_scatter={rs} allgatherv={ag} bytes={bytes}\n"
         ));
     }
     out

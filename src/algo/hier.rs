@@ -21,7 +21,7 @@ use crate::plan::{Buf, Op, Piece, Program};
 use crate::sched::blocks::split;
 
 mod node;
-use node::{node_bcast, node_reduce};
+use node::{node_allgatherv, node_bcast, node_reduce, node_reduce_scatter};
 pub use node::{node_shm_pays, NodeSteps};
 
 /// The cheapest pcoll algorithm the model prices for a sub-communicator of `p` ranks (never
@@ -108,25 +108,9 @@ fn embed(prog: &mut Program, sub: &Program, ranks: &[usize], map: Option<Map>) {
                 src: mp(src),
                 dst: mp(dst),
             },
-            Op::NodeReduce {
-                members,
-                root,
-                input,
-                output,
-            } => Op::NodeReduce {
+            Op::Node { members, step } => Op::Node {
                 members: members.iter().map(|&q| ranks[q]).collect(),
-                root: *root,
-                input: mp(input),
-                output: output.as_ref().map(mp),
-            },
-            Op::NodeBcast {
-                members,
-                root,
-                data,
-            } => Op::NodeBcast {
-                members: members.iter().map(|&q| ranks[q]).collect(),
-                root: *root,
-                data: mp(data),
+                step: step.map(mp),
             },
         });
     }
@@ -352,23 +336,7 @@ fn ml(prog: &mut Program, s: &CallSpec, ctx: &Ctx, to_root: bool) -> Result<(), 
     let mut part = (at(Buf::In, 0), s.in_place && (!to_root || s.rank == s.root));
     if node.len() > 1 {
         let t = prog.tmp(c);
-        Step {
-            coll: Collective::ReduceScatter,
-            ranks: node,
-            root: 0,
-            counts: counts.clone(),
-            displs: vec![],
-            in_place: false,
-            params: s.params,
-        }
-        .run(
-            prog,
-            s,
-            Map {
-                input: at(Buf::In, 0),
-                output: at(t, 0),
-            },
-        )?;
+        node_reduce_scatter(prog, s, ctx, node, &counts, (at(Buf::In, 0), at(t, 0)))?;
         part = (at(t, 0), false);
     }
     if to_root {
@@ -395,36 +363,9 @@ fn ml(prog: &mut Program, s: &CallSpec, ctx: &Ctx, to_root: bool) -> Result<(), 
     }
     if node.len() > 1 {
         let displs: Vec<usize> = (0..node.len()).map(|j| blk(j).0).collect();
-        allgather_blocks(prog, s, node, (counts, displs), off)?;
+        node_allgatherv(prog, s, ctx, node, (counts, displs))?;
     }
     Ok(())
-}
-
-/// Node-local allgatherv, in place in `Out`, of the members' blocks (this rank's at `off`).
-fn allgather_blocks(
-    prog: &mut Program,
-    s: &CallSpec,
-    node: &[usize],
-    (counts, displs): (Vec<usize>, Vec<usize>),
-    off: usize,
-) -> Result<(), Error> {
-    Step {
-        coll: Collective::Allgatherv,
-        ranks: node,
-        root: 0,
-        counts,
-        displs,
-        in_place: true,
-        params: s.params,
-    }
-    .run(
-        prog,
-        s,
-        Map {
-            input: at(Buf::Out, off),
-            output: at(Buf::Out, 0),
-        },
-    )
 }
 
 /// The reduce half of [`ml`] after step 1: block j reduced among the ranks of local index j

@@ -75,8 +75,9 @@ pub fn binomial_bcast(q: usize, bytes: usize, c: &CostParams) -> f64 {
     ceil_log2(q) as f64 * (c.alpha + c.beta * bytes as f64)
 }
 
-/// `hier`'s node-local reduce (`Reduce`) or broadcast (`Bcast`) over `k` ranks: through the
-/// node's window where the builder runs it so, else point-to-point.
+/// A node-local step of `hier` or `hier_ml` (reduce, broadcast, reduce_scatter, allgatherv)
+/// over `k` ranks: through the node's window where the builder runs it so, else
+/// point-to-point.
 fn node_step(coll: Collective, k: usize, bytes: usize, c: bool, l: &Levels) -> f64 {
     if l.node_shm && node_shm_pays(coll, k, bytes, c, &l.intra) {
         return crate::model::shm::time(coll, k, bytes);
@@ -123,14 +124,14 @@ pub fn node_aware_time(
                 + node_step(Bcast, k, bytes, true, l)
         }
         (Reduce, Algorithm::HierMl) => {
-            step(ReduceScatter, k, bytes, c, intra)
+            node_step(ReduceScatter, k, bytes, c, l)
                 + step(Reduce, n, bytes.div_ceil(w), c, &ml)
                 + linear(k, bytes, intra)
         }
         (Allreduce, Algorithm::HierMl) => {
-            step(ReduceScatter, k, bytes, c, intra)
+            node_step(ReduceScatter, k, bytes, c, l)
                 + step(Allreduce, n, bytes.div_ceil(w), c, &ml)
-                + step(Allgatherv, k, bytes, true, intra)
+                + node_step(Allgatherv, k, bytes, true, l)
         }
         (ReduceScatter, Algorithm::Hier) => {
             node_step(Reduce, k, bytes, c, l)

@@ -8,7 +8,7 @@
 pub mod sim;
 
 use crate::error::Error;
-use crate::plan::Piece;
+use crate::plan::{NodeStep, Piece};
 
 /// Moves and reduces elements for one rank of one collective call.
 pub trait Transport {
@@ -22,15 +22,7 @@ pub trait Transport {
     /// `dst := src ⊕ dst` if `src_first`, else `dst := dst ⊕ src` (MPI operand order).
     fn reduce(&mut self, src: Piece, dst: Piece, src_first: bool) -> Result<(), Error>;
     fn copy(&mut self, src: Piece, dst: Piece) -> Result<(), Error>;
-    /// [`Op::NodeReduce`](crate::plan::Op::NodeReduce): a reduce among this rank's node
-    /// (`members`, in rank order) to member `root`, through the node's shared window.
-    fn node_reduce(
-        &mut self,
-        members: &[usize],
-        root: usize,
-        input: Piece,
-        output: Option<Piece>,
-    ) -> Result<(), Error>;
-    /// [`Op::NodeBcast`](crate::plan::Op::NodeBcast): `data` from member `root` to every member.
-    fn node_bcast(&mut self, members: &[usize], root: usize, data: Piece) -> Result<(), Error>;
+    /// [`Op::Node`](crate::plan::Op::Node): a step among this rank's node (`members`, in
+    /// rank order) through the node's shared window.
+    fn node(&mut self, members: &[usize], step: &NodeStep) -> Result<(), Error>;
 }

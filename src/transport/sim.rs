@@ -15,7 +15,7 @@
 use crate::algo::{build, Algorithm, CallSpec};
 use crate::error::Error;
 use crate::exec;
-use crate::plan::{Buf, Piece, Program};
+use crate::plan::{Buf, NodeStep, Piece, Program};
 use crate::transport::Transport;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
@@ -349,23 +349,55 @@ impl Transport for SimTransport {
         self.bytes_mut(&dst)?.copy_from_slice(&s);
         Ok(())
     }
-    /// Simulated by messages: every member sends its input to the root, which folds them in
-    /// member order (an independent stand-in for the shared window's protocol).
+    /// Simulated by messages (an independent stand-in for the shared window's protocol):
+    /// see [`SimTransport::node_reduce`] and the others.
+    fn node(&mut self, members: &[usize], step: &NodeStep) -> Result<(), Error> {
+        let me = self.member(members)?;
+        match step {
+            NodeStep::Reduce {
+                root,
+                input,
+                output,
+            } => self.node_reduce(members, me, *root, *input, *output),
+            NodeStep::Bcast { root, data } => self.node_bcast(members, me, *root, *data),
+            NodeStep::ReduceScatter {
+                counts,
+                input,
+                output,
+            } => self.node_reduce_scatter(members, me, counts, *input, *output),
+            NodeStep::Allgatherv {
+                counts,
+                displs,
+                data,
+            } => self.node_allgatherv(members, me, counts, displs, *data),
+        }
+    }
+}
+
+impl SimTransport {
+    /// Every member sends its input to the root, which folds them in member order.
     fn node_reduce(
         &mut self,
         members: &[usize],
+        me: usize,
         root: usize,
         input: Piece,
         output: Option<Piece>,
     ) -> Result<(), Error> {
-        let me = self.member(members)?;
         if me != root {
             let r = self.isend(members[root], &[input])?;
             return self.wait(r);
         }
         let out =
             output.ok_or_else(|| Error::Internal("node reduce: root without output".into()))?;
-        let n = input.len;
+        let acc = self.fold_from(members, me, input)?;
+        self.bytes_mut(&out)?.copy_from_slice(&acc);
+        Ok(())
+    }
+    /// The member-order fold of `mine` (this rank's piece) and the same-sized pieces every
+    /// other member sends now.
+    fn fold_from(&mut self, members: &[usize], me: usize, mine: Piece) -> Result<Vec<u8>, Error> {
+        let n = mine.len;
         let t = self.scratch(members.len() * n);
         let mut reqs = Vec::new();
         for (j, &q) in members.iter().enumerate().filter(|&(j, _)| j != me) {
@@ -374,14 +406,14 @@ impl Transport for SimTransport {
         for r in reqs {
             self.wait(r)?;
         }
-        let own = self.bytes(&input)?.to_vec();
         let mut acc: Option<Vec<u8>> = None;
         for j in 0..members.len() {
-            let x = if j == me {
-                own.clone()
+            let at = if j == me {
+                mine
             } else {
-                self.bytes(&Piece::new(t, j * n, n))?.to_vec()
+                Piece::new(t, j * n, n)
             };
+            let x = self.bytes(&at)?.to_vec();
             acc = Some(match acc {
                 None => x,
                 Some(a) => {
@@ -392,13 +424,16 @@ impl Transport for SimTransport {
             });
         }
         self.tmp.pop();
-        self.bytes_mut(&out)?
-            .copy_from_slice(&acc.unwrap_or_default());
-        Ok(())
+        Ok(acc.unwrap_or_default())
     }
-    /// Simulated by messages from the root to every other member.
-    fn node_bcast(&mut self, members: &[usize], root: usize, data: Piece) -> Result<(), Error> {
-        let me = self.member(members)?;
+    /// The root sends `data` to every other member.
+    fn node_bcast(
+        &mut self,
+        members: &[usize],
+        me: usize,
+        root: usize,
+        data: Piece,
+    ) -> Result<(), Error> {
         if me != root {
             let r = self.irecv(members[root], &[data])?;
             return self.wait(r);
@@ -412,9 +447,57 @@ impl Transport for SimTransport {
         }
         Ok(())
     }
-}
-
-impl SimTransport {
+    /// Member j's block goes to member j from everyone (sends posted first), which folds.
+    fn node_reduce_scatter(
+        &mut self,
+        members: &[usize],
+        me: usize,
+        counts: &[usize],
+        input: Piece,
+        output: Piece,
+    ) -> Result<(), Error> {
+        let start: Vec<usize> = counts
+            .iter()
+            .scan(0, |a, &c| {
+                let o = *a;
+                *a += c;
+                Some(o)
+            })
+            .collect();
+        let mut sends = Vec::new();
+        for (j, &q) in members.iter().enumerate().filter(|&(j, _)| j != me) {
+            sends.push(self.isend(q, &[input.sub(start[j], start[j] + counts[j])])?);
+        }
+        let mine = input.sub(start[me], start[me] + counts[me]);
+        let acc = self.fold_from(members, me, mine)?;
+        for r in sends {
+            self.wait(r)?;
+        }
+        self.bytes_mut(&output)?.copy_from_slice(&acc);
+        Ok(())
+    }
+    /// Every member sends its block to every other member, which receives it in place.
+    fn node_allgatherv(
+        &mut self,
+        members: &[usize],
+        me: usize,
+        counts: &[usize],
+        displs: &[usize],
+        data: Piece,
+    ) -> Result<(), Error> {
+        let block = |j: usize| data.sub(displs[j], displs[j] + counts[j]);
+        let mut reqs = Vec::new();
+        for (j, &q) in members.iter().enumerate().filter(|&(j, _)| j != me) {
+            reqs.push(self.irecv(q, &[block(j)])?);
+        }
+        for (_, &q) in members.iter().enumerate().filter(|&(j, _)| j != me) {
+            reqs.push(self.isend(q, &[block(me)])?);
+        }
+        for r in reqs {
+            self.wait(r)?;
+        }
+        Ok(())
+    }
     /// This rank's local index among `members`.
     fn member(&self, members: &[usize]) -> Result<usize, Error> {
         members

@@ -1,11 +1,11 @@
 //! How `hier`'s node-local reduce and broadcast steps run: point-to-point sub-programs, or
-//! program ops ([`Op::NodeReduce`], [`Op::NodeBcast`]) that the transport runs on the node's
+//! program ops ([`Op::Node`]) that the transport runs on the node's
 //! shared window where the model prices that cheaper.
 
 use super::{bcast, pick_sub, Ctx, Map, Step};
 use crate::algo::{CallSpec, Collective, CostParams};
 use crate::error::Error;
-use crate::plan::{Buf, Op, Piece, Program};
+use crate::plan::{Buf, NodeStep, Op, Piece, Program};
 
 /// How `hier`'s node-local reduce and broadcast steps run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,7 +13,7 @@ pub enum NodeSteps {
     /// pcoll's cheapest point-to-point algorithm for the node (no shared window).
     PointToPoint,
     /// Every node has a shared window (`shm`): a step runs through it
-    /// ([`Op::NodeReduce`], [`Op::NodeBcast`]) where [`node_shm_pays`] says so.
+    /// ([`Op::Node`]) where [`node_shm_pays`] says so.
     Shm,
     /// Every step of more than one rank through the window (tests).
     ShmAlways,
@@ -30,7 +30,7 @@ impl NodeSteps {
     }
 }
 
-/// Does a node step of `coll` (`Reduce` or `Bcast`) over `k` ranks run through the node's
+/// Does a node step of `coll` (a reduce, broadcast, reduce_scatter or allgatherv) over `k` ranks run through the node's
 /// shared window rather than pcoll's cheapest point-to-point algorithm? When the model
 /// prices `shm` below it (never below `shm`'s smallest priced size). The same answer on
 /// every member of a node (it reads only the node's size and the call), and the model of
@@ -69,13 +69,12 @@ pub(super) fn node_reduce(
     let bytes = m * s.elem_bytes;
     if ctx.node.shm(Collective::Reduce, node.len(), bytes, s) {
         let me = node.iter().position(|&r| r == s.rank);
-        prog.ops.push(Op::NodeReduce {
-            members: node.to_vec(),
+        let step = NodeStep::Reduce {
             root,
             input: Piece::new(input.0, input.1, m),
             output: (me == Some(root)).then(|| Piece::new(output.0, output.1, m)),
-        });
-        prog.rounds += 1;
+        };
+        push(prog, node, step);
         return Ok(());
     }
     Step {
@@ -103,13 +102,108 @@ pub(super) fn node_bcast(
         .node
         .shm(Collective::Bcast, node.len(), data.len * s.elem_bytes, s)
     {
-        prog.ops.push(Op::NodeBcast {
-            members: node.to_vec(),
-            root: 0,
-            data,
-        });
-        prog.rounds += 1;
+        push(prog, node, NodeStep::Bcast { root: 0, data });
         return;
     }
     bcast(prog, node, li, &[data]);
+}
+
+/// Append a node step over `node` (one round).
+fn push(prog: &mut Program, node: &[usize], step: NodeStep) {
+    prog.ops.push(Op::Node {
+        members: node.to_vec(),
+        step,
+    });
+    prog.rounds += 1;
+}
+
+/// A node-local reduce_scatter of `input` (the sum of `counts`) into this rank's block at
+/// `output`: through the node's window where it pays, else as a point-to-point [`Step`].
+pub(super) fn node_reduce_scatter(
+    prog: &mut Program,
+    s: &CallSpec,
+    ctx: &Ctx,
+    node: &[usize],
+    counts: &[usize],
+    (input, output): ((Buf, usize), (Buf, usize)),
+) -> Result<(), Error> {
+    let total: usize = counts.iter().sum();
+    let me = node.iter().position(|&r| r == s.rank).unwrap_or(0);
+    if ctx.node.shm(
+        Collective::ReduceScatter,
+        node.len(),
+        total * s.elem_bytes,
+        s,
+    ) {
+        let step = NodeStep::ReduceScatter {
+            counts: counts.to_vec(),
+            input: Piece::new(input.0, input.1, total),
+            output: Piece::new(output.0, output.1, counts[me]),
+        };
+        push(prog, node, step);
+        return Ok(());
+    }
+    Step {
+        coll: Collective::ReduceScatter,
+        ranks: node,
+        root: 0,
+        counts: counts.to_vec(),
+        displs: vec![],
+        in_place: false,
+        params: s.params,
+    }
+    .run(prog, s, Map { input, output })
+}
+
+/// A node-local allgatherv in place in `Out` of the members' blocks (`counts` at `displs`):
+/// through the node's window where it pays, else as a point-to-point [`Step`].
+pub(super) fn node_allgatherv(
+    prog: &mut Program,
+    s: &CallSpec,
+    ctx: &Ctx,
+    node: &[usize],
+    (counts, displs): (Vec<usize>, Vec<usize>),
+) -> Result<(), Error> {
+    let me = node.iter().position(|&r| r == s.rank).unwrap_or(0);
+    let end = counts
+        .iter()
+        .zip(&displs)
+        .map(|(c, d)| c + d)
+        .max()
+        .unwrap_or(0);
+    let total: usize = counts.iter().sum();
+    if ctx
+        .node
+        .shm(Collective::Allgatherv, node.len(), total * s.elem_bytes, s)
+    {
+        let data = Piece::new(Buf::Out, 0, end);
+        push(
+            prog,
+            node,
+            NodeStep::Allgatherv {
+                counts,
+                displs,
+                data,
+            },
+        );
+        return Ok(());
+    }
+    let own = displs[me];
+    Step {
+        coll: Collective::Allgatherv,
+        ranks: node,
+        root: 0,
+        counts,
+        displs,
+        in_place: true,
+        params: s.params,
+    }
+    .run(
+        prog,
+        s,
+        Map {
+            input: (Buf::Out, own),
+            output: (Buf::Out, 0),
+        },
+    )
 }

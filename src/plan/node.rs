@@ -1,0 +1,140 @@
+//! Node steps: collective steps among the ranks of one node through the node's shared
+//! window, as program ops ([`super::Op::Node`]). The transport runs them (`PmpiTransport` on
+//! the node's window with `shm`'s protocol; the simulated transport by messages).
+
+use super::{Buf, Piece};
+
+/// What one node step does; every member runs the same step at the same point of its
+/// program. Local indices (`root`, positions in `counts`) are positions among the members.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeStep {
+    /// Every member gives `input`; member `root` gets `input_0 ⊕ … ⊕ input_{k−1}` in member
+    /// order into `output` (None on the others). `input` may be `output` (in place).
+    Reduce {
+        root: usize,
+        input: Piece,
+        output: Option<Piece>,
+    },
+    /// `data` of member `root` to every member's `data`.
+    Bcast { root: usize, data: Piece },
+    /// Every member gives `input` (the sum of `counts` elements); member j gets block j of
+    /// the member-order reduction (`counts[j]` elements, blocks side by side) into `output`.
+    ReduceScatter {
+        counts: Vec<usize>,
+        input: Piece,
+        output: Piece,
+    },
+    /// In place: member j's block lies at `data` + `displs[j]` (`counts[j]` elements) on every
+    /// member; afterwards every member holds every block there.
+    Allgatherv {
+        counts: Vec<usize>,
+        displs: Vec<usize>,
+        data: Piece,
+    },
+}
+
+impl NodeStep {
+    /// Every piece the step reads or writes.
+    pub fn pieces(&self) -> impl Iterator<Item = &Piece> {
+        let (a, b): (&Piece, Option<&Piece>) = match self {
+            NodeStep::Reduce { input, output, .. } => (input, output.as_ref()),
+            NodeStep::Bcast { data, .. } | NodeStep::Allgatherv { data, .. } => (data, None),
+            NodeStep::ReduceScatter { input, output, .. } => (input, Some(output)),
+        };
+        std::iter::once(a).chain(b)
+    }
+    /// The pieces it reads.
+    pub fn reads(&self) -> &Piece {
+        match self {
+            NodeStep::Reduce { input, .. } | NodeStep::ReduceScatter { input, .. } => input,
+            NodeStep::Bcast { data, .. } | NodeStep::Allgatherv { data, .. } => data,
+        }
+    }
+    /// The piece it writes (None: a reduce's non-root).
+    pub fn writes(&self) -> Option<&Piece> {
+        match self {
+            NodeStep::Reduce { output, .. } => output.as_ref(),
+            NodeStep::ReduceScatter { output, .. } => Some(output),
+            NodeStep::Bcast { data, .. } | NodeStep::Allgatherv { data, .. } => Some(data),
+        }
+    }
+    /// The same step with every piece mapped by `f`.
+    pub fn map(&self, f: impl Fn(&Piece) -> Piece) -> NodeStep {
+        match self {
+            NodeStep::Reduce {
+                root,
+                input,
+                output,
+            } => NodeStep::Reduce {
+                root: *root,
+                input: f(input),
+                output: output.as_ref().map(&f),
+            },
+            NodeStep::Bcast { root, data } => NodeStep::Bcast {
+                root: *root,
+                data: f(data),
+            },
+            NodeStep::ReduceScatter {
+                counts,
+                input,
+                output,
+            } => NodeStep::ReduceScatter {
+                counts: counts.clone(),
+                input: f(input),
+                output: f(output),
+            },
+            NodeStep::Allgatherv {
+                counts,
+                displs,
+                data,
+            } => NodeStep::Allgatherv {
+                counts: counts.clone(),
+                displs: displs.clone(),
+                data: f(data),
+            },
+        }
+    }
+    /// Its own consistency over `members` (ranks in increasing order; pieces inside their
+    /// buffers are checked by [`super::Program::validate`]).
+    pub fn check(&self, members: &[usize]) -> Result<(), String> {
+        let k = members.len();
+        if members.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(format!("node step members out of order: {members:?}"));
+        }
+        if self.writes().is_some_and(|p| p.buf == Buf::In) {
+            return Err(format!("node step writes into In: {self:?}"));
+        }
+        let ok = match self {
+            NodeStep::Reduce {
+                root,
+                input,
+                output,
+            } => *root < k && output.map_or(true, |o| o.len == input.len),
+            NodeStep::Bcast { root, .. } => *root < k,
+            NodeStep::ReduceScatter {
+                counts,
+                input,
+                output,
+            } => {
+                counts.len() == k && input.len == counts.iter().sum::<usize>() && {
+                    // The output is this rank's block: some member's count.
+                    counts.contains(&output.len)
+                }
+            }
+            NodeStep::Allgatherv {
+                counts,
+                displs,
+                data,
+            } => {
+                counts.len() == k
+                    && displs.len() == k
+                    && counts.iter().zip(displs).all(|(c, d)| c + d <= data.len)
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("node step of {k} members: {self:?}"))
+        }
+    }
+}
