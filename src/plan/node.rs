@@ -138,3 +138,90 @@ impl NodeStep {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Op, Program};
+
+    fn prog(members: Vec<usize>, step: NodeStep) -> Program {
+        Program {
+            ops: vec![Op::Node { members, step }],
+            tmp: vec![4],
+            rounds: 1,
+        }
+    }
+
+    #[test]
+    fn validate_checks_node_steps() {
+        let pc = |buf, off, len| Piece::new(buf, off, len);
+        let ok = |p: Program| p.validate(Some(8), Some(8)).is_ok();
+        let reduce = |root, output| NodeStep::Reduce {
+            root,
+            input: pc(Buf::In, 0, 4),
+            output,
+        };
+        assert!(ok(prog(vec![1, 3], reduce(1, Some(pc(Buf::Out, 4, 4))))));
+        assert!(ok(prog(vec![1, 3], reduce(0, None))));
+        assert!(
+            !ok(prog(vec![3, 1], reduce(0, None))),
+            "members out of order"
+        );
+        assert!(
+            !ok(prog(vec![1, 3], reduce(2, None))),
+            "root beyond the members"
+        );
+        assert!(
+            !ok(prog(vec![1, 3], reduce(0, Some(pc(Buf::In, 0, 4))))),
+            "into In"
+        );
+        assert!(
+            !ok(prog(vec![1, 3], reduce(0, Some(pc(Buf::Out, 0, 3))))),
+            "lengths"
+        );
+        assert!(
+            !ok(prog(vec![1, 3], reduce(0, Some(pc(Buf::Out, 6, 4))))),
+            "beyond Out"
+        );
+        let rs = |counts: Vec<usize>, out| NodeStep::ReduceScatter {
+            counts,
+            input: pc(Buf::In, 0, 5),
+            output: pc(Buf::Tmp(0), 0, out),
+        };
+        assert!(ok(prog(vec![0, 1], rs(vec![2, 3], 3))));
+        assert!(
+            !ok(prog(vec![0, 1], rs(vec![2, 2], 2))),
+            "counts do not sum to input"
+        );
+        assert!(
+            !ok(prog(vec![0, 1], rs(vec![2, 3], 4))),
+            "no member's block"
+        );
+        let ag = |displs: Vec<usize>| NodeStep::Allgatherv {
+            counts: vec![3, 2],
+            displs,
+            data: pc(Buf::Out, 0, 6),
+        };
+        assert!(ok(prog(vec![0, 2], ag(vec![3, 0]))));
+        assert!(!ok(prog(vec![0, 2], ag(vec![4, 0]))), "a block beyond data");
+        let bc = NodeStep::Bcast {
+            root: 1,
+            data: pc(Buf::Out, 2, 6),
+        };
+        assert!(ok(prog(vec![0, 2], bc.clone())));
+        assert!(!ok(prog(vec![0], bc)), "root beyond one member");
+    }
+
+    #[test]
+    fn map_moves_every_piece() {
+        let step = NodeStep::ReduceScatter {
+            counts: vec![1, 2],
+            input: Piece::new(Buf::In, 0, 3),
+            output: Piece::new(Buf::Out, 0, 2),
+        };
+        let moved = step.map(|p| Piece::new(Buf::Tmp(7), p.off + 10, p.len));
+        assert!(moved.pieces().all(|p| p.buf == Buf::Tmp(7) && p.off == 10));
+        assert_eq!(moved.reads().len, 3);
+        assert_eq!(moved.writes().map(|p| p.len), Some(2));
+    }
+}
