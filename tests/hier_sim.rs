@@ -433,13 +433,7 @@ fn node_steps_through_the_window_where_the_model_says() {
         node: NodeSteps::Shm,
     };
     let big = 1 << 17; // 1 MiB
-    assert!(pcoll::algo::hier::node_shm_pays(
-        Collective::Reduce,
-        3,
-        big * 8,
-        true,
-        &intra
-    ));
+    assert!(pcoll::algo::hier::node_shm_pays(3, big * 8));
     for r in 0..6 {
         let prog = build_hier(Algorithm::Hier, &spec(r, big), &ctx).unwrap();
         let nodes: Vec<&Op> = prog

@@ -79,7 +79,7 @@ pub fn binomial_bcast(q: usize, bytes: usize, c: &CostParams) -> f64 {
 /// over `k` ranks: through the node's window where the builder runs it so, else
 /// point-to-point.
 fn node_step(coll: Collective, k: usize, bytes: usize, c: bool, l: &Levels) -> f64 {
-    if l.node_shm && node_shm_pays(coll, k, bytes, c, &l.intra) {
+    if l.node_shm && node_shm_pays(k, bytes) {
         return crate::model::shm::time(coll, k, bytes);
     }
     match coll {

@@ -59,6 +59,10 @@ fn patience() -> std::time::Duration {
     *D
 }
 
+/// A wait found longer than this (checked every 64th yield) sleeps [`NAP`] between checks.
+const LONG_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
+const NAP: std::time::Duration = std::time::Duration::from_micros(50);
+
 /// Fewest bytes a rank reduces as a slice of its own.
 const MIN_SLICE_BYTES: usize = 16 << 10;
 
@@ -66,6 +70,7 @@ const MIN_SLICE_BYTES: usize = 16 << 10;
 fn wait_for(c: &AtomicU64, at_least: u64, patient: bool) {
     let mut n = 0u32;
     let mut since: Option<std::time::Instant> = None;
+    let mut long = false;
     while c.load(Ordering::Acquire) < at_least {
         n = n.wrapping_add(1);
         if n < SPINS {
@@ -76,6 +81,15 @@ fn wait_for(c: &AtomicU64, at_least: u64, patient: bool) {
             && since.get_or_insert_with(std::time::Instant::now).elapsed() < patience()
         {
             std::hint::spin_loop();
+        } else if long
+            || (n % 64 == 0
+                && since.get_or_insert_with(std::time::Instant::now).elapsed() > LONG_WAIT)
+        {
+            long = true;
+            // A long wait (a node step of `hier` waits for its leader's network step): give
+            // the core away for a while instead of yielding in a loop, which takes it back
+            // from the ranks doing the work when they outnumber the cores.
+            std::thread::sleep(NAP);
         } else {
             std::thread::yield_now();
         }
