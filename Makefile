@@ -30,7 +30,7 @@ REGISTRY_MPIS := $(filter openmpi5 mpich5 impi,$(MPIS))
 MPI_ENV = source scripts/mpi.sh && mpi_setup $(1) &&
 
 .PHONY: all deps build build-lib core-test test test-all test-debian demo bench tune soak install install-files docs docs-check \
-	install-check clean ctest-% verify-% learn-test-% fmt-check mpi4py-setup \
+	install-check clean ctest-% verify-% verify-nb-% test-nb learn-test-% fmt-check mpi4py-setup \
 	mpi4py-setup-bg \
 	verify-net net-difftest bench-net
 
@@ -147,6 +147,16 @@ verify-%: mpi4py-setup
 	$(if $(filter $*,$(DEBIAN_MPIS)),HIER_PS=4 bash verify/hier-difftest.sh $* build/$*/libpcoll.so 40)
 	PCOLL_SIM=$(CURDIR)/target-$(CORE_MPI)/release/pcoll-sim bash verify/choose.sh $* build/$*/libpcoll.so
 	bash verify/mpi4py.sh $* build/$*/libpcoll.so --quick
+
+# Non-blocking and persistent collectives (issue 27, docs/nonblocking.md): the differential
+# test (verify/nbdifftest.c) at p = 1..5 with every algorithm forced, and the resumable
+# executor's tests. Not in make test yet (its 30 minutes are spent; see docs/nonblocking.md).
+verify-nb-%:
+	bash verify/run-nbdifftest.sh $* build/$*/libpcoll.so --long
+
+test-nb: $(addprefix build-lib-,$(MPIS))
+	$(call MPI_ENV,$(CORE_MPI)) CARGO_TARGET_DIR=$(CURDIR)/target-$(CORE_MPI) $(CARGO) test --release -p pcoll --test exec_resume
+	for m in $(MPIS); do bash verify/run-nbdifftest.sh $$m build/$$m/libpcoll.so --quick || exit 1; done
 
 # PCOLL_LEARN at length: the randomized differential test learning (every rank's algorithm
 # compared after every call) and replaying what it learned, then verify/learn.sh.

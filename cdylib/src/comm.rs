@@ -34,6 +34,9 @@ pub struct CommState {
     shm: OnceCell<Option<Box<crate::shm::Win>>>,
     /// `PCOLL_LEARN`'s cells on this communicator (`crate::learn`).
     pub learn: Mutex<HashMap<pcoll::learn::CellKey, pcoll::learn::Cell>>,
+    /// Non-blocking and persistent calls pcoll served on this communicator (`crate::nbc`:
+    /// their tags; the same count on every rank, as collectives are called in one order).
+    pub nb_seq: std::sync::atomic::AtomicU64,
 }
 
 /// Everything a program depends on besides the rank (the cost parameters come from the
@@ -184,6 +187,9 @@ unsafe extern "C" fn delete_state(
             // call served again by handle.
             forget(attr as *const CommState);
             crate::dispatch::forget_served();
+            // MPI_Comm_free is collective and lets pending operations complete: pcoll's
+            // schedules on this communicator complete before its state goes.
+            crate::nbc::drain(attr as *const CommState);
             // SAFETY: `attr` is the Box we leaked in `state()`; MPI calls this exactly once.
             let st = unsafe { Box::from_raw(attr as *mut CommState) };
             if let Some(Some(w)) = st.shm.get() {
@@ -314,6 +320,7 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
         layout: OnceCell::new(),
         shm: OnceCell::new(),
         learn: Mutex::new(HashMap::new()),
+        nb_seq: Default::default(),
     }));
     // SAFETY: hands ownership of the Box to the attribute; reclaimed in `delete_state`.
     let rc = unsafe { PMPI_Comm_set_attr(comm, kv, st as *mut c_void) };

@@ -14,7 +14,7 @@ use pcoll::transport::Transport;
 use pcoll::Error;
 use std::os::raw::{c_int, c_void};
 
-/// The one tag of pcoll's messages (on a private shadow communicator).
+/// The tag of the blocking collectives' messages (on a private shadow communicator).
 const TAG: c_int = 7411;
 
 /// Scratch memory aligned for any element type.
@@ -121,6 +121,8 @@ pub struct PmpiTransport<'a> {
     /// `Chunking::local`, and this rank (see [`PmpiTransport::chunk_max`]).
     chunk_local: Option<(usize, &'a [usize])>,
     rank: usize,
+    /// The tag of this call's messages ([`TAG`], or a non-blocking collective's own).
+    tag: c_int,
     pub stats_msgs: usize,
 }
 
@@ -177,8 +179,16 @@ impl<'a> PmpiTransport<'a> {
             chunk_max: chunking.max_bytes,
             chunk_local: chunking.local,
             rank,
+            tag: TAG,
             stats_msgs: 0,
         }
+    }
+
+    /// Messages on `tag` instead of the blocking collectives' [`TAG`] (an outstanding
+    /// non-blocking collective's messages must never match another collective's).
+    pub fn with_tag(mut self, tag: c_int) -> Self {
+        self.tag = tag;
+        self
     }
 
     /// Address of element `pc.off` of its buffer (a raw pointer; never dereferenced here).
@@ -297,7 +307,7 @@ impl<'a> PmpiTransport<'a> {
                         cnt,
                         t,
                         peer as c_int,
-                        TAG,
+                        self.tag,
                         self.comm,
                         &mut req,
                     )
@@ -307,7 +317,7 @@ impl<'a> PmpiTransport<'a> {
                         cnt,
                         t,
                         peer as c_int,
-                        TAG,
+                        self.tag,
                         self.comm,
                         &mut req,
                     )
@@ -432,6 +442,25 @@ impl Transport for PmpiTransport<'_> {
             }
         };
         check(rc, "MPI_Wait")
+    }
+
+    fn test(&mut self, r: &mut Req) -> Result<bool, Error> {
+        let (s, n) = (r.start as usize, r.len as usize);
+        let reqs = self
+            .reqs
+            .get_mut(s..s + n)
+            .ok_or_else(|| Error::Internal("test of an unknown request".into()))?;
+        let mut flag: c_int = 0;
+        // SAFETY: as for `wait`; Testall completes all of them or none (then nothing changes).
+        let rc = unsafe {
+            PMPI_Testall(
+                n as c_int,
+                reqs.as_mut_ptr(),
+                &mut flag,
+                RSMPI_STATUSES_IGNORE,
+            )
+        };
+        check(rc, "MPI_Testall").map(|()| flag != 0)
     }
 
     fn reduce(&mut self, src: Piece, dst: Piece, src_first: bool) -> Result<(), Error> {

@@ -391,6 +391,7 @@ pub fn report() -> String {
             }
         }
     }
+    crate::nbc::stats::report(&mut out);
     out
 }
 
