@@ -506,7 +506,10 @@ static void finish_round(Op *ops, int n, int round, uint64_t *l, int second)
 static void round_(int round, uint64_t seed, int max_count, const char *alg)
 {
     uint64_t g = seed * 2654435761u + (uint64_t)round * 40503u + 1, l = g ^ (uint64_t)(wrank + 1) * 0x9E3779B97F4A7C15ull;
-    int persistent_ok = MPI_VERSION >= 4;
+    /* NB_NO_PERSISTENT: Debian's MPICH 4.0.2's own persistent collectives fail natively (a
+     * yaksa handle-pool assertion, leaked handles, hangs: docs/nonblocking.md), so runs that
+     * may forward them to it leave them out. */
+    int persistent_ok = MPI_VERSION >= 4 && !getenv("NB_NO_PERSISTENT");
     force_round(&g, alg);
     Op ops[MAXOPS];
     int n = 1 + below(&g, MAXOPS);

@@ -202,8 +202,11 @@ pub fn start(req: MPI_Request) -> Option<c_int> {
     })
 }
 
-/// `MPI_Request_free` of one of pcoll's requests (`None`: not pcoll's). A running schedule
-/// completes later (advanced by the completion calls), as the MPI's own requests do.
+/// `MPI_Request_free` of one of pcoll's requests (`None`: not pcoll's). On a non-blocking or
+/// active persistent collective request the MPIs differ (Open MPI frees it, MPICH 4.0 returns
+/// an error and leaves it): pcoll answers as the MPI answers for a collective request of its
+/// own ([`native_answer`]). A running schedule freed completes later (advanced by the
+/// completion calls), as the MPI's own requests do.
 pub fn free(req: &mut MPI_Request) -> Option<c_int> {
     let mut t = TABLE.lock();
     let k = find(&t, *req)?;
@@ -212,6 +215,13 @@ pub fn free(req: &mut MPI_Request) -> Option<c_int> {
         crate::mpi_types::handle_bits(*req),
         t[k].phase
     );
+    if t[k].kind == Kind::Nonblocking || t[k].phase == Phase::Running {
+        // SAFETY: the MPI's own call on its own request.
+        let rc = native_answer(|d| unsafe { PMPI_Request_free(d) });
+        if rc != consts::SUCCESS() {
+            return Some(rc);
+        }
+    }
     if t[k].phase == Phase::Running {
         t[k].detached = true;
     } else {
@@ -229,6 +239,30 @@ pub fn free(req: &mut MPI_Request) -> Option<c_int> {
     Some(consts::SUCCESS())
 }
 
+/// What the MPI answers when `f` is applied to a collective request of its own (a barrier on
+/// `MPI_COMM_SELF`, complete at once; completed here if `f` left it).
+fn native_answer(f: impl FnOnce(&mut MPI_Request) -> c_int) -> c_int {
+    let mut d = null();
+    // SAFETY: a barrier of one process; out-pointer.
+    if unsafe { PMPI_Ibarrier(consts::comm_self(), &mut d) } != consts::SUCCESS() {
+        return consts::SUCCESS();
+    }
+    let rc = f(&mut d);
+    if d != null() {
+        // SAFETY: the barrier's request, still ours.
+        unsafe { PMPI_Wait(&mut d, RSMPI_STATUS_IGNORE) };
+    }
+    rc
+}
+
+/// `MPI_Cancel` of one of pcoll's requests: erroneous for a collective request; answered as
+/// the MPI answers it for one of its own (Open MPI 4.1: success, no effect; MPICH 4.0: an
+/// error). The schedule goes on either way.
+pub fn cancel(_req: &mut MPI_Request) -> c_int {
+    // SAFETY: the MPI's own call on its own request.
+    native_answer(|d| unsafe { PMPI_Cancel(d) })
+}
+
 /// Is `req` one of pcoll's requests?
 pub fn is_ours(req: MPI_Request) -> bool {
     find(&TABLE.lock(), req).is_some()
@@ -237,11 +271,4 @@ pub fn is_ours(req: MPI_Request) -> bool {
 /// Running schedules (for tests and logs).
 pub fn running_count() -> usize {
     RUNNING.load(Ordering::Relaxed)
-}
-
-/// `MPI_Cancel` of one of pcoll's requests: erroneous for a collective request; answered as
-/// the MPI answers it (see docs/nonblocking.md).
-pub fn cancel(req: &mut MPI_Request) -> c_int {
-    let _ = req;
-    consts::ERR_REQUEST()
 }
