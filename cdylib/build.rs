@@ -12,6 +12,7 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(pcoll_openmpi)");
     println!("cargo::rustc-check-cfg=cfg(pcoll_mpich)");
     println!("cargo::rustc-check-cfg=cfg(pcoll_large_count)");
+    println!("cargo::rustc-check-cfg=cfg(pcoll_persistent)");
     let mpicc = env::var("MPICC").unwrap_or_else(|_| "mpicc".to_string());
     // The family is read from the MPI's own header, not from the wrapper's command line:
     // Intel MPI's `mpicc -show` names no "mpich", yet its ABI is MPICH's (I_MPI_VERSION and
@@ -28,6 +29,11 @@ fn main() {
     // MPI 4.1 and 5.0 do not.
     if probe.contains("PMPI_Reduce_c") {
         println!("cargo:rustc-cfg=pcoll_large_count");
+    }
+    // MPI-4 persistent collectives (`MPI_Allreduce_init`, ...): MPICH 4.x/5.x, Open MPI 5.0
+    // and Intel MPI 2021 declare them, Open MPI 4.1 does not.
+    if probe.contains("PMPI_Allreduce_init") {
+        println!("cargo:rustc-cfg=pcoll_persistent");
     }
     cc::Build::new()
         .compiler(&mpicc)
@@ -75,6 +81,14 @@ fn header_probe(mpicc: &str) -> String {
     // Compiles only where PMPI_Reduce_c is declared.
     if run(&["-c", "-o", "/dev/null"]).status.success() {
         out.push_str("\nPMPI_Reduce_c\n");
+    }
+    std::fs::write(
+        &src,
+        "#include <mpi.h>\nvoid *pcoll_probe = (void *)&PMPI_Allreduce_init;\n",
+    )
+    .expect("write the header probe");
+    if run(&["-c", "-o", "/dev/null"]).status.success() {
+        out.push_str("\nPMPI_Allreduce_init\n");
     }
     out
 }

@@ -91,3 +91,19 @@ const MPI_Info pcoll_c_info_null = MPI_INFO_NULL;
 const int pcoll_c_max_processor_name = MPI_MAX_PROCESSOR_NAME;
 /* For the running implementation's name (pcoll::mpi::Mpi::detect). */
 const int pcoll_c_max_library_version_string = MPI_MAX_LIBRARY_VERSION_STRING;
+
+/* Non-blocking and persistent collectives (src/nbc.rs). */
+const int pcoll_c_proc_null = MPI_PROC_NULL;
+const int pcoll_c_tag_ub_key = MPI_TAG_UB;
+const int pcoll_c_err_request = MPI_ERR_REQUEST;
+
+/* The status of a completed collective request as the MPIs give it (an empty status:
+ * MPI_ANY_SOURCE, MPI_ANY_TAG, no elements) over the stand-in's (a receive from
+ * MPI_PROC_NULL: MPI_PROC_NULL as source). MPI_ERROR is left as the completion call set it. */
+void pcoll_c_status_empty(MPI_Status *s)
+{
+    if (s == MPI_STATUS_IGNORE || s == MPI_STATUSES_IGNORE)
+        return;
+    s->MPI_SOURCE = MPI_ANY_SOURCE;
+    s->MPI_TAG = MPI_ANY_TAG;
+}

@@ -36,6 +36,9 @@ pub struct CommState {
     node_shm: OnceCell<NodeWin>,
     /// `PCOLL_LEARN`'s cells on this communicator (`crate::learn`).
     pub learn: Mutex<HashMap<pcoll::learn::CellKey, pcoll::learn::Cell>>,
+    /// Non-blocking and persistent calls pcoll served on this communicator (`crate::nbc`:
+    /// their tags; the same count on every rank, as collectives are called in one order).
+    pub nb_seq: std::sync::atomic::AtomicU64,
 }
 
 /// A node's window: `Ok(None)` on a node of one rank, `Err(())` refused (on every rank).
@@ -209,6 +212,9 @@ unsafe extern "C" fn delete_state(
             // call served again by handle.
             forget(attr as *const CommState);
             crate::dispatch::forget_served();
+            // MPI_Comm_free is collective and lets pending operations complete: pcoll's
+            // schedules on this communicator complete before its state goes.
+            crate::nbc::drain(attr as *const CommState);
             // SAFETY: `attr` is the Box we leaked in `state()`; MPI calls this exactly once.
             let st = unsafe { Box::from_raw(attr as *mut CommState) };
             if let Some(Some(w)) = st.shm.get() {
@@ -343,6 +349,7 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
         shm: OnceCell::new(),
         node_shm: OnceCell::new(),
         learn: Mutex::new(HashMap::new()),
+        nb_seq: Default::default(),
     }));
     // SAFETY: hands ownership of the Box to the attribute; reclaimed in `delete_state`.
     let rc = unsafe { PMPI_Comm_set_attr(comm, kv, st as *mut c_void) };

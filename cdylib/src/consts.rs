@@ -58,6 +58,9 @@ extern "C" {
     static pcoll_c_info_null: MPI_Info;
     static pcoll_c_max_processor_name: c_int;
     static pcoll_c_max_library_version_string: c_int;
+    static pcoll_c_proc_null: c_int;
+    static pcoll_c_tag_ub_key: c_int;
+    static pcoll_c_err_request: c_int;
 }
 
 macro_rules! getter {
@@ -116,6 +119,9 @@ getter! {
     info_null: MPI_Info = pcoll_c_info_null;
     MAX_PROCESSOR_NAME: c_int = pcoll_c_max_processor_name;
     MAX_LIBRARY_VERSION_STRING: c_int = pcoll_c_max_library_version_string;
+    PROC_NULL: c_int = pcoll_c_proc_null;
+    TAG_UB_KEY: c_int = pcoll_c_tag_ub_key;
+    ERR_REQUEST: c_int = pcoll_c_err_request;
 }
 
 /// Open MPI's Fortran `MPI_IN_PLACE` / `MPI_BOTTOM`: addresses of common blocks in libmpi.

@@ -12,11 +12,13 @@ mod again;
 mod badinput;
 mod call;
 mod native;
+pub mod nb;
 mod resolve;
 mod serve;
 mod validate;
 
 pub use again::forget_all as forget_served;
+pub(crate) use badinput::error_code;
 pub use call::{Args, Counts, SMALL};
 pub use native::{regular_native, vector_native};
 

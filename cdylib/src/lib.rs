@@ -21,6 +21,7 @@ pub mod ffi;
 pub mod gate;
 pub mod learn;
 pub mod mpi_types;
+pub mod nbc;
 pub mod nodes;
 pub mod pack;
 pub mod pmpi;

@@ -15,7 +15,7 @@ use pcoll::transport::Transport;
 use pcoll::Error;
 use std::os::raw::{c_int, c_void};
 
-/// The one tag of pcoll's messages (on a private shadow communicator).
+/// The tag of the blocking collectives' messages (on a private shadow communicator).
 const TAG: c_int = 7411;
 
 /// Scratch memory aligned for any element type.
@@ -124,6 +124,8 @@ pub struct PmpiTransport<'a> {
     rank: usize,
     /// The window of this rank's node, for `hier`'s node steps (`Op::NodeReduce`, ...).
     node: Option<&'a crate::shm::Win>,
+    /// The tag of this call's messages ([`TAG`], or a non-blocking collective's own).
+    tag: c_int,
     pub stats_msgs: usize,
 }
 
@@ -181,6 +183,7 @@ impl<'a> PmpiTransport<'a> {
             chunk_local: chunking.local,
             rank,
             node: None,
+            tag: TAG,
             stats_msgs: 0,
         }
     }
@@ -227,6 +230,13 @@ impl<'a> PmpiTransport<'a> {
                 None
             },
         }
+    }
+
+    /// Messages on `tag` instead of the blocking collectives' [`TAG`] (an outstanding
+    /// non-blocking collective's messages must never match another collective's).
+    pub fn with_tag(mut self, tag: c_int) -> Self {
+        self.tag = tag;
+        self
     }
 
     /// Address of element `pc.off` of its buffer (a raw pointer; never dereferenced here).
@@ -345,7 +355,7 @@ impl<'a> PmpiTransport<'a> {
                         cnt,
                         t,
                         peer as c_int,
-                        TAG,
+                        self.tag,
                         self.comm,
                         &mut req,
                     )
@@ -355,7 +365,7 @@ impl<'a> PmpiTransport<'a> {
                         cnt,
                         t,
                         peer as c_int,
-                        TAG,
+                        self.tag,
                         self.comm,
                         &mut req,
                     )
@@ -480,6 +490,25 @@ impl Transport for PmpiTransport<'_> {
             }
         };
         check(rc, "MPI_Wait")
+    }
+
+    fn test(&mut self, r: &mut Req) -> Result<bool, Error> {
+        let (s, n) = (r.start as usize, r.len as usize);
+        let reqs = self
+            .reqs
+            .get_mut(s..s + n)
+            .ok_or_else(|| Error::Internal("test of an unknown request".into()))?;
+        let mut flag: c_int = 0;
+        // SAFETY: as for `wait`; Testall completes all of them or none (then nothing changes).
+        let rc = unsafe {
+            PMPI_Testall(
+                n as c_int,
+                reqs.as_mut_ptr(),
+                &mut flag,
+                RSMPI_STATUSES_IGNORE,
+            )
+        };
+        check(rc, "MPI_Testall").map(|()| flag != 0)
     }
 
     fn reduce(&mut self, src: Piece, dst: Piece, src_first: bool) -> Result<(), Error> {

@@ -414,6 +414,7 @@ pub fn report() -> String {
             "pcoll: stats node-steps shm reduce={r} bcast={b} reduce_scatter={rs} allgatherv={ag} bytes={bytes}\n"
         ));
     }
+    crate::nbc::stats::report(&mut out);
     out
 }
 

@@ -19,6 +19,9 @@ pub trait Transport {
     fn isend(&mut self, peer: usize, pieces: &[Piece]) -> Result<Self::Request, Error>;
     fn irecv(&mut self, peer: usize, pieces: &[Piece]) -> Result<Self::Request, Error>;
     fn wait(&mut self, req: Self::Request) -> Result<(), Error>;
+    /// Complete `req` if it can be completed without blocking: `Ok(true)` (the request is
+    /// finished and must not be used again), or `Ok(false)` (still in flight; nothing changed).
+    fn test(&mut self, req: &mut Self::Request) -> Result<bool, Error>;
     /// `dst := src ⊕ dst` if `src_first`, else `dst := dst ⊕ src` (MPI operand order).
     fn reduce(&mut self, src: Piece, dst: Piece, src_first: bool) -> Result<(), Error>;
     fn copy(&mut self, src: Piece, dst: Piece) -> Result<(), Error>;

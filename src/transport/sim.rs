@@ -171,6 +171,46 @@ pub enum SimReq {
     Recv(u64, Vec<Piece>),
 }
 
+impl SimReq {
+    fn waits_for(&self) -> WaitFor {
+        match self {
+            SimReq::Send(id, ..) => WaitFor::SendMatched(*id),
+            SimReq::Recv(id, _) => WaitFor::RecvDelivered(*id),
+        }
+    }
+}
+
+/// A matching space of p simulated ranks for programs driven from one thread with
+/// [`crate::exec::Run::advance`] (never blocking, so no thread per rank is needed). One world
+/// per outstanding collective: it stands for the distinct tag each one gets under MPI.
+#[derive(Clone)]
+pub struct SimWorld(Arc<Shared>);
+
+impl SimWorld {
+    pub fn new(p: usize) -> SimWorld {
+        SimWorld(Arc::new(Shared {
+            p,
+            world: Mutex::new(World::default()),
+            cv: (0..p).map(|_| Condvar::new()).collect(),
+        }))
+    }
+    /// The transport of `rank` in this world, with its buffers.
+    pub fn rank(&self, rank: usize, op: Arc<dyn SimOp>, io: RankIo) -> SimTransport {
+        let eb = op.elem_bytes();
+        SimTransport {
+            shared: self.0.clone(),
+            rank,
+            op,
+            eb,
+            input: io.input,
+            out: io.out,
+            in_alias: io.in_alias,
+            tmp: Vec::new(),
+            clock: 0,
+        }
+    }
+}
+
 impl SimTransport {
     fn bytes(&self, pc: &Piece) -> Result<&[u8], Error> {
         let (lo, hi) = (pc.off * self.eb, pc.end() * self.eb);
@@ -253,6 +293,50 @@ impl SimTransport {
             }
         }
     }
+    /// Finish `req`, whose wait is satisfied: `got` is what [`take`] took for it.
+    fn complete(&mut self, req: &SimReq, got: Option<(Vec<u8>, u64)>) -> Result<(), Error> {
+        match (req, got) {
+            (SimReq::Send(_, pieces, data), _) => {
+                if self.gather(pieces)? != *data {
+                    return Err(Error::Internal(format!(
+                        "rank {}: send buffer changed before its send completed",
+                        self.rank
+                    )));
+                }
+            }
+            (SimReq::Recv(_, pieces), Some((data, ts))) => {
+                let want: usize = pieces.iter().map(|p| p.len * self.eb).sum();
+                if data.len() != want {
+                    return Err(Error::Internal(format!(
+                        "rank {}: message of {} bytes for a receive of {} bytes",
+                        self.rank,
+                        data.len(),
+                        want
+                    )));
+                }
+                self.clock = self.clock.max(ts);
+                let mut at = 0;
+                for pc in pieces {
+                    let n = pc.len * self.eb;
+                    self.bytes_mut(pc)?.copy_from_slice(&data[at..at + n]);
+                    at += n;
+                }
+            }
+            (SimReq::Recv(..), None) => return Err(Error::Internal("receive lost".into())),
+        }
+        Ok(())
+    }
+}
+
+/// Take what a satisfied wait for `req` produced out of the world.
+fn take(w: &mut World, req: &SimReq) -> Option<(Vec<u8>, u64)> {
+    match req {
+        SimReq::Send(id, ..) => {
+            w.matched.remove(id);
+            None
+        }
+        SimReq::Recv(id, _) => w.delivered.remove(id),
+    }
 }
 
 impl Transport for SimTransport {
@@ -294,41 +378,17 @@ impl Transport for SimTransport {
         Ok(SimReq::Recv(id, pieces.to_vec()))
     }
     fn wait(&mut self, req: SimReq) -> Result<(), Error> {
-        match req {
-            SimReq::Send(id, pieces, data) => {
-                let mut w = self.block_until(WaitFor::SendMatched(id))?;
-                w.matched.remove(&id);
-                drop(w);
-                if self.gather(&pieces)? != data {
-                    return Err(Error::Internal(format!(
-                        "rank {}: send buffer changed before its send completed",
-                        self.rank
-                    )));
-                }
-            }
-            SimReq::Recv(id, pieces) => {
-                let mut w = self.block_until(WaitFor::RecvDelivered(id))?;
-                let (data, ts) = w.delivered.remove(&id).unwrap();
-                drop(w);
-                let want: usize = pieces.iter().map(|p| p.len * self.eb).sum();
-                if data.len() != want {
-                    return Err(Error::Internal(format!(
-                        "rank {}: message of {} bytes for a receive of {} bytes",
-                        self.rank,
-                        data.len(),
-                        want
-                    )));
-                }
-                self.clock = self.clock.max(ts);
-                let mut at = 0;
-                for pc in &pieces {
-                    let n = pc.len * self.eb;
-                    self.bytes_mut(pc)?.copy_from_slice(&data[at..at + n]);
-                    at += n;
-                }
-            }
+        let got = take(&mut *self.block_until(req.waits_for())?, &req);
+        self.complete(&req, got)
+    }
+    fn test(&mut self, req: &mut SimReq) -> Result<bool, Error> {
+        let mut w = self.shared.world.lock().unwrap();
+        if !w.satisfied(req.waits_for()) {
+            return Ok(false);
         }
-        Ok(())
+        let got = take(&mut w, req);
+        drop(w);
+        self.complete(req, got).map(|()| true)
     }
     fn reduce(&mut self, src: Piece, dst: Piece, src_first: bool) -> Result<(), Error> {
         let s = self.bytes(&src)?.to_vec();

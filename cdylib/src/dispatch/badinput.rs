@@ -172,7 +172,7 @@ pub(super) fn op_type_error(a: &Args) -> Option<c_int> {
 }
 
 /// The MPI error class of an error of pcoll's own path.
-pub(super) fn error_code(e: &Error) -> c_int {
+pub(crate) fn error_code(e: &Error) -> c_int {
     match e {
         Error::Mpi(c, _) => *c,
         Error::NoMem(_) => consts::ERR_NO_MEM(),

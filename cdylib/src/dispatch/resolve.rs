@@ -134,6 +134,50 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
     Ok(chosen(g, spec, &call, d, None))
 }
 
+/// [`choose`] for a non-blocking or persistent call, whose initiation must not wait for the
+/// other ranks: no collective step is taken here. The nodes count only if already known, a
+/// cell `PCOLL_LEARN` has decided counts, one it still explores is decided as without
+/// learning (its clock times blocking calls only; every rank skips it alike), and `shm`
+/// counts as refused (its window is driven by blocking steps), as do the nodes' windows.
+pub(super) fn choose_nb(
+    g: &'static Global,
+    a: &Args,
+    spec: &mut CallSpec,
+) -> Result<Chosen, c_int> {
+    let call = CallFacts {
+        coll: spec.coll,
+        p: spec.p,
+        bytes: spec.bytes(),
+        commutative: spec.commutative,
+        in_place: a.in_place(),
+        root: spec.root,
+        nodes: crate::comm::existing(a.comm)
+            .and_then(|st| st.known_layout())
+            .map_or(NodeShape::default(), |l| l.shape()),
+        shm_refused: true,
+        node_shm: false, // node steps never run in a schedule advanced step by step
+    };
+    let unequal = || a.unequal_counts();
+    let nf = ArgFacts {
+        dt: a.dt,
+        op: a.op,
+        unequal: &unequal,
+    };
+    let learned = match crate::learn::verdict(g, a.comm, &call) {
+        crate::learn::Verdict::Settled(c) => Some(c),
+        _ => None,
+    };
+    let mut d = decided(g, &call, &nf, learned)?;
+    // A forced `shm` falls back here by design (the blocking forms still run it): no warning.
+    if d.fallback
+        .as_ref()
+        .map_or(false, |f| f.asked == Algorithm::Shm)
+    {
+        d.warn = false;
+    }
+    Ok(chosen(g, spec, &call, d, None))
+}
+
 /// The decision as [`Chosen`]: its reason (formatted only when read), the fallback warning,
 /// the segment in the call's elements.
 fn chosen(

@@ -18,7 +18,7 @@ use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 
 /// The program's `In` and `Out` buffers.
-type Bases = (*const c_void, *mut c_void);
+pub(super) type Bases = (*const c_void, *mut c_void);
 
 /// Run `alg` for the validated call `v`: its program, built or found in the communicator's
 /// cache, is run and returned with the communicator's state (see [`run_program`]).
@@ -40,7 +40,22 @@ pub(super) fn run(
             let _ = st.node_shm(g);
         }
     }
-    let prog = st.program(alg, spec, || {
+    let prog = program(g, st, alg, spec, node_steps(st, v))?;
+    run_program(g, a, v, st, &prog)?;
+    Ok((st, prog))
+}
+
+/// The program of `alg` for `spec` on the communicator whose state is `st`: from its cache,
+/// or built (node-aware ones over its nodes, which the caller has asked for, their node
+/// steps as `node` says).
+pub(super) fn program(
+    g: &Global,
+    st: &CommState,
+    alg: Algorithm,
+    spec: &pcoll::CallSpec,
+    node: NodeSteps,
+) -> Result<Arc<Program>, Error> {
+    st.program(alg, spec, || {
         if spec.total() == 0 {
             return Ok(Program::new());
         }
@@ -48,17 +63,15 @@ pub(super) fn run(
             let ctx = Ctx {
                 layout: st.layout(g),
                 inter: g.table.model_net(),
-                node: node_steps(st, v),
+                node,
             };
             return build_hier(alg, spec, &ctx);
         }
         build(alg, spec)
-    })?;
-    run_program(g, a, v, st, &prog)?;
-    Ok((st, prog))
+    })
 }
 
-/// How `hier`'s node steps run: through the nodes' windows where the model says so
+/// How the node steps of `hier`/`hier_ml` run: through the nodes' windows from 4 KiB
 /// (`PCOLL_HIER_SHM=auto`, the default), every one (`1`), or never (`0`); point-to-point
 /// when a node's window was refused or an element of the call's type does not fit its cells
 /// (the same answer on every rank of a node: a reduction's datatype is the same on every
@@ -247,14 +260,26 @@ fn execute(
     v: &Valid,
     st: &CommState,
     prog: &Program,
-    (in_base, out_base): Bases,
+    bases: Bases,
 ) -> Result<(), Error> {
+    exec::run(prog, &mut transport(g, a, v, st, bases))
+}
+
+/// The transport of the call `v` with `bases` as `In` and `Out` (blocking and non-blocking
+/// calls alike).
+pub(super) fn transport<'a>(
+    g: &Global,
+    a: &Args,
+    v: &Valid,
+    st: &'a CommState,
+    (in_base, out_base): Bases,
+) -> PmpiTransport<'a> {
     let dt = if v.bytes.is_some() {
         consts::dt_byte()
     } else {
         a.dt
     };
-    let mut t = PmpiTransport::new(
+    PmpiTransport::new(
         &st.pool,
         st.shadow,
         dt,
@@ -266,13 +291,12 @@ fn execute(
         chunking(g, v.spec.coll, &v.facts, st),
         v.spec.rank,
     )
-    .with_node(st.known_node_shm().and_then(|w| w.ok().flatten()));
-    exec::run(prog, &mut t)
+    .with_node(st.known_node_shm().and_then(|w| w.ok().flatten()))
 }
 
 /// The user's buffers as `In` and `Out` (allgatherv: `In` is this rank's block, converted
 /// into the receive buffer first if the send type differs).
-fn bases(a: &Args, v: &Valid, st: &CommState) -> Result<Bases, Error> {
+pub(super) fn bases(a: &Args, v: &Valid, st: &CommState) -> Result<Bases, Error> {
     let spec = &v.spec;
     if spec.coll.base() != Collective::Allgatherv {
         let input = if v.in_place {
@@ -311,7 +335,7 @@ fn bases(a: &Args, v: &Valid, st: &CommState) -> Result<Bases, Error> {
 
 /// Allgatherv staged: a packed buffer of every block (byte displacements of `v.spec`) with
 /// this rank's block packed into its place; the bases are (own block, buffer).
-fn stage(a: &Args, v: &Valid, st: &CommState) -> Result<(Scratch, Bases), Error> {
+pub(super) fn stage(a: &Args, v: &Valid, st: &CommState) -> Result<(Scratch, Bases), Error> {
     let spec = &v.spec;
     let mut buf = st.pool.take(spec.total())?;
     let base = buf.ptr();
@@ -332,7 +356,7 @@ fn stage(a: &Args, v: &Valid, st: &CommState) -> Result<(Scratch, Bases), Error>
 }
 
 /// Unpack every block of the staging buffer into the user's receive buffer.
-fn unstage(a: &Args, v: &Valid, st: &CommState, buf: &Scratch) -> Result<(), Error> {
+pub(super) fn unstage(a: &Args, v: &Valid, st: &CommState, buf: &Scratch) -> Result<(), Error> {
     let spec = &v.spec;
     for j in 0..spec.p {
         let from = buf.ptr_const().wrapping_add(spec.displs[j]);
@@ -354,7 +378,7 @@ fn unstage(a: &Args, v: &Valid, st: &CommState, buf: &Scratch) -> Result<(), Err
 }
 
 /// Bcast staged: a packed buffer of the data, packed from the user's buffer at the root.
-fn stage_bcast(a: &Args, v: &Valid, st: &CommState) -> Result<Scratch, Error> {
+pub(super) fn stage_bcast(a: &Args, v: &Valid, st: &CommState) -> Result<Scratch, Error> {
     let spec = &v.spec;
     let mut buf = st.pool.take(spec.total())?;
     if spec.rank == spec.root {
@@ -375,7 +399,12 @@ fn stage_bcast(a: &Args, v: &Valid, st: &CommState) -> Result<Scratch, Error> {
 }
 
 /// Unpack the broadcast data into the user's buffer (every rank but the root).
-fn unstage_bcast(a: &Args, v: &Valid, st: &CommState, buf: &Scratch) -> Result<(), Error> {
+pub(super) fn unstage_bcast(
+    a: &Args,
+    v: &Valid,
+    st: &CommState,
+    buf: &Scratch,
+) -> Result<(), Error> {
     let spec = &v.spec;
     if spec.rank == spec.root {
         return Ok(());

@@ -13,7 +13,7 @@ use std::os::raw::{c_int, c_void};
 ///
 /// # Safety
 /// `p` must point to at least `n` readable values when non-null.
-unsafe fn read_array<T: Copy + Into<i64>>(p: *const T, n: usize) -> Counts {
+pub(crate) unsafe fn read_array<T: Copy + Into<i64>>(p: *const T, n: usize) -> Counts {
     if p.is_null() {
         return Counts::EMPTY;
     }

@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod c;
+pub mod complete;
 pub mod entry;
 pub mod family;
 #[cfg(pcoll_openmpi)]
@@ -11,6 +12,7 @@ pub mod fortran;
 #[cfg(pcoll_openmpi)]
 pub mod fortran_family;
 pub mod init;
+pub mod nbc;
 
 use crate::consts;
 use std::os::raw::c_int;

@@ -1,0 +1,143 @@
+//! The non-blocking and persistent forms' share of the one path: the same validation,
+//! decision ([`super::resolve::choose_nb`]) and program (the communicator's cache) as a
+//! blocking call, then instead of running the program to completion, a [`Planned`] call that
+//! [`crate::nbc`] starts ([`Planned::start`]) and advances without blocking
+//! ([`Active::advance`]) from the user's completion calls. A persistent request keeps its
+//! [`Planned`] call and starts it again at every `MPI_Start`.
+
+use super::call::Args;
+use super::serve::{self, Bases};
+use super::validate::{self, Valid};
+use crate::comm::{self, CommState};
+use crate::pmpi::{PmpiTransport, Req, Scratch};
+use crate::state;
+use pcoll::algo::hier::NodeSteps;
+use pcoll::algo::{Algorithm, Collective};
+use pcoll::exec::Run;
+use pcoll::{Error, Program};
+use std::os::raw::{c_int, c_void};
+use std::sync::Arc;
+
+/// A call pcoll serves with one of its programs, decided and built at initiation.
+pub struct Planned {
+    pub(crate) a: Args,
+    v: Valid,
+    pub(crate) alg: Algorithm,
+    pub(crate) st: &'static CommState,
+    prog: Arc<Program>,
+}
+
+// SAFETY: the raw pointers are the user's buffers and handles, only passed to MPI by the
+// thread that completes the request (as MPI allows for the thread level it was given); the
+// state is shared between threads already (see `dispatch::again::Entry`).
+unsafe impl Send for Planned {}
+
+/// Decide a non-blocking or persistent call: `None` sends it to native (pcoll cannot or
+/// should not serve it; every rank decides alike, from the same facts).
+pub fn plan(a: Args) -> Option<Planned> {
+    if state::disabled() {
+        return None;
+    }
+    let g = state::global();
+    if super::badinput::own_error(&a).is_some() {
+        return None;
+    }
+    let mut v = validate::validate(g, &a)?;
+    let chosen = super::resolve::choose_nb(g, &a, &mut v.spec).ok()?;
+    let alg = chosen.alg;
+    if alg == Algorithm::Native || alg == Algorithm::Shm {
+        return None;
+    }
+    let st = comm::state(a.comm, v.spec.p, v.spec.rank).ok()?;
+    if alg.node_aware() && st.known_layout().is_none() {
+        return None;
+    }
+    // A node step through a node's window blocks until every member reaches it: never in a
+    // schedule advanced from completion calls. Where the communicator has the windows, a
+    // cached program of a blocking call may hold node steps, so a node-aware decision goes
+    // native (whether the windows exist is agreed on every rank); without them the program
+    // is built with point-to-point node steps.
+    if alg.node_aware() && crate::shm::node_mode().is_some() && st.known_node_shm().is_some() {
+        return None;
+    }
+    let spec = &v.spec;
+    let prog = serve::program(g, st, alg, spec, NodeSteps::PointToPoint).ok()?;
+    log::debug!(
+        "{} (non-blocking) p={} bytes={}: {alg} ({})",
+        a.coll,
+        spec.p,
+        spec.bytes(),
+        chosen.why
+    );
+    Some(Planned {
+        a,
+        v,
+        alg,
+        st,
+        prog,
+    })
+}
+
+/// One start of a planned call: its transport (scratch, requests), its place in the program,
+/// and the staging buffer of a type with holes.
+pub struct Active {
+    t: PmpiTransport<'static>,
+    run: Run<Req>,
+    staged: Option<Scratch>,
+}
+
+impl Planned {
+    /// Bytes of the call (for the stats).
+    pub fn bytes(&self) -> usize {
+        self.v.spec.bytes()
+    }
+
+    /// Start the call with its messages on `tag`: stage (types with holes), bind the buffers,
+    /// and advance the program as far as it goes (its first messages are posted now).
+    pub fn start(&self, tag: c_int) -> Result<Active, Error> {
+        let (a, v, st) = (&self.a, &self.v, self.st);
+        let g = state::global();
+        let (staged, bases): (Option<Scratch>, Bases) = match (v.bytes, v.spec.coll.base()) {
+            (Some(true), Collective::Bcast) => {
+                let mut buf = serve::stage_bcast(a, v, st)?;
+                let base = buf.ptr() as *mut c_void;
+                (Some(buf), (base as *const c_void, base))
+            }
+            (Some(true), Collective::Allgatherv) => {
+                let (buf, bases) = serve::stage(a, v, st)?;
+                (Some(buf), bases)
+            }
+            _ => (None, serve::bases(a, v, st)?),
+        };
+        let t = serve::transport(g, a, v, st, bases).with_tag(tag);
+        let mut act = Active {
+            t,
+            run: Run::new(),
+            staged,
+        };
+        act.advance(self)?;
+        Ok(act)
+    }
+}
+
+impl Active {
+    /// Advance without blocking; `Ok(true)` once complete (then unstaged).
+    pub fn advance(&mut self, p: &Planned) -> Result<bool, Error> {
+        if self.run.done() {
+            return Ok(true);
+        }
+        let r = self.run.advance(&p.prog, &mut self.t);
+        if !matches!(r, Ok(false)) {
+            if let Some(buf) = self.staged.take() {
+                let out = match (&r, p.v.spec.coll.base()) {
+                    (Ok(_), Collective::Bcast) => serve::unstage_bcast(&p.a, &p.v, p.st, &buf),
+                    (Ok(_), _) => serve::unstage(&p.a, &p.v, p.st, &buf),
+                    _ => Ok(()),
+                };
+                p.st.pool.give(buf);
+                out?;
+            }
+        }
+        r
+    }
+}

@@ -1,0 +1,363 @@
+//! Non-blocking and persistent collectives (issue 27): the requests pcoll serves itself, and
+//! their progress through the user's own completion calls (no progress thread).
+//!
+//! The user gets a real MPI request as a stand-in: an inactive persistent receive from
+//! `MPI_PROC_NULL` (`PMPI_Recv_init`), never started. It is a valid handle everywhere (Fortran
+//! conversion, comparison with `MPI_REQUEST_NULL`, arrays mixed with the user's own
+//! requests). Once pcoll's schedule is done, a *token* stands for it in the arrays handed to
+//! the MPI: a receive from `MPI_PROC_NULL` (`PMPI_Irecv`), active and complete at once, so
+//! the MPI's own completion call completes it with the user's other requests and fills
+//! indices, counts and flags as it always does. (Starting the stand-in itself would do on
+//! Open MPI, but MPICH 4.0's Waitany / Testany / Waitsome / Testsome skip a started
+//! persistent receive from MPI_PROC_NULL as if inactive: measured.) A non-blocking request's
+//! stand-in is freed when the user completes it (the handle becomes `MPI_REQUEST_NULL`); a
+//! persistent one stays until `MPI_Request_free`. Statuses are the empty status (a collective
+//! request's source and tag are undefined in the standard).
+//!
+//! The table maps stand-ins to their schedules ([`crate::dispatch::nb`]: the planned call and
+//! its running program). Every intercepted completion call first advances every running
+//! schedule without blocking ([`progress`]), and never blocks inside the MPI while one is
+//! running: another rank may be waiting for this rank's part. See docs/nonblocking.md.
+
+mod complete;
+pub use complete::*;
+
+use crate::consts;
+use crate::dispatch::nb::{self, Active, Planned};
+use crate::dispatch::Args;
+use crate::mpi_types::handle_bits;
+use mpi_sys::*;
+use parking_lot::Mutex;
+use pcoll::Algorithm;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Non-blocking (`MPI_Ireduce`, ...) or persistent (`MPI_Reduce_init`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Nonblocking,
+    Persistent,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The schedule runs.
+    Running,
+    /// The schedule is done (with this return code) and the stand-in started: the next
+    /// completion call that is given the request completes it.
+    Finished(c_int),
+    /// A persistent request not started (or completed since).
+    Inactive,
+}
+
+struct Entry {
+    /// The stand-in: the user's handle.
+    handle: MPI_Request,
+    planned: Planned,
+    kind: Kind,
+    tag: c_int,
+    act: Option<Active>,
+    phase: Phase,
+    /// The user freed the request while its schedule ran (`MPI_Request_free`): removed once
+    /// done.
+    detached: bool,
+    /// `Finished`: the token that stands for the request in the MPI's completion calls.
+    token: MPI_Request,
+}
+
+// SAFETY: the stand-in handle and the transport's pointers are only passed to MPI by the
+// thread in a completion call; the table is behind a mutex.
+unsafe impl Send for Entry {}
+
+static TABLE: Mutex<Vec<Entry>> = parking_lot::const_mutex(Vec::new());
+/// Entries in the table (0: every completion call goes straight to the MPI).
+static ENTRIES: AtomicUsize = AtomicUsize::new(0);
+/// Entries whose schedule runs.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// pcoll has no request outstanding or inactive: completion calls pass straight through.
+pub fn none() -> bool {
+    ENTRIES.load(Ordering::Relaxed) == 0
+}
+
+/// A schedule is running: no completion call may block inside the MPI.
+pub fn running() -> bool {
+    RUNNING.load(Ordering::Relaxed) > 0
+}
+
+fn find(t: &[Entry], h: MPI_Request) -> Option<usize> {
+    let b = handle_bits(h);
+    t.iter().position(|e| handle_bits(e.handle) == b)
+}
+
+/// The first tag of non-blocking collectives (the blocking ones use 7411), and how many.
+const TAG_BASE: c_int = 8192;
+
+/// The number of distinct tags: up to `MPI_TAG_UB` (the standard guarantees 32767).
+fn tag_span() -> u64 {
+    static SPAN: once_cell::sync::OnceCell<u64> = once_cell::sync::OnceCell::new();
+    *SPAN.get_or_init(|| {
+        let mut val: *mut c_int = std::ptr::null_mut();
+        let mut flag: c_int = 0;
+        // SAFETY: MPI_TAG_UB's value is a pointer to an int owned by MPI.
+        let ub = unsafe {
+            let rc = PMPI_Comm_get_attr(
+                consts::comm_world(),
+                consts::TAG_UB_KEY(),
+                &mut val as *mut *mut c_int as *mut std::os::raw::c_void,
+                &mut flag,
+            );
+            if rc == consts::SUCCESS() && flag != 0 && !val.is_null() {
+                *val
+            } else {
+                32767
+            }
+        };
+        ((ub.max(32767) - TAG_BASE) as u64 + 1).min(1 << 24)
+    })
+}
+
+/// The tag of the next call pcoll serves on the state's communicator: from its count of such
+/// calls, the same on every rank, so that outstanding calls never match each other.
+fn next_tag(st: &crate::comm::CommState) -> c_int {
+    let seq = st.nb_seq.fetch_add(1, Ordering::Relaxed);
+    TAG_BASE + (seq % tag_span()) as c_int
+}
+
+/// A new stand-in request (inactive).
+fn stand_in() -> Result<MPI_Request, c_int> {
+    let mut r = null();
+    // SAFETY: a zero-count receive from MPI_PROC_NULL touches no buffer; out-pointer.
+    let rc = unsafe {
+        PMPI_Recv_init(
+            std::ptr::null_mut(),
+            0,
+            consts::dt_byte(),
+            consts::PROC_NULL(),
+            0,
+            consts::comm_self(),
+            &mut r,
+        )
+    };
+    if rc == consts::SUCCESS() {
+        Ok(r)
+    } else {
+        Err(rc)
+    }
+}
+
+/// Serve a non-blocking or persistent call: pcoll's schedule behind a stand-in written to
+/// `*req`, or `native()` (which writes `*req` itself).
+pub fn initiate(
+    a: Args,
+    kind: Kind,
+    req: &mut MPI_Request,
+    native: &mut dyn FnMut() -> c_int,
+) -> c_int {
+    let coll = a.coll;
+    if inside_native() {
+        return native();
+    }
+    progress();
+    let Some(planned) = nb::plan(a) else {
+        stats::record(coll, kind, Algorithm::Native, 0);
+        return in_native(native);
+    };
+    let handle = match stand_in() {
+        Ok(h) => h,
+        Err(rc) => return rc,
+    };
+    let tag = next_tag(planned.st);
+    stats::record(coll, kind, planned.alg, planned.bytes());
+    let mut e = Entry {
+        handle,
+        planned,
+        kind,
+        tag,
+        act: None,
+        phase: Phase::Inactive,
+        detached: false,
+        token: null(),
+    };
+    if kind == Kind::Nonblocking {
+        if let Err(rc) = begin(&mut e) {
+            let mut h = e.handle;
+            // SAFETY: our own inactive stand-in, freed once.
+            unsafe { PMPI_Request_free(&mut h) };
+            return rc;
+        }
+    }
+    *req = e.handle;
+    log::debug!(
+        "{} {:?}: request {:x}, tag {tag}",
+        stats::name(coll, kind),
+        e.phase,
+        handle_bits(e.handle)
+    );
+    TABLE.lock().push(e);
+    ENTRIES.fetch_add(1, Ordering::Relaxed);
+    consts::SUCCESS()
+}
+
+thread_local! {
+    /// Depth of calls into the MPI during which a non-blocking collective goes native.
+    static NATIVE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Run `f`, a call into the MPI, with every non-blocking collective it makes through the
+/// public symbols going native. MPICH 4.0 starts a persistent collective of its own by
+/// calling `MPI_Iallgather` etc. (seen: `PMPI_Start` -> pcoll's `MPI_Iallgather`); served by
+/// pcoll, its stand-in would be waited for inside the MPI, where pcoll never runs: a hang.
+pub fn in_native<R>(f: impl FnOnce() -> R) -> R {
+    let _ = NATIVE.try_with(|d| d.set(d.get() + 1));
+    let r = f();
+    let _ = NATIVE.try_with(|d| d.set(d.get().saturating_sub(1)));
+    r
+}
+
+fn inside_native() -> bool {
+    NATIVE.try_with(|d| d.get() > 0).unwrap_or(false)
+}
+
+/// Start an entry's schedule (it advances as far as it goes at once).
+fn begin(e: &mut Entry) -> Result<(), c_int> {
+    match e.planned.start(e.tag) {
+        Ok(act) => {
+            e.act = Some(act);
+            e.phase = Phase::Running;
+            RUNNING.fetch_add(1, Ordering::Relaxed);
+            step(e);
+            Ok(())
+        }
+        Err(err) => {
+            log::error!("{} (non-blocking): {err}", e.planned.a.coll);
+            Err(crate::dispatch::error_code(&err))
+        }
+    }
+}
+
+/// Advance one running entry; when its schedule is done, start the stand-in (it completes at
+/// once) and record the outcome.
+fn step(e: &mut Entry) {
+    let Some(act) = e.act.as_mut() else { return };
+    let rc = match act.advance(&e.planned) {
+        Ok(false) => return,
+        Ok(true) => consts::SUCCESS(),
+        Err(err) => {
+            log::error!(
+                "{} {} (non-blocking): {err}",
+                e.planned.a.coll,
+                e.planned.alg
+            );
+            crate::dispatch::error_code(&err)
+        }
+    };
+    e.act = None;
+    e.phase = Phase::Finished(rc);
+    RUNNING.fetch_sub(1, Ordering::Relaxed);
+    e.token = token();
+    if e.detached {
+        // SAFETY: our own token (complete) and stand-in (inactive), each freed once.
+        unsafe {
+            PMPI_Request_free(&mut e.token);
+            PMPI_Request_free(&mut e.handle);
+        }
+    }
+}
+
+fn null() -> MPI_Request {
+    // SAFETY: a constant of the MPI.
+    unsafe { RSMPI_REQUEST_NULL }
+}
+
+/// A request that is complete at once: a receive from `MPI_PROC_NULL`.
+fn token() -> MPI_Request {
+    let mut r = null();
+    // SAFETY: a zero-count receive from MPI_PROC_NULL touches no buffer; out-pointer.
+    unsafe {
+        PMPI_Irecv(
+            std::ptr::null_mut(),
+            0,
+            consts::dt_byte(),
+            consts::PROC_NULL(),
+            0,
+            consts::comm_self(),
+            &mut r,
+        )
+    };
+    r
+}
+
+/// Advance every running schedule as far as it goes without blocking. A call from inside a
+/// schedule (a blocking wait of a failed one) finds the table locked and returns.
+pub fn progress() {
+    if !running() {
+        return;
+    }
+    let Some(mut t) = TABLE.try_lock() else {
+        return;
+    };
+    for e in t.iter_mut().filter(|e| e.phase == Phase::Running) {
+        step(e);
+    }
+    let before = t.len();
+    t.retain(|e| !(e.detached && e.phase != Phase::Running));
+    ENTRIES.fetch_sub(before - t.len(), Ordering::Relaxed);
+}
+
+/// Complete every schedule running on the communicator whose state is `st` (its
+/// `MPI_Comm_free`, collective: every rank drives its own part here).
+pub fn drain(st: *const crate::comm::CommState) {
+    let on = |t: &[Entry]| {
+        t.iter()
+            .any(|e| e.phase == Phase::Running && std::ptr::eq(e.planned.st, st))
+    };
+    while running() && on(&TABLE.lock()) {
+        progress();
+    }
+}
+
+pub mod stats {
+    //! Calls per (collective, form, algorithm), reported with the blocking ones'
+    //! (`PCOLL_STATS=1`) as `ireduce`, `reduce_init`, ...
+    use super::Kind;
+    use parking_lot::Mutex;
+    use pcoll::{Algorithm, Collective};
+
+    /// (collective, form, algorithm, calls, bytes).
+    type Row = (Collective, Kind, Algorithm, u64, u64);
+
+    static CALLS: Mutex<Vec<Row>> = parking_lot::const_mutex(Vec::new());
+
+    pub(super) fn record(coll: Collective, kind: Kind, alg: Algorithm, bytes: usize) {
+        let mut c = CALLS.lock();
+        match c.iter_mut().find(|x| (x.0, x.1, x.2) == (coll, kind, alg)) {
+            Some(x) => {
+                x.3 += 1;
+                x.4 += bytes as u64;
+            }
+            None => c.push((coll, kind, alg, 1, bytes as u64)),
+        }
+    }
+
+    /// The name of a form of a collective: `ireduce`, `reduce_init`, ...
+    pub fn name(coll: Collective, kind: Kind) -> String {
+        match kind {
+            Kind::Nonblocking => format!("i{}", coll.name()),
+            Kind::Persistent => format!("{}_init", coll.name()),
+        }
+    }
+
+    /// The stats lines of the non-blocking and persistent calls.
+    pub fn report(out: &mut String) {
+        let mut c = CALLS.lock().clone();
+        c.sort_by_key(|x| (x.0.index(), x.1 as u8, x.2.index()));
+        for (coll, kind, alg, calls, bytes) in c {
+            out.push_str(&format!(
+                "pcoll: stats {} {} calls={calls} bytes={bytes}\n",
+                name(coll, kind),
+                alg.name()
+            ));
+        }
+    }
+}
