@@ -144,7 +144,7 @@ verify-%: mpi4py-setup
 	bash verify/gate.sh $* build/$*/libpcoll.so
 	bash verify/agree.sh $* build/$*/libpcoll.so
 	$(if $(filter $*,$(DEBIAN_MPIS)),bash verify/learn.sh $* build/$*/libpcoll.so)
-	$(if $(filter $*,$(DEBIAN_MPIS)),HIER_PS=4 bash verify/hier-difftest.sh $* build/$*/libpcoll.so 40)
+	$(if $(filter $*,$(DEBIAN_MPIS)),HIER_PS=4 bash verify/hier-difftest.sh $* build/$*/libpcoll.so 30)
 	$(if $(filter $*,$(DEBIAN_MPIS)),bash verify/run-nbdifftest.sh $* build/$*/libpcoll.so --quick)
 	PCOLL_SIM=$(CURDIR)/target-$(CORE_MPI)/release/pcoll-sim bash verify/choose.sh $* build/$*/libpcoll.so
 	bash verify/mpi4py.sh $* build/$*/libpcoll.so --quick
