@@ -109,7 +109,7 @@ impl NodeStep {
                 root,
                 input,
                 output,
-            } => *root < k && output.map_or(true, |o| o.len == input.len),
+            } => *root < k && output.is_none_or(|o| o.len == input.len),
             NodeStep::Bcast { root, .. } => *root < k,
             NodeStep::ReduceScatter {
                 counts,
