@@ -24,7 +24,7 @@ done >"$TABLE"
 # MPICH-ABI MPIs busy-poll when oversubscribed (5 ranks on 2 cores): fewer rounds.
 rounds=200
 [ "$MPI_ABI" = mpich ] && rounds=15
-out=$(timeout -k 5 150 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+out=$(timeout -k 5 240 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
   "$ROOT/scripts/mpi.sh" "$MPI" -- 5 LD_PRELOAD="$LIB" PCOLL_TUNING="$TABLE" -- "$BIN" $rounds </dev/null 2>&1)
 rc=$?
 echo "$out" | grep -E '^gate: ' | head -20
