@@ -86,13 +86,9 @@ pub(super) fn call_facts(a: &Args, p: usize, bytes: usize) -> Option<CallFacts> 
     })
 }
 
-/// Which algorithm runs, and why (for the debug log and warnings): the resolver with this
-/// process's overrides and, for a call the learner decides, its pick (`crate::learn::step`:
-/// counted in its cell, every rank alike); a forced algorithm that cannot serve the call
-/// warns once under `PCOLL_FALLBACK=warn` (a table rule's fallback is only logged at debug
-/// level).
-pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Result<Chosen, c_int> {
-    let mut call = CallFacts {
+/// The facts of a validated call, nodes not asked, `shm` not known to fail.
+fn spec_facts(a: &Args, spec: &CallSpec) -> CallFacts {
+    CallFacts {
         coll: spec.coll,
         p: spec.p,
         bytes: spec.bytes(),
@@ -102,7 +98,16 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
         nodes: NodeShape::default(),
         shm_refused: false,
         node_shm: true,
-    };
+    }
+}
+
+/// Which algorithm runs, and why (for the debug log and warnings): the resolver with this
+/// process's overrides and, for a call the learner decides, its pick (`crate::learn::step`:
+/// counted in its cell, every rank alike); a forced algorithm that cannot serve the call
+/// warns once under `PCOLL_FALLBACK=warn` (a table rule's fallback is only logged at debug
+/// level).
+pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Result<Chosen, c_int> {
+    let mut call = spec_facts(a, spec);
     let unequal = || a.unequal_counts();
     let nf = ArgFacts {
         dt: a.dt,
@@ -145,17 +150,12 @@ pub(super) fn choose_nb(
     spec: &mut CallSpec,
 ) -> Result<Chosen, c_int> {
     let call = CallFacts {
-        coll: spec.coll,
-        p: spec.p,
-        bytes: spec.bytes(),
-        commutative: spec.commutative,
-        in_place: a.in_place(),
-        root: spec.root,
         nodes: crate::comm::existing(a.comm)
             .and_then(|st| st.known_layout())
             .map_or(NodeShape::default(), |l| l.shape()),
         shm_refused: true,
         node_shm: false, // node steps never run in a schedule advanced step by step
+        ..spec_facts(a, spec)
     };
     let unequal = || a.unequal_counts();
     let nf = ArgFacts {
