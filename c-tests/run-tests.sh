@@ -136,7 +136,8 @@ prog_args() {
 
 # ---------------------------------------------------------------- build
 C_PROGS="reduce allreduce reduce_scatter allgatherv family noncommutative derived isolation errors example"
-F_PROGS="fortran_mpif fortran_usempi fortran_f08"
+F_NB_PROGS="fortran_nb fortran_nb_f08"
+F_PROGS="fortran_mpif fortran_usempi fortran_f08 $F_NB_PROGS"
 BUILT=""
 
 record() { # record <ok 0/1> <label> [details...]
@@ -163,6 +164,14 @@ compile() {
     if [ -f "$SRC/$prog.c" ]; then
         fresh "$OUT/$prog" "$SRC/$prog.c" ||
             $CC -std=c99 -O2 -Wall -Wextra -o "$OUT/$prog" "$SRC/$prog.c" -lm >"$LOGS/build-$prog.err" 2>&1 || rc=$?
+    elif [[ $prog == fortran_nb* ]]; then
+        # one source, preprocessed: `use mpi`, or `use mpi_f08` with -DF08 (its own module dir:
+        # both compile at once)
+        local d=$OUT/mod-$prog f08=""
+        [ $prog = fortran_nb_f08 ] && f08="-DF08"
+        mkdir -p "$d"
+        fresh "$OUT/$prog" "$SRC/fortran_nb.F90" ||
+            (cd "$d" && $FC -O1 $f08 -o "$OUT/$prog" "$SRC/fortran_nb.F90") >"$LOGS/build-$prog.err" 2>&1 || rc=$?
     else
         local extra=""
         # mpif.h has no interfaces: gfortran >= 10 rejects the mixed buffer types without this
@@ -184,15 +193,15 @@ wait
 for prog in $C_PROGS $F_PROGS; do
     if [ "$(cat "$LOGS/build-$prog.rc" 2>/dev/null)" = 0 ]; then
         BUILT="$BUILT $prog"
-    elif [ $prog = fortran_f08 ] && grep -qi "mpi_f08" "$LOGS/build-$prog.err"; then
-        echo "NOTE  use mpi_f08 is not available for $MPI: fortran_f08 skipped"
+    elif [[ $prog == *_f08 ]] && grep -qi "mpi_f08" "$LOGS/build-$prog.err"; then
+        echo "NOTE  use mpi_f08 is not available for $MPI: $prog skipped"
     elif [ $prog != fortran_mpif ] && grep -q "Reading module.*mpi.*mod" "$LOGS/build-$prog.err"; then
         echo "NOTE  $MPI's Fortran modules are not readable by this gfortran ($(gfortran -dumpversion)): $prog skipped"
     else
         record 0 "build $prog" "$(head -5 "$LOGS/build-$prog.err")"
     fi
 done
-rm -f "$OUT"/*.mod
+rm -rf "$OUT"/*.mod "$OUT"/mod-*
 echo "   built in $(($(date +%s) - T_BUILD)) s"
 built() { [[ " $BUILT " == *" $1 "* ]]; }
 
@@ -238,7 +247,7 @@ run_ok() {
 STATS_MSG=""
 stats_ok() {
     local coll=$1 alg=$2 fb=$3
-    local re_num='calls=[1-9][0-9]* bytes=[0-9]+ time_us=[0-9.eE+-]+'
+    local re_num='calls=[1-9][0-9]* bytes=[0-9]+( time_us=[0-9.eE+-]+)?'
     if grep -qE "pcoll: stats $coll $alg $re_num" "$RUN_LOG.err"; then
         return 0
     fi
@@ -332,10 +341,11 @@ else
     done
 
     # -- programs using several collectives: force one algorithm name everywhere it exists
-    # multi_run <prog> <colls> <fallback rule: strict|noncomm|any> <algs>
-    # (each algorithm at one process count (quick) or three (full), rotating)
+    # multi_run <prog> <colls> <fallback rule: strict|noncomm|any|nb> <algs> [stats prefix]
+    # (each algorithm at one process count (quick) or three (full), rotating; nb: the
+    # non-blocking forms, whose stats lines are i<coll> and which run shm's fallback)
     multi_run() {
-        local prog=$1 colls=$2 rule=$3 algs=$4 np=3
+        local prog=$1 colls=$2 rule=$3 algs=$4 pre=${5:-} np=3
         [ $QUICK = 1 ] && np=1
         local i=0 alg
         for alg in $algs; do
@@ -348,9 +358,10 @@ else
                 case $rule in
                 any) fb=1 ;;
                 noncomm) order_preserving "$alg" || fb=1 ;;
+                nb) [ "$alg" = shm ] && fb=1 ;;
                 esac
                 [ $fb = 1 ] && avoid=1 # the fallback may be native MPICH
-                spec="$spec $c:$alg:$fb"
+                spec="$spec $pre$c:$alg:$fb"
             done
             [ ${#envs[@]} -eq 0 ] && continue
             local ps
@@ -366,7 +377,7 @@ else
     multi_run noncommutative "reduce allreduce reduce_scatter" noncomm "$ALL_ALGS"
     multi_run derived "reduce allreduce reduce_scatter allgatherv" any "$ALL_ALGS"
     multi_run isolation "reduce allreduce reduce_scatter allgatherv" strict "$ALL_ALGS"
-    for prog in $F_PROGS; do
+    for prog in ${F_PROGS% $F_NB_PROGS}; do
         if [ $QUICK = 1 ]; then
             case $prog in
             fortran_mpif) falgs="binomial ring binary" ;;
@@ -377,6 +388,19 @@ else
             falgs=$ALL_ALGS
         fi
         multi_run $prog "reduce allreduce reduce_scatter allgatherv" strict "$falgs"
+    done
+    # The non-blocking collectives and completion calls from Fortran (issue 27)
+    for prog in $F_NB_PROGS; do
+        if [ $QUICK = 1 ]; then
+            case $prog in
+            fortran_nb) falgs="binomial ring shm" ;;
+            *) falgs="circulant butterfly native" ;;
+            esac
+        else
+            falgs=$ALL_ALGS
+        fi
+        multi_run $prog "reduce allreduce reduce_scatter allgatherv bcast allgather reduce_scatter_block" \
+            nb "$falgs" i
     done
     check_run "example p=2 (tuning table)" 2 example 0 "" "${PRE[@]}"
     if built example && ! grep -qE "pcoll: stats (reduce|allreduce) " "$RUN_LOG.err"; then

@@ -5,7 +5,9 @@
  * Shares no code with pcoll (plain C, MPI only).
  *
  *   mpirun -np 4 -x LD_PRELOAD=build/openmpi/libpcoll.so build/verify/ab-openmpi \
- *       [collective=reduce|allreduce|reduce_scatter|allgatherv|bcast|allgather|reduce_scatter_block]
+ *       [collective=reduce|allreduce|reduce_scatter|allgatherv|bcast|allgather|reduce_scatter_block,
+ *        or its non-blocking form ireduce, iallreduce, ...: MPI_I<coll> + MPI_Wait against
+ *        PMPI_I<coll> + PMPI_Wait]
  *       [iters=400] [sizes in bytes...] [cold=1]
  * cold=1 (anywhere in the arguments): every call, native and interposed alike, on the next
  * send/receive pair of a pool of at least 96 MiB per rank (as IMB's -off_cache); default hot.
@@ -114,6 +116,53 @@ static int call(enum coll c, int native, struct bufs *b, int rank, int p)
     return MPI_ERR_OTHER;
 }
 
+/* The non-blocking form of collective c (issue 27): initiation, then the wait, both native
+ * (PMPI_I<coll> + PMPI_Wait) or both interposed (MPI_I<coll> + MPI_Wait). */
+static int call_nb(enum coll c, int native, struct bufs *b, int rank)
+{
+    MPI_Request q = MPI_REQUEST_NULL;
+    int rc = MPI_ERR_OTHER;
+    switch (c) {
+    case REDUCE:
+        rc = native ? PMPI_Ireduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD, &q)
+                    : MPI_Ireduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD, &q);
+        break;
+    case ALLREDUCE:
+        rc = native ? PMPI_Iallreduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q)
+                    : MPI_Iallreduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q);
+        break;
+    case REDUCE_SCATTER:
+        rc = native ? PMPI_Ireduce_scatter(b->s, b->r, b->counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q)
+                    : MPI_Ireduce_scatter(b->s, b->r, b->counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q);
+        break;
+    case ALLGATHERV:
+        rc = native ? PMPI_Iallgatherv(b->s, b->counts[rank], MPI_DOUBLE, b->r, b->counts, b->displs,
+                                       MPI_DOUBLE, MPI_COMM_WORLD, &q)
+                    : MPI_Iallgatherv(b->s, b->counts[rank], MPI_DOUBLE, b->r, b->counts, b->displs,
+                                      MPI_DOUBLE, MPI_COMM_WORLD, &q);
+        break;
+    case BCAST:
+        rc = native ? PMPI_Ibcast(b->r, b->n, MPI_DOUBLE, 0, MPI_COMM_WORLD, &q)
+                    : MPI_Ibcast(b->r, b->n, MPI_DOUBLE, 0, MPI_COMM_WORLD, &q);
+        break;
+    case ALLGATHER:
+        rc = native ? PMPI_Iallgather(b->s, b->blk, MPI_DOUBLE, b->r, b->blk, MPI_DOUBLE, MPI_COMM_WORLD, &q)
+                    : MPI_Iallgather(b->s, b->blk, MPI_DOUBLE, b->r, b->blk, MPI_DOUBLE, MPI_COMM_WORLD, &q);
+        break;
+    case REDUCE_SCATTER_BLOCK:
+        rc = native ? PMPI_Ireduce_scatter_block(b->s, b->r, b->blk, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q)
+                    : MPI_Ireduce_scatter_block(b->s, b->r, b->blk, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q);
+        break;
+    case NCOLL:
+        break;
+    }
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return native ? PMPI_Wait(&q, MPI_STATUS_IGNORE) : MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+
+static int nonblocking; /* the collective's name began with "i": its non-blocking form */
+
 /* One timed call on the pool's next set (hot: the only one): barrier, call, the maximum over
  * ranks of its time. */
 static double timed(enum coll c, int native, struct bufs *b, int rank, int p)
@@ -123,7 +172,7 @@ static double timed(enum coll c, int native, struct bufs *b, int rank, int p)
     b->r = (double *)pool_part(&b->pool, b->pool.cur, 1);
     PMPI_Barrier(MPI_COMM_WORLD);
     double t0 = PMPI_Wtime();
-    if (call(c, native, b, rank, p) != MPI_SUCCESS)
+    if ((nonblocking ? call_nb(c, native, b, rank) : call(c, native, b, rank, p)) != MPI_SUCCESS)
         PMPI_Abort(MPI_COMM_WORLD, 2);
     double t = PMPI_Wtime() - t0, m = 0;
     PMPI_Allreduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -246,10 +295,16 @@ int main(int argc, char **argv)
     const char *names[] = {"reduce",     "allreduce", "reduce_scatter", "allgatherv",
                            "bcast",      "allgather", "reduce_scatter_block"};
     enum coll c = REDUCE;
-    if (argc > 1)
+    if (argc > 1) {
+        const char *name = argv[1];
+        if (name[0] == 'i') { /* ireduce, iallreduce, ...: the non-blocking form + wait */
+            nonblocking = 1;
+            name++;
+        }
         for (int k = 0; k < NCOLL; k++)
-            if (!strcmp(argv[1], names[k]))
+            if (!strcmp(name, names[k]))
                 c = (enum coll)k;
+    }
     int iters = argc > 2 ? atoi(argv[2]) : 400;
     long sizes_default[] = {8, 64, 512, 2048, 4096, 32768, 262144};
     int nsizes = argc > 3 ? argc - 3 : 7;
@@ -294,11 +349,11 @@ int main(int argc, char **argv)
         if (getenv("AB_MEAN"))
             snprintf(mean, sizeof mean, " %.3f %.3f", sn / nn * 1e6, sp / np * 1e6);
         if (rank == 0 && fl > 0)
-            printf("ab %s %d %ld %.3f %.3f %.3f %.3f %.3f %s%s\n", names[c], p, bytes, mn, mp, mp / mn,
-                   fl, mp / fl, cold ? "cold" : "hot", mean);
+            printf("ab %s%s %d %ld %.3f %.3f %.3f %.3f %.3f %s%s\n", nonblocking ? "i" : "", names[c], p,
+                   bytes, mn, mp, mp / mn, fl, mp / fl, cold ? "cold" : "hot", mean);
         else if (rank == 0)
-            printf("ab %s %d %ld %.3f %.3f %.3f - - %s%s\n", names[c], p, bytes, mn, mp, mp / mn,
-                   cold ? "cold" : "hot", mean);
+            printf("ab %s%s %d %ld %.3f %.3f %.3f - - %s%s\n", nonblocking ? "i" : "", names[c], p, bytes, mn,
+                   mp, mp / mn, cold ? "cold" : "hot", mean);
         fflush(stdout);
         free(b.pool.mem);
         free(b.counts);

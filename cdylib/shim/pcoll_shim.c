@@ -96,6 +96,7 @@ const int pcoll_c_max_library_version_string = MPI_MAX_LIBRARY_VERSION_STRING;
 const int pcoll_c_proc_null = MPI_PROC_NULL;
 const int pcoll_c_tag_ub_key = MPI_TAG_UB;
 const int pcoll_c_err_request = MPI_ERR_REQUEST;
+const int pcoll_c_err_in_status = MPI_ERR_IN_STATUS;
 
 /* The status of a completed collective request as the MPIs give it (an empty status:
  * MPI_ANY_SOURCE, MPI_ANY_TAG, no elements) over the stand-in's (a receive from

@@ -61,6 +61,7 @@ extern "C" {
     static pcoll_c_proc_null: c_int;
     static pcoll_c_tag_ub_key: c_int;
     static pcoll_c_err_request: c_int;
+    static pcoll_c_err_in_status: c_int;
 }
 
 macro_rules! getter {
@@ -122,6 +123,7 @@ getter! {
     PROC_NULL: c_int = pcoll_c_proc_null;
     TAG_UB_KEY: c_int = pcoll_c_tag_ub_key;
     ERR_REQUEST: c_int = pcoll_c_err_request;
+    ERR_IN_STATUS: c_int = pcoll_c_err_in_status;
 }
 
 /// Open MPI's Fortran `MPI_IN_PLACE` / `MPI_BOTTOM`: addresses of common blocks in libmpi.

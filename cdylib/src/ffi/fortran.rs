@@ -33,14 +33,7 @@ pub(super) fn buf_out(p: *mut c_void) -> *mut c_void {
     }
 }
 
-/// # Safety
-/// `ierr` is null or writable.
-pub(super) unsafe fn set_ierr(ierr: *mut Fint, rc: c_int) {
-    if !ierr.is_null() {
-        // SAFETY: checked non-null; Fortran passes a writable INTEGER.
-        unsafe { *ierr = rc as Fint };
-    }
-}
+pub(super) use super::fortran_set_ierr as set_ierr;
 
 // Each entry converts its arguments and calls the C entry of the collective
 // (`shim/pcoll_entry.c`), exactly as a C program calling `MPI_<Coll>` would: the memo, the

@@ -9,14 +9,29 @@ pub mod entry;
 pub mod family;
 #[cfg(pcoll_openmpi)]
 pub mod fortran;
+#[cfg(pcoll_mpich)]
+pub mod fortran_f08;
 #[cfg(pcoll_openmpi)]
 pub mod fortran_family;
+#[cfg(pcoll_openmpi)]
+pub mod fortran_nbc;
 pub mod init;
 pub mod nbc;
 
 use crate::consts;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// A Fortran `ierr` / optional `ierror` (null: absent).
+///
+/// # Safety
+/// `ierr` is null or writable.
+pub(crate) unsafe fn fortran_set_ierr(ierr: *mut mpi_sys::RSMPI_Fint, rc: c_int) {
+    if !ierr.is_null() {
+        // SAFETY: checked non-null; Fortran passes a writable INTEGER.
+        unsafe { *ierr = rc as mpi_sys::RSMPI_Fint };
+    }
+}
 
 /// Run an entry point; a panic is logged and aborts the job with `MPI_ERR_INTERN`.
 pub fn guard(name: &str, f: impl FnOnce() -> c_int) -> c_int {
