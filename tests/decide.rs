@@ -434,7 +434,8 @@ fn native_ranges_match_resolve() {
     }
 }
 
-/// The memo gives the same answers as a fresh computation.
+/// The memo gives the same answers as a fresh computation, with `shm` possible and refused
+/// (a non-blocking call, a refused window) asked in turn: the two are kept apart.
 #[test]
 fn memo_agrees() {
     let t = Table::builder().build().unwrap();
@@ -448,12 +449,17 @@ fn memo_agrees() {
             for coll in Collective::ALL {
                 for k in 0..40 {
                     for cm in [true, false] {
-                        let x = call(coll, p, (1usize << k) + k, cm);
-                        for _ in 0..2 {
-                            assert_eq!(
-                                with.resolve(&x, &PlainFacts).unwrap(),
-                                without.resolve(&x, &PlainFacts).unwrap()
-                            );
+                        for refused in [false, true, false] {
+                            let x = CallFacts {
+                                shm_refused: refused,
+                                ..call(coll, p, (1usize << k) + k, cm)
+                            };
+                            for _ in 0..2 {
+                                assert_eq!(
+                                    with.resolve(&x, &PlainFacts).unwrap(),
+                                    without.resolve(&x, &PlainFacts).unwrap()
+                                );
+                            }
                         }
                     }
                 }

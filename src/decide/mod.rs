@@ -391,10 +391,12 @@ impl<'a> Resolver<'a> {
             )
         };
         let k = model::class_of(call.bytes);
-        // Without `shm` (its window was refused, several nodes) the answer is not the memo's.
-        let memo = self.memo.filter(|m| m.p() == call.p && call.shm_ok());
+        // With and without `shm` (its window refused, several nodes, a non-blocking call) the
+        // answers are kept apart.
+        let shm = call.shm_ok();
+        let memo = self.memo.filter(|m| m.p() == call.p);
         if let Some(m) = memo {
-            if let Some(hit) = m.get(call.coll, call.commutative, k) {
+            if let Some(hit) = m.get(call.coll, call.commutative, shm, k) {
                 return hit;
             }
         }
@@ -413,7 +415,7 @@ impl<'a> Resolver<'a> {
             );
         let answer = at(model::span_representative(span));
         if let Some(m) = memo.filter(|_| whole) {
-            m.put(call.coll, call.commutative, k, answer);
+            m.put(call.coll, call.commutative, shm, k, answer);
         }
         answer
     }

@@ -286,8 +286,9 @@ pub fn node_prices(
 }
 
 /// Memo of model answers for one communicator size: one cell per (collective,
-/// commutativity, size class), filled on first use. Cells are atomics: threads may race to
-/// fill one, with the same value. Valid for one table and one MPI (the process's).
+/// commutativity, whether `shm` may serve, size class), filled on first use. Cells are
+/// atomics: threads may race to fill one, with the same value. Valid for one table and one MPI
+/// (the process's).
 pub struct Memo {
     p: usize,
     cells: Box<[AtomicU16]>,
@@ -297,7 +298,7 @@ impl Memo {
     pub fn new(p: usize) -> Memo {
         Memo {
             p,
-            cells: (0..Collective::ALL.len() * 2 * NCLASS)
+            cells: (0..Collective::ALL.len() * 4 * NCLASS)
                 .map(|_| AtomicU16::new(0))
                 .collect(),
         }
@@ -306,22 +307,31 @@ impl Memo {
     pub fn p(&self) -> usize {
         self.p
     }
-    fn cell(&self, coll: Collective, commutative: bool, class: usize) -> &AtomicU16 {
-        &self.cells[(coll.index() * 2 + commutative as usize) * NCLASS + class]
+    fn cell(&self, coll: Collective, commutative: bool, shm: bool, class: usize) -> &AtomicU16 {
+        let row = (coll.index() * 2 + commutative as usize) * 2 + shm as usize;
+        &self.cells[row * NCLASS + class]
     }
-    /// The answer stored for a size class, if any.
+    /// The answer stored for a size class, if any (`shm`: whether `shm` may serve the call).
     #[inline]
-    pub fn get(&self, coll: Collective, commutative: bool, class: usize) -> Option<ModelPick> {
-        let v = self.cell(coll, commutative, class).load(Ordering::Relaxed);
+    pub fn get(
+        &self,
+        coll: Collective,
+        commutative: bool,
+        shm: bool,
+        class: usize,
+    ) -> Option<ModelPick> {
+        let v = self
+            .cell(coll, commutative, shm, class)
+            .load(Ordering::Relaxed);
         (v != 0).then(|| ModelPick {
             best: Algorithm::ALL[((v >> 8) - 1) as usize],
             best_pcoll: Algorithm::ALL[(v & 0xff) as usize],
         })
     }
     /// Store the answer for a size class.
-    pub fn put(&self, coll: Collective, commutative: bool, class: usize, m: ModelPick) {
+    pub fn put(&self, coll: Collective, commutative: bool, shm: bool, class: usize, m: ModelPick) {
         let v = ((m.best.index() as u16 + 1) << 8) | m.best_pcoll.index() as u16;
-        self.cell(coll, commutative, class)
+        self.cell(coll, commutative, shm, class)
             .store(v, Ordering::Relaxed);
     }
 }
@@ -367,11 +377,12 @@ mod tests {
             best_pcoll: Algorithm::Ring,
         };
         let k = class_of(100);
-        assert_eq!(m.get(Collective::Allreduce, true, k), None);
-        m.put(Collective::Allreduce, true, k, a);
-        assert_eq!(m.get(Collective::Allreduce, true, k), Some(a));
-        assert_eq!(m.get(Collective::Allreduce, false, k), None);
-        assert_eq!(m.get(Collective::Reduce, true, k), None);
+        assert_eq!(m.get(Collective::Allreduce, true, true, k), None);
+        m.put(Collective::Allreduce, true, true, k, a);
+        assert_eq!(m.get(Collective::Allreduce, true, true, k), Some(a));
+        assert_eq!(m.get(Collective::Allreduce, true, false, k), None);
+        assert_eq!(m.get(Collective::Allreduce, false, true, k), None);
+        assert_eq!(m.get(Collective::Reduce, true, true, k), None);
     }
 
     #[test]
