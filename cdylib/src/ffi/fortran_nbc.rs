@@ -55,6 +55,27 @@ unsafe fn reqs_f2c(n: Fint, f: *const Fint) -> Vec<MPI_Request> {
     f.iter().map(|h| unsafe { PMPI_Request_f2c(*h) }).collect()
 }
 
+/// A Fortran count and the C copy of its array of requests.
+///
+/// # Safety
+/// `count` is readable; `reqs` points to that many readable handles when it is positive.
+unsafe fn c_array(count: *const Fint, reqs: *const Fint) -> (c_int, Vec<MPI_Request>) {
+    // SAFETY: the caller's guarantee.
+    let n = unsafe { *count };
+    // SAFETY: the caller's guarantee.
+    (n, unsafe { reqs_f2c(n, reqs) })
+}
+
+/// The array the C entry gets: the copy, or the caller's own pointer for a count (zero or
+/// negative) the entry must judge as the MPI does.
+fn c_ptr(r: &mut [MPI_Request], reqs: *mut Fint) -> *mut MPI_Request {
+    if r.is_empty() {
+        reqs as *mut MPI_Request
+    } else {
+        r.as_mut_ptr()
+    }
+}
+
 /// Write the C requests back into the Fortran array.
 ///
 /// # Safety
@@ -159,17 +180,11 @@ unsafe fn all_f(
     statuses: *mut Fint,
     ierr: *mut Fint,
 ) {
-    // SAFETY: by-reference Fortran arguments.
-    let n = unsafe { *count };
-    // SAFETY: the caller's array of n handles.
-    let mut r = unsafe { reqs_f2c(n, reqs) };
+    // SAFETY: by-reference Fortran arguments: a count and n handles.
+    let (n, mut r) = unsafe { c_array(count, reqs) };
     let (mut s, ignore) = statuses_for(r.len(), statuses);
     let sp = status_ptr(&mut s, ignore, false);
-    let rp = if n > 0 {
-        r.as_mut_ptr()
-    } else {
-        reqs as *mut MPI_Request
-    };
+    let rp = c_ptr(&mut r, reqs);
     let mut fl: c_int = 1;
     // SAFETY: the C entries with converted arguments.
     let rc = unsafe {
@@ -204,18 +219,12 @@ unsafe fn any_f(
     status: *mut Fint,
     ierr: *mut Fint,
 ) {
-    // SAFETY: by-reference Fortran arguments.
-    let n = unsafe { *count };
-    // SAFETY: the caller's array of n handles.
-    let mut r = unsafe { reqs_f2c(n, reqs) };
+    // SAFETY: by-reference Fortran arguments: a count and n handles.
+    let (n, mut r) = unsafe { c_array(count, reqs) };
     let ignore = status_ignored(status);
     let mut s = [zeroed_status()];
     let sp = status_ptr(&mut s, ignore, true);
-    let rp = if n > 0 {
-        r.as_mut_ptr()
-    } else {
-        reqs as *mut MPI_Request
-    };
+    let rp = c_ptr(&mut r, reqs);
     let (mut idx, mut fl): (c_int, c_int) = (0, 1);
     // SAFETY: the C entries with converted arguments.
     let rc = unsafe {
@@ -253,17 +262,11 @@ unsafe fn some_f(
     (outcount, indices, statuses): (*mut Fint, *mut Fint, *mut Fint),
     ierr: *mut Fint,
 ) {
-    // SAFETY: by-reference Fortran arguments.
-    let n = unsafe { *incount };
-    // SAFETY: the caller's array of n handles.
-    let mut r = unsafe { reqs_f2c(n, reqs) };
+    // SAFETY: by-reference Fortran arguments: a count and n handles.
+    let (n, mut r) = unsafe { c_array(incount, reqs) };
     let (mut s, ignore) = statuses_for(r.len(), statuses);
     let sp = status_ptr(&mut s, ignore, false);
-    let rp = if n > 0 {
-        r.as_mut_ptr()
-    } else {
-        reqs as *mut MPI_Request
-    };
+    let rp = c_ptr(&mut r, reqs);
     let mut idx = vec![0 as c_int; r.len()];
     let mut out: c_int = 0;
     // SAFETY: the C entries with converted arguments.
@@ -312,15 +315,9 @@ unsafe fn one_f(
 }
 
 unsafe fn startall_f(count: *const Fint, reqs: *mut Fint, ierr: *mut Fint) {
-    // SAFETY: by-reference Fortran arguments.
-    let n = unsafe { *count };
-    // SAFETY: the caller's array of n handles.
-    let mut r = unsafe { reqs_f2c(n, reqs) };
-    let rp = if n > 0 {
-        r.as_mut_ptr()
-    } else {
-        reqs as *mut MPI_Request
-    };
+    // SAFETY: by-reference Fortran arguments: a count and n handles.
+    let (n, mut r) = unsafe { c_array(count, reqs) };
+    let rp = c_ptr(&mut r, reqs);
     // SAFETY: the C entry with converted arguments.
     let rc = unsafe { c::MPI_Startall(n, rp) };
     // SAFETY: the caller's handles; Fortran's ierr.
