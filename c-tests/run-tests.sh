@@ -343,7 +343,8 @@ else
     # -- programs using several collectives: force one algorithm name everywhere it exists
     # multi_run <prog> <colls> <fallback rule: strict|noncomm|any|nb> <algs> [stats prefix]
     # (each algorithm at one process count (quick) or three (full), rotating; nb: the
-    # non-blocking forms, whose stats lines are i<coll> and which run shm's fallback)
+    # non-blocking forms, whose stats lines are i<coll> and which run shm's fallback but for
+    # reduce and allreduce)
     multi_run() {
         local prog=$1 colls=$2 rule=$3 algs=$4 pre=${5:-} np=3
         [ $QUICK = 1 ] && np=1
@@ -358,7 +359,7 @@ else
                 case $rule in
                 any) fb=1 ;;
                 noncomm) order_preserving "$alg" || fb=1 ;;
-                nb) [ "$alg" = shm ] && fb=1 ;;
+                nb) [ "$alg" = shm ] && [ "$c" != reduce ] && [ "$c" != allreduce ] && fb=1 ;;
                 esac
                 [ $fb = 1 ] && avoid=1 # the fallback may be native MPICH
                 spec="$spec $pre$c:$alg:$fb"

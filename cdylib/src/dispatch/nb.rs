@@ -24,7 +24,8 @@ pub struct Planned {
     v: Valid,
     pub(crate) alg: Algorithm,
     pub(crate) st: &'static CommState,
-    prog: Arc<Program>,
+    /// The program (None: `shm`, which runs the window's protocol instead).
+    prog: Option<Arc<Program>>,
 }
 
 // SAFETY: the raw pointers are the user's buffers and handles, only passed to MPI by the
@@ -43,12 +44,34 @@ pub fn plan(a: Args) -> Option<Planned> {
         return None;
     }
     let mut v = validate::validate(g, &a)?;
-    let chosen = super::resolve::choose_nb(g, &a, &mut v.spec).ok()?;
+    // `shm` serves a reduce or allreduce whose element fits a cell (every rank has the same
+    // type) and that `MPI_Reduce_local` can reduce (asked on every rank alike).
+    let shm_ok = matches!(a.coll, Collective::Reduce | Collective::Allreduce)
+        && crate::shm::enabled()
+        && crate::shm::run::cell_elems(crate::shm::cell_bytes(), &v.facts).is_some()
+        && crate::shm::run::reducible(a.dt, a.op).is_ok();
+    let chosen = super::resolve::choose_nb(g, &a, &mut v.spec, shm_ok).ok()?;
     let alg = chosen.alg;
-    if alg == Algorithm::Native || alg == Algorithm::Shm {
+    if alg == Algorithm::Native {
         return None;
     }
     let st = comm::state(a.comm, v.spec.p, v.spec.rank).ok()?;
+    if alg == Algorithm::Shm {
+        log::debug!(
+            "{} (non-blocking) p={} bytes={}: shm ({})",
+            a.coll,
+            v.spec.p,
+            v.spec.bytes(),
+            chosen.why
+        );
+        return Some(Planned {
+            a,
+            v,
+            alg,
+            st,
+            prog: None,
+        });
+    }
     if alg.node_aware() && st.known_layout().is_none() {
         return None;
     }
@@ -74,16 +97,20 @@ pub fn plan(a: Args) -> Option<Planned> {
         v,
         alg,
         st,
-        prog,
+        prog: Some(prog),
     })
 }
 
 /// One start of a planned call: its transport (scratch, requests), its place in the program,
-/// and the staging buffer of a type with holes.
-pub struct Active {
-    t: PmpiTransport<'static>,
-    run: Run<Req>,
-    staged: Option<Scratch>,
+/// and the staging buffer of a type with holes; or, for `shm`, its place in the window's
+/// protocol (None: done, p = 1).
+pub enum Active {
+    Program {
+        t: PmpiTransport<'static>,
+        run: Run<Req>,
+        staged: Option<Scratch>,
+    },
+    Shm(Option<crate::shm::run::Op>),
 }
 
 impl Planned {
@@ -96,6 +123,19 @@ impl Planned {
     /// and advance the program as far as it goes (its first messages are posted now).
     pub fn start(&self, tag: c_int) -> Result<Active, Error> {
         let (a, v, st) = (&self.a, &self.v, self.st);
+        if self.prog.is_none() {
+            let call = serve::shm_call(a, v);
+            if v.spec.p == 1 {
+                crate::shm::run::alone(&call)?;
+                return Ok(Active::Shm(None));
+            }
+            let w = st
+                .shm()
+                .ok_or_else(|| Error::Internal("shm chosen without a window".into()))?;
+            let mut act = Active::Shm(Some(crate::shm::run::Op::start(w, call)?));
+            act.advance(self)?;
+            return Ok(act);
+        }
         let g = state::global();
         let (staged, bases): (Option<Scratch>, Bases) = match (v.bytes, v.spec.coll.base()) {
             (Some(true), Collective::Bcast) => {
@@ -110,7 +150,7 @@ impl Planned {
             _ => (None, serve::bases(a, v, st)?),
         };
         let t = serve::transport(g, a, v, st, bases).with_tag(tag);
-        let mut act = Active {
+        let mut act = Active::Program {
             t,
             run: Run::new(),
             staged,
@@ -123,12 +163,20 @@ impl Planned {
 impl Active {
     /// Advance without blocking; `Ok(true)` once complete (then unstaged).
     pub fn advance(&mut self, p: &Planned) -> Result<bool, Error> {
-        if self.run.done() {
+        let (t, run, staged) = match self {
+            Active::Shm(None) => return Ok(true),
+            Active::Shm(Some(op)) => return op.advance(),
+            Active::Program { t, run, staged } => (t, run, staged),
+        };
+        let Some(prog) = p.prog.as_ref() else {
+            return Err(Error::Internal("a program call without its program".into()));
+        };
+        if run.done() {
             return Ok(true);
         }
-        let r = self.run.advance(&p.prog, &mut self.t);
+        let r = run.advance(prog, t);
         if !matches!(r, Ok(false)) {
-            if let Some(buf) = self.staged.take() {
+            if let Some(buf) = staged.take() {
                 let out = match (&r, p.v.spec.coll.base()) {
                     (Ok(_), Collective::Bcast) => serve::unstage_bcast(&p.a, &p.v, p.st, &buf),
                     (Ok(_), _) => serve::unstage(&p.a, &p.v, p.st, &buf),

@@ -139,21 +139,25 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
     Ok(chosen(g, spec, &call, d, None))
 }
 
-/// [`choose`] for a non-blocking or persistent call, whose initiation must not wait for the
-/// other ranks: no collective step is taken here. The nodes count only if already known, a
-/// cell `PCOLL_LEARN` has decided counts, one it still explores is decided as without
-/// learning (its clock times blocking calls only; every rank skips it alike), and `shm`
-/// counts as refused (its window is driven by blocking steps), as do the nodes' windows.
+/// [`choose`] for a non-blocking or persistent call, whose initiation should not wait for the
+/// other ranks: the nodes count only if already known, a cell `PCOLL_LEARN` has decided
+/// counts, one it still explores is decided as without learning (its clock times blocking
+/// calls only; every rank skips it alike), and the nodes' windows count as refused (a node
+/// step blocks). `shm` counts where `shm_ok` (a reduce or allreduce whose element fits a
+/// cell: `Op` advances it without blocking); the communicator's window is made at the first
+/// call that decides `shm`, a collective step inside that initiation, like the shadow
+/// communicator's `PMPI_Comm_dup` at the first call pcoll serves (docs/nonblocking.md).
 pub(super) fn choose_nb(
     g: &'static Global,
     a: &Args,
     spec: &mut CallSpec,
+    shm_ok: bool,
 ) -> Result<Chosen, c_int> {
-    let call = CallFacts {
+    let mut call = CallFacts {
         nodes: crate::comm::existing(a.comm)
             .and_then(|st| st.known_layout())
             .map_or(NodeShape::default(), |l| l.shape()),
-        shm_refused: true,
+        shm_refused: !shm_ok,
         node_shm: false, // node steps never run in a schedule advanced step by step
         ..spec_facts(a, spec)
     };
@@ -168,10 +172,18 @@ pub(super) fn choose_nb(
         _ => None,
     };
     let mut d = decided(g, &call, &nf, learned)?;
-    // A forced `shm` falls back here by design (the blocking forms still run it): no warning.
-    if d.fallback
-        .as_ref()
-        .map_or(false, |f| f.asked == Algorithm::Shm)
+    // The window, made here at the first call asking (every rank decides alike), as in
+    // `choose`; refused, the decision falls back.
+    if d.algorithm == Algorithm::Shm && shm_refused(a, spec) {
+        call.shm_refused = true;
+        d = decided(g, &call, &nf, learned)?;
+    }
+    // A forced `shm` the call's form cannot run falls back by design (the blocking forms still
+    // run it): no warning.
+    if !shm_ok
+        && d.fallback
+            .as_ref()
+            .map_or(false, |f| f.asked == Algorithm::Shm)
     {
         d.warn = false;
     }

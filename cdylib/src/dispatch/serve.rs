@@ -98,7 +98,23 @@ pub(super) fn run_shm(g: &Global, a: &Args, v: &Valid) -> Result<(), Error> {
     if !matches!(spec.coll, Collective::Reduce | Collective::Allreduce) {
         return run_shm_plan(g, a, v);
     }
-    let call = crate::shm::run::Call {
+    let call = shm_call(a, v);
+    if spec.p == 1 {
+        return crate::shm::run::alone(&call);
+    }
+    let st = comm::state(a.comm, spec.p, spec.rank)
+        .map_err(|c| Error::Mpi(c, "communicator setup".into()))?;
+    let w = window(g, st)?;
+    if crate::shm::run::cell_elems(w.cell, &v.facts).is_none() {
+        return run(g, a, v, Algorithm::Binomial).map(|_| ());
+    }
+    crate::shm::run::run(w, &call)
+}
+
+/// The reduce or allreduce call `shm` runs (blocking or not).
+pub(super) fn shm_call(a: &Args, v: &Valid) -> crate::shm::run::Call {
+    let spec = &v.spec;
+    crate::shm::run::Call {
         input: if v.in_place {
             a.recvbuf as *const u8
         } else {
@@ -119,17 +135,7 @@ pub(super) fn run_shm(g: &Global, a: &Args, v: &Valid) -> Result<(), Error> {
         } else {
             None
         },
-    };
-    if spec.p == 1 {
-        return crate::shm::run::alone(&call);
     }
-    let st = comm::state(a.comm, spec.p, spec.rank)
-        .map_err(|c| Error::Mpi(c, "communicator setup".into()))?;
-    let w = window(g, st)?;
-    if crate::shm::run::cell_elems(w.cell, &v.facts).is_none() {
-        return run(g, a, v, Algorithm::Binomial).map(|_| ());
-    }
-    crate::shm::run::run(w, &call)
 }
 
 /// The communicator's shared window (p > 1). Every rank is here: ask for the nodes now (once

@@ -19,6 +19,7 @@
 //! communicator without a window, agreed by all its ranks, with one warning per process: the
 //! decision then falls back as for any ineligible algorithm.
 
+pub mod call;
 pub mod kernel;
 pub mod run;
 pub mod stream;
@@ -122,6 +123,16 @@ pub fn node_mode() -> Option<pcoll::algo::hier::NodeSteps> {
     *MODE
 }
 
+/// Bytes of one cell of a segment of `bytes`: each cell has a page of room for its stagger.
+fn cell_of(bytes: usize) -> usize {
+    ((bytes - CTRL) / (2 * SLOTS) - 4096) & !63 // > 0: `settings` checked it
+}
+
+/// Bytes of one cell of the windows this process makes (`PCOLL_SHM_BYTES`, agreed).
+pub fn cell_bytes() -> usize {
+    cell_of(settings().bytes)
+}
+
 /// `shm` may run (`PCOLL_SHM` is not 0).
 pub fn enabled() -> bool {
     settings().on
@@ -141,8 +152,11 @@ struct Inner {
     node: MPI_Comm,
     /// Every rank's segment, mapped here.
     bases: Vec<*mut u8>,
-    /// Chunks run since the window was made (the same on every rank).
+    /// Chunks handed out to calls since the window was made (the same on every rank).
     seq: u64,
+    /// Chunks this rank has finished: a call runs once every earlier call on the window is
+    /// done here ([`run::Cursor`]), so that outstanding non-blocking calls keep issue order.
+    done: u64,
 }
 
 // SAFETY: the window and communicator handles are plain values used as MPI allows for the
@@ -398,14 +412,14 @@ fn allocate(node: MPI_Comm, p: usize, rank: usize, bytes: usize) -> Option<Box<W
         // A window some rank lacks cannot be freed collectively: leave it.
         return None;
     }
-    // Each cell has a page of room for its stagger.
-    let cell = ((bytes - CTRL) / (2 * SLOTS) - 4096) & !63; // > 0: `settings` checked it
+    let cell = cell_of(bytes);
     let w = Box::new(Win {
         inner: Mutex::new(Some(Inner {
             win,
             node,
             bases,
             seq: 0,
+            done: 0,
         })),
         cell,
         p,
