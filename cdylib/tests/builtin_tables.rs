@@ -45,3 +45,17 @@ fn the_unmeasured_mpis_table_has_no_rules_and_a_wide_margin() {
     }
     assert!(t.margin() >= 0.25, "margin {}", t.margin());
 }
+
+/// The non-blocking rules (`form = "nonblocking"`) steer only those forms: Intel MPI's
+/// `MPI_Iallreduce` of 1 MiB at p = 2 takes `shm` where `MPI_Allreduce` stays native.
+#[test]
+fn nonblocking_rules_apply_to_the_nonblocking_forms_only() {
+    let t = load("tables/tuning.impi.toml");
+    let alg = |nb| {
+        t.lookup_call(Collective::Allreduce, 2, 1 << 20, true, 0, nb)
+            .unwrap()
+            .algorithm
+    };
+    assert_eq!(alg(true), pcoll::Algorithm::Shm.into());
+    assert_eq!(alg(false), pcoll::Algorithm::Native.into());
+}

@@ -62,6 +62,9 @@ pub struct CallFacts {
     /// Every node of the communicator has a shared window for `hier`'s node steps (default:
     /// assumed, as with `shm` on; false once the windows were refused or `shm` is off).
     pub node_shm: bool,
+    /// A non-blocking or persistent form (`MPI_Iallreduce`, `MPI_Allreduce_init`): table rules
+    /// with `form = ...` read it ([`crate::tuning::Cond`]).
+    pub nonblocking: bool,
 }
 
 impl CallFacts {
@@ -77,6 +80,7 @@ impl CallFacts {
             nodes: NodeShape::default(),
             shm_refused: false,
             node_shm: true,
+            nonblocking: false,
         }
     }
 
@@ -337,10 +341,14 @@ impl<'a> Resolver<'a> {
                 (l.segment > 0).then_some(l.segment),
             );
         }
-        match self
-            .table
-            .lookup_call(coll, p, bytes, call.commutative, call.root)
-        {
+        match self.table.lookup_call(
+            coll,
+            p,
+            bytes,
+            call.commutative,
+            call.root,
+            call.nonblocking,
+        ) {
             Some(c) => (
                 c.algorithm,
                 Source::Table {

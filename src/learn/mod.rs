@@ -204,7 +204,9 @@ fn measured(r: &Resolver, call: &CallFacts) -> bool {
     r.table.rules(call.coll).iter().any(|rule| {
         rule.algorithm != crate::Pick::Model
             && rule.p.contains(call.p)
-            && rule.cond.matches(call.commutative, call.root)
+            && rule
+                .cond
+                .matches(call.commutative, call.root, call.nonblocking)
             && rule.bytes.lo < hi
             && lo < rule.bytes.hi
     })

@@ -299,7 +299,7 @@ fn learned_table_replays_the_winners() {
     let t = Table::parse(&text, "learned.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(t.model().alpha, 3e-6);
     let at = |b: usize, c: bool, root: usize| {
-        t.lookup_call(Collective::Reduce, 4, b, c, root)
+        t.lookup_call(Collective::Reduce, 4, b, c, root, false)
             .map(|c| (c.algorithm, c.segment))
     };
     for b in [1 << 20, (1 << 21) - 1] {
@@ -369,7 +369,7 @@ fn native_cells_cover_unexplored_kinds() {
         (true, 1, false),
         (false, 1, false),
     ] {
-        let d = t.lookup_call(Collective::Reduce, 2, 1500, c, root);
+        let d = t.lookup_call(Collective::Reduce, 2, 1500, c, root, false);
         let native = d.map(|d| d.algorithm) == Some(Algorithm::Native.into());
         assert_eq!(native, want, "commutative {c} root {root}");
     }
@@ -390,7 +390,7 @@ fn native_cells_cover_unexplored_kinds() {
     .unwrap();
     let t = Table::parse(&t, "l").unwrap();
     let at = |c: bool, root: usize| {
-        t.lookup_call(Collective::Reduce, 2, 1500, c, root)
+        t.lookup_call(Collective::Reduce, 2, 1500, c, root, false)
             .map(|d| d.algorithm)
     };
     assert_eq!(at(true, 0), Some(Algorithm::Native.into()));

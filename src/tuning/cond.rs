@@ -1,6 +1,9 @@
 //! A rule's optional call conditions besides `p` and `bytes`: the op's kind (`op =
-//! "commutative"` or `"noncommutative"`, for the collectives that reduce) and, for a reduce,
-//! the root (`root = "zero"` or `"nonzero"`). Omitted: any. `PCOLL_LEARN` writes them, since
+//! "commutative"` or `"noncommutative"`, for the collectives that reduce), for a reduce, the
+//! root (`root = "zero"` or `"nonzero"`), and the call's form (`form = "blocking"` or
+//! `"nonblocking"`: `MPI_Iallreduce` and `MPI_Allreduce_init` are nonblocking; the natives'
+//! non-blocking collectives are other algorithms than their blocking ones, often much slower).
+//! Omitted: any. `PCOLL_LEARN` writes them, since
 //! it learns the cells of commutative and non-commutative ops, and of reduces at root 0 and
 //! elsewhere, apart; hand-written tables rarely need them. Every rank shares both facts (the
 //! op and the root are the same on every rank of a call), so rules that read them still
@@ -15,30 +18,37 @@ pub struct Cond {
     pub commutative: Option<bool>,
     /// `root` (reduce only): `Some(true)` for root 0 only, `Some(false)` for any other root.
     pub root_zero: Option<bool>,
+    /// `form`: `Some(true)` for the non-blocking and persistent forms only, `Some(false)` for
+    /// the blocking one only.
+    pub nonblocking: Option<bool>,
 }
 
 /// Accepted values of `op`.
 pub const OP_FORMS: &str = "\"commutative\", \"noncommutative\"";
 /// Accepted values of `root`.
 pub const ROOT_FORMS: &str = "\"zero\", \"nonzero\"";
+/// Accepted values of `form`.
+pub const CALL_FORMS: &str = "\"blocking\", \"nonblocking\"";
 
 impl Cond {
     /// No condition.
     pub const ANY: Cond = Cond {
         commutative: None,
         root_zero: None,
+        nonblocking: None,
     };
 
-    /// Does a call with this op kind and root (0 for the collectives without one) match?
+    /// Does a call with this op kind, root (0 for the collectives without one) and form match?
     #[inline]
-    pub fn matches(&self, commutative: bool, root: usize) -> bool {
+    pub fn matches(&self, commutative: bool, root: usize, nonblocking: bool) -> bool {
         self.commutative.is_none_or(|c| c == commutative)
             && self.root_zero.is_none_or(|z| z == (root == 0))
+            && self.nonblocking.is_none_or(|n| n == nonblocking)
     }
 
-    /// The (commutative, root) pairs a rule of `coll` with this condition can match: the
-    /// discrete cells of the shadowing test.
-    pub fn cells(&self, coll: Collective) -> Vec<(bool, usize)> {
+    /// The (commutative, root, nonblocking) cells a rule of `coll` with this condition can
+    /// match: the discrete cells of the shadowing test.
+    pub fn cells(&self, coll: Collective) -> Vec<(bool, usize, bool)> {
         let roots: &[usize] = if coll == Collective::Reduce {
             &[0, 1]
         } else {
@@ -47,8 +57,10 @@ impl Cond {
         let mut out = Vec::new();
         for c in [true, false] {
             for &r in roots {
-                if self.matches(c, r) {
-                    out.push((c, r));
+                for n in [false, true] {
+                    if self.matches(c, r, n) {
+                        out.push((c, r, n));
+                    }
                 }
             }
         }
@@ -71,6 +83,17 @@ impl Cond {
             "nonzero" | "non-zero" => Ok(false),
             _ => Err(format!(
                 "unknown root kind \"{s}\" (accepted: {ROOT_FORMS})"
+            )),
+        }
+    }
+
+    /// `form = "..."`: non-blocking (and persistent) or blocking.
+    pub fn parse_form(s: &str) -> Result<bool, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "nonblocking" | "non-blocking" => Ok(true),
+            "blocking" => Ok(false),
+            _ => Err(format!(
+                "unknown call form \"{s}\" (accepted: {CALL_FORMS})"
             )),
         }
     }
@@ -101,6 +124,10 @@ impl Cond {
             let v = if z { "zero" } else { "nonzero" };
             s.push_str(&format!("root = \"{v}\"\n"));
         }
+        if let Some(n) = self.nonblocking {
+            let v = if n { "nonblocking" } else { "blocking" };
+            s.push_str(&format!("form = \"{v}\"\n"));
+        }
         s
     }
 }
@@ -114,15 +141,29 @@ mod tests {
         let c = Cond {
             commutative: Some(false),
             root_zero: Some(false),
+            nonblocking: None,
         };
-        assert!(c.matches(false, 3) && !c.matches(true, 3) && !c.matches(false, 0));
-        assert!(Cond::ANY.matches(true, 0) && Cond::ANY.matches(false, 7));
+        assert!(c.matches(false, 3, false) && !c.matches(true, 3, false));
+        assert!(!c.matches(false, 0, true) && c.matches(false, 3, true));
+        assert!(Cond::ANY.matches(true, 0, false) && Cond::ANY.matches(false, 7, true));
         assert_eq!(c.to_toml(), "op = \"noncommutative\"\nroot = \"nonzero\"\n");
         assert_eq!(Cond::parse_op("commutative"), Ok(true));
         assert_eq!(Cond::parse_root("nonzero"), Ok(false));
+        assert_eq!(Cond::parse_form("nonblocking"), Ok(true));
+        assert_eq!(Cond::parse_form("blocking"), Ok(false));
         assert!(Cond::parse_op("sum").unwrap_err().contains("accepted"));
-        assert_eq!(c.cells(Collective::Reduce), vec![(false, 1)]);
-        assert_eq!(Cond::ANY.cells(Collective::Bcast).len(), 2);
+        assert!(Cond::parse_form("async").unwrap_err().contains("accepted"));
+        assert_eq!(
+            c.cells(Collective::Reduce),
+            vec![(false, 1, false), (false, 1, true)]
+        );
+        assert_eq!(Cond::ANY.cells(Collective::Bcast).len(), 4);
+        let nb = Cond {
+            nonblocking: Some(true),
+            ..Cond::ANY
+        };
+        assert_eq!(nb.to_toml(), "form = \"nonblocking\"\n");
+        assert!(nb.matches(true, 0, true) && !nb.matches(true, 0, false));
         assert_eq!(c.check(Collective::Bcast).len(), 2);
         assert!(c.check(Collective::Reduce).is_empty());
     }
@@ -136,7 +177,7 @@ mod tests {
         )
         .unwrap();
         let alg = |c, r| {
-            t.lookup_call(Collective::Reduce, 4, 100, c, r)
+            t.lookup_call(Collective::Reduce, 4, 100, c, r, false)
                 .unwrap()
                 .algorithm
         };
@@ -144,7 +185,22 @@ mod tests {
         assert_eq!(alg(false, 0), crate::Algorithm::Pipeline.into());
         assert_eq!(alg(true, 2), crate::Algorithm::Pipeline.into());
         assert!(t.reads_root(Collective::Reduce));
+        // A rule for the non-blocking form only: the blocking call skips it.
+        let t = Table::parse(
+            "[[allreduce]]\nform = \"nonblocking\"\nalgorithm = \"shm\"\n[[allreduce]]\nalgorithm = \"native\"\n",
+            "t",
+        )
+        .unwrap();
+        let alg = |n| {
+            t.lookup_call(Collective::Allreduce, 2, 1 << 20, true, 0, n)
+                .unwrap()
+                .algorithm
+        };
+        assert_eq!(alg(true), crate::Algorithm::Shm.into());
+        assert_eq!(alg(false), crate::Algorithm::Native.into());
         for (text, want) in [
+            ("[[reduce]]\nform = \"async\"\nalgorithm = \"native\"\n", "accepted: \"blocking\""),
+            ("[[reduce]]\nform = \"blocking\"\nalgorithm = \"native\"\n[[reduce]]\nalgorithm = \"binomial\"\n[[reduce]]\nform = \"nonblocking\"\nalgorithm = \"shm\"\n", "never match"),
             ("[[bcast]]\nop = \"commutative\"\nalgorithm = \"native\"\n", "takes no op"),
             ("[[allreduce]]\nroot = \"zero\"\nalgorithm = \"native\"\n", "only for reduce"),
             ("[[reduce]]\nop = \"sum\"\nalgorithm = \"native\"\n", "accepted: \"commutative\""),

@@ -197,8 +197,17 @@ impl Rule {
         self
     }
     #[inline]
-    fn matches(&self, p: usize, bytes: usize, commutative: bool, root: usize) -> bool {
-        self.p.contains(p) && self.bytes.contains(bytes) && self.cond.matches(commutative, root)
+    fn matches(
+        &self,
+        p: usize,
+        bytes: usize,
+        commutative: bool,
+        root: usize,
+        nonblocking: bool,
+    ) -> bool {
+        self.p.contains(p)
+            && self.bytes.contains(bytes)
+            && self.cond.matches(commutative, root, nonblocking)
     }
     /// Equal as far as lookups are concerned (ignores `line` and `note`).
     pub fn same_as(&self, o: &Rule) -> bool {
@@ -297,15 +306,16 @@ impl Table {
         }
     }
 
-    /// First rule of `coll` containing `(p, bytes)` for a commutative op at root 0
-    /// ([`Table::lookup_call`] for any call). No allocation.
+    /// First rule of `coll` containing `(p, bytes)` for a blocking call with a commutative op
+    /// at root 0 ([`Table::lookup_call`] for any call). No allocation.
     #[inline]
     pub fn lookup(&self, coll: Collective, p: usize, bytes: usize) -> Option<Choice> {
-        self.lookup_call(coll, p, bytes, true, 0)
+        self.lookup_call(coll, p, bytes, true, 0, false)
     }
 
     /// First rule of `coll` containing `(p, bytes)` whose conditions ([`Cond`]) hold for the
-    /// op's kind and the root (0 for the collectives without one). No allocation.
+    /// op's kind, the root (0 for the collectives without one) and the call's form. No
+    /// allocation.
     #[inline]
     pub fn lookup_call(
         &self,
@@ -314,10 +324,11 @@ impl Table {
         bytes: usize,
         commutative: bool,
         root: usize,
+        nonblocking: bool,
     ) -> Option<Choice> {
         self.rules[coll.index()]
             .iter()
-            .position(|r| r.matches(p, bytes, commutative, root))
+            .position(|r| r.matches(p, bytes, commutative, root, nonblocking))
             .map(|i| {
                 let r = &self.rules[coll.index()][i];
                 Choice {

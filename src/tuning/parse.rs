@@ -63,6 +63,8 @@ struct RawRule {
     op: Option<Spanned<String>>,
     /// `root = "zero" | "nonzero"` (reduce; [`Cond`]).
     root: Option<Spanned<String>>,
+    /// `form = "blocking" | "nonblocking"` ([`Cond`]).
+    form: Option<Spanned<String>>,
 }
 
 /// Maps byte offsets to `origin:line:col`.
@@ -282,6 +284,7 @@ fn rule(coll: Collective, idx: usize, sr: Spanned<RawRule>, errs: &mut Errs) -> 
     let cond = Cond {
         commutative: kind(&rr.op, "op", Cond::parse_op),
         root_zero: kind(&rr.root, "root", Cond::parse_root),
+        nonblocking: kind(&rr.form, "form", Cond::parse_form),
     };
     let rule = Rule {
         p,

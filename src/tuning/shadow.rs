@@ -44,7 +44,7 @@ pub(crate) fn shadowed(coll: Collective, rules: &[Rule], j: usize, origin: &str)
         ys.iter().all(|&y| {
             kinds
                 .iter()
-                .all(|&(c, root)| earlier.iter().any(|e| e.matches(x, y, c, root)))
+                .all(|&(c, root, n)| earlier.iter().any(|e| e.matches(x, y, c, root, n)))
         })
     });
     if !all {

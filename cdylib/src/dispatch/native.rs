@@ -234,6 +234,7 @@ fn native_decided(
         nodes: Default::default(),
         shm_refused: false,
         node_shm: true,
+        nonblocking: false,
     };
     let learned = learned(g, comm, &call)?;
     let nf = ArgFacts { dt, op, unequal };

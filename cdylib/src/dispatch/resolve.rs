@@ -83,6 +83,7 @@ pub(super) fn call_facts(a: &Args, p: usize, bytes: usize) -> Option<CallFacts> 
         nodes: Default::default(),
         shm_refused: false,
         node_shm: true,
+        nonblocking: false,
     })
 }
 
@@ -98,6 +99,7 @@ fn spec_facts(a: &Args, spec: &CallSpec) -> CallFacts {
         nodes: NodeShape::default(),
         shm_refused: false,
         node_shm: true,
+        nonblocking: false,
     }
 }
 
@@ -159,6 +161,7 @@ pub(super) fn choose_nb(
             .map_or(NodeShape::default(), |l| l.shape()),
         shm_refused: !shm_ok,
         node_shm: false, // node steps never run in a schedule advanced step by step
+        nonblocking: true,
         ..spec_facts(a, spec)
     };
     let unequal = || a.unequal_counts();

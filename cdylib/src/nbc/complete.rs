@@ -123,6 +123,7 @@ pub fn drive(
     all: bool,
     native: &mut Native<'_>,
 ) -> (c_int, bool) {
+    let mut spins = 0u32;
     loop {
         progress();
         let mut p = prep(reqs);
@@ -156,9 +157,19 @@ pub fn drive(
         if !block {
             return (consts::SUCCESS(), false);
         }
-        std::hint::spin_loop();
+        // Spin, then yield the core at every turn: with more ranks than cores a spinning
+        // rank holds the core the rank it waits for needs (the blocking `shm` waits alike).
+        spins += 1;
+        if spins < SPINS {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
+
+/// Turns of [`drive`] spent spinning before it yields the core at every turn.
+const SPINS: u32 = 200;
 
 /// `MPI_Request_get_status`: complete without freeing (pcoll's requests are answered here).
 pub fn get_status(req: MPI_Request, flag: &mut c_int, status: *mut MPI_Status) -> c_int {
