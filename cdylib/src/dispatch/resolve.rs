@@ -134,7 +134,7 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
     }
     // `shm` needs the communicator's window: made now if this is the first call asking (every
     // rank asks alike), and if refused the decision falls back as for any ineligible one.
-    if d.algorithm == Algorithm::Shm && shm_refused(a, spec) {
+    if d.algorithm == Algorithm::Shm && shm_refused(g, a, spec) {
         call.shm_refused = true;
         d = decided(g, &call, &nf, None)?;
     }
@@ -177,7 +177,7 @@ pub(super) fn choose_nb(
     let mut d = decided(g, &call, &nf, learned)?;
     // The window, made here at the first call asking (every rank decides alike), as in
     // `choose`; refused, the decision falls back.
-    if d.algorithm == Algorithm::Shm && shm_refused(a, spec) {
+    if d.algorithm == Algorithm::Shm && shm_refused(g, a, spec) {
         call.shm_refused = true;
         d = decided(g, &call, &nf, learned)?;
     }
@@ -279,12 +279,18 @@ fn node_shm(a: &Args, spec: &CallSpec) -> bool {
 
 /// `shm` is turned off, or the communicator has no shared window for it (made here on first
 /// use: collective; one rank needs none).
-fn shm_refused(a: &Args, spec: &CallSpec) -> bool {
+/// `shm` cannot serve the call: turned off, or the communicator spans several of pcoll's nodes
+/// (asked now: the MPI's shared split alone may span them, as MPICH's does across the emulated
+/// cluster's namespaces), or its window is refused (made now). Collective on first use, so
+/// called only where every rank decided `shm` (the decision is agreed).
+fn shm_refused(g: &'static Global, a: &Args, spec: &CallSpec) -> bool {
     if !crate::shm::enabled() {
         return true;
     }
     spec.p > 1
-        && crate::comm::state(a.comm, spec.p, spec.rank).map_or(true, |st| st.shm().is_none())
+        && crate::comm::state(a.comm, spec.p, spec.rank).map_or(true, |st| {
+            st.layout(g).shape().nodes > 1 || st.shm().is_none()
+        })
 }
 
 fn warn_once(coll: Collective, alg: Algorithm, msg: &str) {
