@@ -32,7 +32,8 @@ int pcoll_force(const char *collective, const char *algorithm);
 int pcoll_segment(long long bytes);
 
 /* The algorithm that served this process's last call of `collective` ("" if none yet,
- * NULL for an unknown collective). */
+ * NULL for an unknown collective); "ireduce", "iallreduce", ...: its last non-blocking or
+ * persistent call. */
 const char *pcoll_last_algorithm(const char *collective);
 
 /* This process's statistics for one collective and algorithm; out-pointers may be NULL.

@@ -388,7 +388,9 @@ fn native_ranges_match_resolve() {
              [[reduce]]\nbytes = [\"1KiB\", \"64KiB\"]\nalgorithm = \"greedy\"\n\
              [[reduce]]\nbytes = [\"64KiB\", \"1MiB\"]\nalgorithm = \"model\"\n\
              [[allgatherv]]\np = [3]\nalgorithm = \"native\"\n\
-             [[allgatherv]]\nbytes = [100, 200]\nalgorithm = \"native\"\n",
+             [[allgatherv]]\nbytes = [100, 200]\nalgorithm = \"native\"\n\
+             [[allreduce]]\nform = \"nonblocking\"\nbytes = [\"1KiB\", \"8KiB\"]\nalgorithm = \"shm\"\n\
+             [[allreduce]]\nform = \"blocking\"\nbytes = [\"2KiB\", \"16KiB\"]\nalgorithm = \"native\"\n",
             "t",
         )
         .unwrap(),
@@ -408,8 +410,11 @@ fn native_ranges_match_resolve() {
             for mpi in Mpi::ALL {
                 let r = Resolver::new(c, t, mpi);
                 for coll in Collective::ALL {
-                    for p in [1, 2, 3, 5, 8, 13, 64] {
-                        let ranges = r.native_ranges(coll, p);
+                    for (p, nb) in [1, 2, 3, 5, 8, 13, 64]
+                        .into_iter()
+                        .flat_map(|p| [(p, false), (p, true)])
+                    {
+                        let ranges = r.native_ranges(coll, p, nb);
                         for w in ranges.windows(2) {
                             assert!(w[0].1 < w[1].0, "{coll} p={p}: not merged: {ranges:?}");
                         }
@@ -421,11 +426,15 @@ fn native_ranges_match_resolve() {
                         }
                         for &b in probe.iter().filter(|&&b| b < (1 << 48)) {
                             let want = [true, false].iter().all(|&cm| {
-                                let d = r.resolve(&call(coll, p, b, cm), &PlainFacts);
+                                let f = CallFacts {
+                                    nonblocking: nb,
+                                    ..call(coll, p, b, cm)
+                                };
+                                let d = r.resolve(&f, &PlainFacts);
                                 matches!(d, Ok(d) if d.algorithm == Algorithm::Native && d.defect.is_none())
                             });
                             let got = ranges.iter().any(|&(lo, hi)| lo <= b && b < hi);
-                            assert_eq!(got, want, "{} {coll} p={p} bytes={b}", t.origin());
+                            assert_eq!(got, want, "{} {coll} p={p} bytes={b} nb={nb}", t.origin());
                         }
                     }
                 }

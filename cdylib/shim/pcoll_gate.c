@@ -95,6 +95,9 @@ struct gate_cell {
 } __attribute__((aligned(64)));
 
 static struct gate_cell gate[G_NCOLL][PCOLL_GATE_P + 1];
+/* The same for the non-blocking forms (MPI_Ireduce, MPI_Iallreduce: pcoll_gate_nb_reduce_like),
+ * whose decisions may differ (table rules with form = "nonblocking"). */
+static struct gate_cell gate_nb[G_NCOLL][PCOLL_GATE_P + 1];
 
 /* Run-time forcing (pcoll_force, pcoll-bench's variants) per collective, one byte so that
  * switching costs a store, not a republication of the cells: PCOLL_MODE_CELLS the published
@@ -165,14 +168,11 @@ void pcoll_gate_clear_hit(int coll)
  * PCOLL_GATE_R ranges, or p out of range: the gate declines that cell. A cell may be written
  * while other threads read it (a size published for the first time): the count goes to 0
  * first and is set last, with release/acquire, so a reader sees no range or complete ones. */
-void pcoll_gate_set(int coll, int p, int n, const unsigned long long *lo, const unsigned long long *hi)
+/* Write one cell: no range first, then the ranges, then their number. */
+static void cell_write(struct gate_cell *c, int n, const unsigned long long *lo, const unsigned long long *hi)
 {
-    if (coll < 0 || coll >= G_NCOLL || p < 1 || p > PCOLL_GATE_P)
-        return;
-    struct gate_cell *c = &gate[coll][p];
     if (n < 0 || n > PCOLL_GATE_R)
         n = 0;
-    memo_clear_all();
     __atomic_store_n(&c->n, 0, __ATOMIC_RELEASE);
     for (int i = 0; i < n; i++) {
         c->r[i].lo = lo[i];
@@ -181,12 +181,28 @@ void pcoll_gate_set(int coll, int p, int n, const unsigned long long *lo, const 
     __atomic_store_n(&c->n, n, __ATOMIC_RELEASE);
 }
 
-HOT int native_at(int coll, int p, unsigned long long bytes)
+void pcoll_gate_set(int coll, int p, int n, const unsigned long long *lo, const unsigned long long *hi)
+{
+    if (coll < 0 || coll >= G_NCOLL || p < 1 || p > PCOLL_GATE_P)
+        return;
+    memo_clear_all();
+    cell_write(&gate[coll][p], n, lo, hi);
+}
+
+void pcoll_gate_set_nb(int coll, int p, int n, const unsigned long long *lo, const unsigned long long *hi)
+{
+    if (coll < 0 || coll >= G_NCOLL || p < 1 || p > PCOLL_GATE_P)
+        return;
+    cell_write(&gate_nb[coll][p], n, lo, hi);
+}
+
+/* Does (coll, p, bytes) go native: the blocking cells, or the non-blocking ones (`nb`). */
+HOT int native_at(int coll, int p, unsigned long long bytes, int nb)
 {
     int mode = __atomic_load_n(&pcoll_hot[coll].mode, __ATOMIC_ACQUIRE);
     if (mode != PCOLL_MODE_CELLS)
         return mode == PCOLL_MODE_NATIVE;
-    const struct gate_cell *c = &gate[coll][p];
+    const struct gate_cell *c = nb ? &gate_nb[coll][p] : &gate[coll][p];
     int n = __atomic_load_n(&c->n, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++)
         if (c->r[i].lo <= bytes && bytes < c->r[i].hi)
@@ -391,9 +407,10 @@ static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsi
     __atomic_store_n(&h->memo_seq, s + 2, __ATOMIC_RELEASE);
 }
 
-/* Reduce and allreduce (root < 0: allreduce): 1 if the call goes native here (counted). */
+/* Reduce and allreduce (root < 0: allreduce): 1 if the call goes native here (counted; `nb`:
+ * the non-blocking form, by its own cells, neither counted nor kept in the memo). */
 HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
-                       int root, MPI_Comm comm)
+                       int root, MPI_Comm comm, int nb)
 {
     struct memo_key k = {comm, dt, op, count, root, sendbuf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
@@ -413,24 +430,34 @@ HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI
     int recv_matters = coll == G_REDUCE ? rank == root : 1;
     if (count > 0 && (sendbuf == NULL || (recv_matters && recvbuf == NULL)))
         return 0;
-    if (guarded(coll, p, root, bytes, tlb_pos, op, sendbuf) || !native_at(coll, p, bytes))
+    if (guarded(coll, p, root, bytes, tlb_pos, op, sendbuf) || !native_at(coll, p, bytes, nb))
         return 0;
+    if (nb)
+        return 1;
     counted(coll, bytes);
     memo_store(coll, &k, recv_matters, p, bytes, gen);
     return 1;
 }
 
+int pcoll_gate_nb_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
+                              MPI_Op op, int root, MPI_Comm comm)
+{
+    if (coll != G_REDUCE && coll != G_ALLREDUCE)
+        return 0;
+    return reduce_like(coll, sendbuf, recvbuf, count, dt, op, coll == G_REDUCE ? root : -1, comm, 1);
+}
+
 int pcoll_gate_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                       MPI_Comm comm)
 {
-    if (!reduce_like(G_REDUCE, sendbuf, recvbuf, count, dt, op, root, comm))
+    if (!reduce_like(G_REDUCE, sendbuf, recvbuf, count, dt, op, root, comm, 0))
         return PCOLL_GATE_DECLINED;
     return PMPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
 }
 
 int pcoll_gate_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-    if (!reduce_like(G_ALLREDUCE, sendbuf, recvbuf, count, dt, op, -1, comm))
+    if (!reduce_like(G_ALLREDUCE, sendbuf, recvbuf, count, dt, op, -1, comm, 0))
         return PCOLL_GATE_DECLINED;
     return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
 }
@@ -452,7 +479,7 @@ int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *rec
         return PCOLL_GATE_DECLINED;
 #endif
     unsigned long long bytes = (unsigned long long)elems * (unsigned long long)size;
-    if (guarded(G_REDUCE_SCATTER, p, 0, bytes, tlb_pos, op, sendbuf) || !native_at(G_REDUCE_SCATTER, p, bytes))
+    if (guarded(G_REDUCE_SCATTER, p, 0, bytes, tlb_pos, op, sendbuf) || !native_at(G_REDUCE_SCATTER, p, bytes, 0))
         return PCOLL_GATE_DECLINED;
     counted(G_REDUCE_SCATTER, bytes);
     k.n = elems;
@@ -474,7 +501,7 @@ int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendt
     if (elems > 0 && (sendbuf == NULL || recvbuf == NULL))
         return PCOLL_GATE_DECLINED;
     unsigned long long bytes = (unsigned long long)elems * (unsigned long long)size;
-    if (guarded(G_ALLGATHERV, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHERV, p, bytes))
+    if (guarded(G_ALLGATHERV, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHERV, p, bytes, 0))
         return PCOLL_GATE_DECLINED;
     counted(G_ALLGATHERV, bytes);
     k.n = elems;
@@ -493,7 +520,7 @@ int pcoll_gate_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm c
     if (count > 0 && buf == NULL)
         return PCOLL_GATE_DECLINED;
     unsigned long long bytes = (unsigned long long)count * (unsigned long long)size;
-    if (guarded(G_BCAST, p, root, bytes, tlb_pos, MPI_OP_NULL, buf) || !native_at(G_BCAST, p, bytes))
+    if (guarded(G_BCAST, p, root, bytes, tlb_pos, MPI_OP_NULL, buf) || !native_at(G_BCAST, p, bytes, 0))
         return PCOLL_GATE_DECLINED;
     counted(G_BCAST, bytes);
     memo_store(G_BCAST, &k, 1, p, bytes, gen);
@@ -514,7 +541,7 @@ int pcoll_gate_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendty
     if (recvcount > 0 && (sendbuf == NULL || recvbuf == NULL))
         return PCOLL_GATE_DECLINED;
     unsigned long long bytes = (unsigned long long)recvcount * (unsigned long long)p * (unsigned long long)size;
-    if (guarded(G_ALLGATHER, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHER, p, bytes))
+    if (guarded(G_ALLGATHER, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHER, p, bytes, 0))
         return PCOLL_GATE_DECLINED;
     counted(G_ALLGATHER, bytes);
     memo_store(G_ALLGATHER, &k, 1, p, bytes, gen);
@@ -539,7 +566,7 @@ int pcoll_gate_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recv
 #endif
     unsigned long long bytes = (unsigned long long)recvcount * (unsigned long long)p * (unsigned long long)size;
     if (guarded(G_REDUCE_SCATTER_BLOCK, p, 0, bytes, tlb_pos, op, sendbuf) ||
-        !native_at(G_REDUCE_SCATTER_BLOCK, p, bytes))
+        !native_at(G_REDUCE_SCATTER_BLOCK, p, bytes, 0))
         return PCOLL_GATE_DECLINED;
     counted(G_REDUCE_SCATTER_BLOCK, bytes);
     memo_store(G_REDUCE_SCATTER_BLOCK, &k, 1, p, bytes, gen);

@@ -161,8 +161,10 @@ pub fn initiate(
     progress();
     let Some(planned) = nb::plan(a) else {
         stats::record(coll, kind, Algorithm::Native, 0);
+        crate::state::set_last_nb(coll, Algorithm::Native);
         return in_native(native);
     };
+    crate::state::set_last_nb(coll, planned.alg);
     let handle = match stand_in() {
         Ok(h) => h,
         Err(rc) => return rc,

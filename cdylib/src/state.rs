@@ -367,6 +367,21 @@ pub fn reset_stats() {
     }
 }
 
+/// The algorithm of the last non-blocking or persistent call per collective (`ireduce`, ...:
+/// the C API's `pcoll_last_algorithm("ireduce")`), gate-forwarded ones included.
+static LAST_NB: [AtomicU8; NCOLL] = [const { AtomicU8::new(NONE) }; NCOLL];
+
+/// A non-blocking or persistent call of `coll` went to `alg`.
+pub fn set_last_nb(coll: Collective, alg: Algorithm) {
+    LAST_NB[coll.index()].store(alg_index(alg) as u8, Ordering::Relaxed);
+}
+
+/// The algorithm of the last non-blocking or persistent call of `coll` (None: none yet).
+pub fn last_nb(coll: Collective) -> Option<Algorithm> {
+    let v = LAST_NB[coll.index()].load(Ordering::Relaxed);
+    (v != NONE).then(|| Algorithm::ALL[v as usize])
+}
+
 pub fn last(coll: Collective) -> Option<Algorithm> {
     if crate::gate::last_hit(coll) {
         return Some(Algorithm::Native);

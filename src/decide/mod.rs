@@ -488,7 +488,13 @@ impl<'a> Resolver<'a> {
     /// native-defect rules (the gate checks their conditions itself): exactly
     /// [`Resolver::resolve`]'s answer, size by size. The answer can only change at a rule
     /// bound or a size-class bound of the model, which are the cut points tried.
-    pub fn native_ranges(&self, coll: Collective, p: usize) -> Vec<(usize, usize)> {
+    /// `nonblocking`: for the non-blocking and persistent forms (rules with `form = ...`).
+    pub fn native_ranges(
+        &self,
+        coll: Collective,
+        p: usize,
+        nonblocking: bool,
+    ) -> Vec<(usize, usize)> {
         let mut cuts: Vec<usize> = vec![0];
         cuts.extend(self.table.cuts(coll, p));
         cuts.extend(model::cut_points(
@@ -513,6 +519,7 @@ impl<'a> Resolver<'a> {
                     let call = CallFacts {
                         commutative,
                         root,
+                        nonblocking,
                         ..CallFacts::new(coll, p, bytes)
                     };
                     matches!(self.resolve(&call, &PlainFacts), Ok(d) if (d.algorithm == Algorithm::Native && d.defect.is_none()) || (root != 0 && d.defect.is_some()))

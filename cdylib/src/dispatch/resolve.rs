@@ -156,9 +156,6 @@ pub(super) fn choose_nb(
     shm_ok: bool,
 ) -> Result<Chosen, c_int> {
     let mut call = CallFacts {
-        nodes: crate::comm::existing(a.comm)
-            .and_then(|st| st.known_layout())
-            .map_or(NodeShape::default(), |l| l.shape()),
         shm_refused: !shm_ok,
         node_shm: false, // node steps never run in a schedule advanced step by step
         nonblocking: true,
@@ -175,6 +172,20 @@ pub(super) fn choose_nb(
         _ => None,
     };
     let mut d = decided(g, &call, &nf, learned)?;
+    // The nodes (if known) only refine a decision that is not native without them, as in
+    // `choose`: the native gate's non-blocking cells (`crate::gate::nb_native`, asked only
+    // while none of pcoll's schedules runs, so on some ranks and not others) are decided
+    // without them, and must agree with this path on every call they send to native.
+    if d.algorithm != Algorithm::Native {
+        let known = crate::comm::existing(a.comm).and_then(|st| st.known_layout());
+        if let Some(nodes) = known
+            .map(|l| l.shape())
+            .filter(|n| *n != NodeShape::default())
+        {
+            call.nodes = nodes;
+            d = decided(g, &call, &nf, learned)?;
+        }
+    }
     // The window, made here at the first call asking (every rank decides alike), as in
     // `choose`; refused, the decision falls back.
     if d.algorithm == Algorithm::Shm && shm_refused(g, a, spec) {

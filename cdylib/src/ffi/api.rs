@@ -72,14 +72,27 @@ pub extern "C" fn pcoll_segment(bytes: c_longlong) -> c_int {
 }
 
 /// Name of the algorithm that served the last call of `collective` in this process
-/// ("" if none yet; NULL for an unknown collective). The string is static.
+/// ("" if none yet; NULL for an unknown collective). The string is static. `ireduce`,
+/// `iallreduce`, ...: the last non-blocking or persistent call of that collective.
 #[no_mangle]
 pub unsafe extern "C" fn pcoll_last_algorithm(collective: *const c_char) -> *const c_char {
     // SAFETY: C string from the caller.
-    let Some(coll) = (unsafe { arg(collective) }).and_then(|c| c.parse::<Collective>().ok()) else {
+    let Some(name) = (unsafe { arg(collective) }) else {
         return std::ptr::null();
     };
-    match state::last(coll) {
+    // `ireduce`, `iallreduce`, ...: the last non-blocking or persistent call.
+    let (nb, coll) = match name.parse::<Collective>() {
+        Ok(c) => (false, c),
+        Err(_) => match name.strip_prefix('i').map(|n| n.parse::<Collective>()) {
+            Some(Ok(c)) => (true, c),
+            _ => return std::ptr::null(),
+        },
+    };
+    match if nb {
+        state::last_nb(coll)
+    } else {
+        state::last(coll)
+    } {
         None => c"".as_ptr(),
         Some(a) => static_name(a),
     }

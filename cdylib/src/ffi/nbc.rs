@@ -19,12 +19,17 @@ use std::os::raw::{c_int, c_void};
 /// `$pmpi` with the same arguments.
 macro_rules! nb_entry {
     ($name:ident => $pmpi:ident, $kind:ident, ($($arg:ident : $ty:ty),*), $build:expr) => {
+        nb_entry!($name => $pmpi, $kind, ($($arg : $ty),*), $build, false);
+    };
+    // `$gate`: the native gate sends the call to native at once (evaluated while none of
+    // pcoll's schedules runs).
+    ($name:ident => $pmpi:ident, $kind:ident, ($($arg:ident : $ty:ty),*), $build:expr, $gate:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty,)* request: *mut MPI_Request) -> c_int {
             guard(stringify!($name), || {
                 // SAFETY: the caller's arguments, forwarded unchanged.
                 let mut native = || unsafe { $pmpi($($arg,)* request) };
-                if request.is_null() {
+                if request.is_null() || (!nbc::running() && $gate) {
                     return native();
                 }
                 let a: Args = $build;
@@ -85,10 +90,12 @@ pub(crate) unsafe fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
 
 nb_entry!(MPI_Ireduce => PMPI_Ireduce, Nonblocking,
     (s: *const c_void, r: *mut c_void, n: c_int, dt: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm),
-    reduction(Collective::Reduce, (s, r), (n as i64, dt, op, root as i64), comm, false));
+    reduction(Collective::Reduce, (s, r), (n as i64, dt, op, root as i64), comm, false),
+    crate::gate::nb_native(Collective::Reduce, (s, r), (n, dt, op, root), comm));
 nb_entry!(MPI_Iallreduce => PMPI_Iallreduce, Nonblocking,
     (s: *const c_void, r: *mut c_void, n: c_int, dt: MPI_Datatype, op: MPI_Op, comm: MPI_Comm),
-    reduction(Collective::Allreduce, (s, r), (n as i64, dt, op, 0), comm, false));
+    reduction(Collective::Allreduce, (s, r), (n as i64, dt, op, 0), comm, false),
+    crate::gate::nb_native(Collective::Allreduce, (s, r), (n, dt, op, 0), comm));
 nb_entry!(MPI_Ireduce_scatter => PMPI_Ireduce_scatter, Nonblocking,
     (s: *const c_void, r: *mut c_void, counts: *const c_int, dt: MPI_Datatype, op: MPI_Op, comm: MPI_Comm),
     unsafe { vreduce((s, r), counts, (dt, op), comm, false) });
