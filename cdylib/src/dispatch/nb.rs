@@ -106,6 +106,7 @@ pub fn plan(a: Args) -> Option<Planned> {
 /// protocol (None: done, p = 1).
 pub enum Active {
     Program {
+        prog: Arc<Program>,
         t: PmpiTransport<'static>,
         run: Run<Req>,
         staged: Option<Scratch>,
@@ -123,7 +124,7 @@ impl Planned {
     /// and advance the program as far as it goes (its first messages are posted now).
     pub fn start(&self, tag: c_int) -> Result<Active, Error> {
         let (a, v, st) = (&self.a, &self.v, self.st);
-        if self.prog.is_none() {
+        let Some(prog) = self.prog.clone() else {
             let call = serve::shm_call(a, v);
             if v.spec.p == 1 {
                 crate::shm::run::alone(&call)?;
@@ -135,7 +136,7 @@ impl Planned {
             let mut act = Active::Shm(Some(crate::shm::run::Op::start(w, call)?));
             act.advance(self)?;
             return Ok(act);
-        }
+        };
         let g = state::global();
         let (staged, bases): (Option<Scratch>, Bases) = match (v.bytes, v.spec.coll.base()) {
             (Some(true), Collective::Bcast) => {
@@ -151,6 +152,7 @@ impl Planned {
         };
         let t = serve::transport(g, a, v, st, bases).with_tag(tag);
         let mut act = Active::Program {
+            prog,
             t,
             run: Run::new(),
             staged,
@@ -163,13 +165,15 @@ impl Planned {
 impl Active {
     /// Advance without blocking; `Ok(true)` once complete (then unstaged).
     pub fn advance(&mut self, p: &Planned) -> Result<bool, Error> {
-        let (t, run, staged) = match self {
+        let (prog, t, run, staged) = match self {
             Active::Shm(None) => return Ok(true),
             Active::Shm(Some(op)) => return op.advance(),
-            Active::Program { t, run, staged } => (t, run, staged),
-        };
-        let Some(prog) = p.prog.as_ref() else {
-            return Err(Error::Internal("a program call without its program".into()));
+            Active::Program {
+                prog,
+                t,
+                run,
+                staged,
+            } => (prog, t, run, staged),
         };
         if run.done() {
             return Ok(true);

@@ -170,6 +170,11 @@ impl Win {
     pub fn ranks(&self) -> usize {
         self.p
     }
+    /// The window's mutable part, locked (an error once the window is freed).
+    fn locked(&self) -> Result<parking_lot::MappedMutexGuard<'_, Inner>, pcoll::Error> {
+        parking_lot::MutexGuard::try_map(self.inner.lock(), |i| i.as_mut())
+            .map_err(|_| pcoll::Error::Internal("shm window already freed".into()))
+    }
     /// A counter (or another 8-byte word of the counters' page) of `rank`'s segment.
     pub(crate) fn word(bases: &[*mut u8], rank: usize, off: usize) -> &AtomicU64 {
         // SAFETY: the segment is at least CTRL bytes, page aligned, mapped for the window's

@@ -174,10 +174,7 @@ enum Phase {
 impl Cursor {
     /// Take the window's next `chunks` chunk numbers.
     fn start(w: &Win, chunks: usize) -> Result<Cursor, Error> {
-        let mut guard = w.inner.lock();
-        let inner = guard
-            .as_mut()
-            .ok_or_else(|| Error::Internal("shm window already freed".into()))?;
+        let mut inner = w.locked()?;
         let base = inner.seq;
         inner.seq += chunks as u64;
         Ok(Cursor {
@@ -226,10 +223,8 @@ impl Cursor {
         w: &Win,
         mut each: impl FnMut(&[*mut u8], &mut Cursor) -> Result<bool, Error>,
     ) -> Result<bool, Error> {
-        let mut guard = w.inner.lock();
-        let inner = guard
-            .as_mut()
-            .ok_or_else(|| Error::Internal("shm window already freed".into()))?;
+        let mut guard = w.locked()?;
+        let inner = &mut *guard;
         while self.c < self.chunks {
             // An earlier call on the window is not done here yet.
             if inner.done < self.base + self.c as u64 {
@@ -268,19 +263,12 @@ fn finish(
 pub fn run(w: &Win, call: &Call) -> Result<(), Error> {
     let s = shape(w, call)?;
     let mut cur = Cursor::start(w, s.chunks())?;
-    finish(w.p, &mut cur, |cur| {
-        cur.advance(w, |bases, cur| {
-            chunk(
-                &At {
-                    w,
-                    bases,
-                    call,
-                    s: &s,
-                },
-                cur,
-            )
-        })
-    })
+    finish(w.p, &mut cur, |cur| advance_reduce(w, call, &s, cur))
+}
+
+/// Advance a reduce or allreduce's cursor as far as it goes; `Ok(true)` once done here.
+fn advance_reduce(w: &Win, call: &Call, s: &Shape, cur: &mut Cursor) -> Result<bool, Error> {
+    cur.advance(w, |bases, cur| chunk(&At { w, bases, call, s }, cur))
 }
 
 /// A reduce or allreduce started on a window and advanced without blocking (the
@@ -301,8 +289,7 @@ impl Op {
     }
     /// Advance as far as the other ranks allow; `Ok(true)` once done.
     pub fn advance(&mut self) -> Result<bool, Error> {
-        let Op { w, call, s, cur } = self;
-        cur.advance(w, |bases, cur| chunk(&At { w, bases, call, s }, cur))
+        advance_reduce(self.w, &self.call, &self.s, &mut self.cur)
     }
 }
 
