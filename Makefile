@@ -134,7 +134,8 @@ ctest-cargo-%:
 	$(call target_for,$*)
 	$(call MPI_ENV,$*) MPIEXEC=$$MPIRUN CARGO_TARGET_DIR=$(call tdir,$*) $(CARGO) test --release $(PKGS_MPI)
 
-# Randomized differential test (short), the native gate against its table, settings that
+# Randomized differential test (short), the native gate against its table, MPI_THREAD_MULTIPLE
+# (verify/threads.sh: defaults, shm forced, the non-blocking forms; a few seconds), settings that
 # differ across ranks (verify/agree.sh), PCOLL_LEARN end to end (verify/learn.sh, ~40 s:
 # learn, replay, mismatched timings, bad paths; Debian's two here, every MPI in learn-test-%,
 # for make test's 30 minutes; the registry's three run agree.sh at p = 2 only and the --shm
@@ -143,6 +144,7 @@ verify-%: mpi4py-setup
 	bash verify/run-difftest.sh $* build/$*/libpcoll.so --quick
 	$(if $(filter $*,$(DEBIAN_MPIS)),DIFFTEST_PS="1 2 3 4 5") bash verify/run-difftest.sh $* build/$*/libpcoll.so --shm
 	bash verify/gate.sh $* build/$*/libpcoll.so
+	bash verify/threads.sh $* build/$*/libpcoll.so
 	bash verify/agree.sh $* build/$*/libpcoll.so $(if $(filter $*,$(DEBIAN_MPIS)),,2)
 	$(if $(filter $*,$(DEBIAN_MPIS)),bash verify/learn.sh $* build/$*/libpcoll.so)
 	$(if $(filter $*,$(DEBIAN_MPIS)),HIER_PS=4 bash verify/hier-difftest.sh $* build/$*/libpcoll.so 30)

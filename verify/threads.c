@@ -8,8 +8,11 @@
  * locally computed reference. The first collective on each communicator happens concurrently
  * in all threads, so pcoll's per-communicator setup runs concurrently too.
  * A deadlock shows as a timeout of the launcher (the scripts use `timeout`).
+ * With -i 1 every call is the non-blocking form (MPI_Ireduce, ...) completed by MPI_Wait on
+ * odd iterations and an MPI_Test loop on even ones: several threads then drive their own
+ * outstanding collectives at once.
  *
- * Usage: threads [-t T] [-n N] [-c MAXCOUNT]
+ * Usage: threads [-t T] [-n N] [-c MAXCOUNT] [-i 0|1]
  * Prints `threads: SKIP ...` and exits 0 if the MPI does not provide MPI_THREAD_MULTIPLE;
  * otherwise `threads: T threads x N iterations x p ranks, E errors` (rank 0), exit 1 if E > 0.
  */
@@ -23,6 +26,45 @@
 static int wrank, wsize;
 static int is_mpich;
 static MPI_Op affine_op;
+static int nbmode; /* -i 1: the I-forms */
+
+/* Complete a non-blocking call: MPI_Wait, or MPI_Test in a loop. */
+static int fin(MPI_Request *q, long it) {
+    if (it % 2) return MPI_Wait(q, MPI_STATUS_IGNORE);
+    int done = 0, rc;
+    while ((rc = MPI_Test(q, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS && !done)
+        ;
+    return rc;
+}
+
+static int x_reduce(const void *s, void *r, int n, MPI_Datatype d, MPI_Op o, int root, MPI_Comm c, long it) {
+    if (!nbmode) return MPI_Reduce(s, r, n, d, o, root, c);
+    MPI_Request q;
+    int rc = MPI_Ireduce(s, r, n, d, o, root, c, &q);
+    return rc != MPI_SUCCESS ? rc : fin(&q, it);
+}
+
+static int x_allreduce(const void *s, void *r, int n, MPI_Datatype d, MPI_Op o, MPI_Comm c, long it) {
+    if (!nbmode) return MPI_Allreduce(s, r, n, d, o, c);
+    MPI_Request q;
+    int rc = MPI_Iallreduce(s, r, n, d, o, c, &q);
+    return rc != MPI_SUCCESS ? rc : fin(&q, it);
+}
+
+static int x_reduce_scatter(const void *s, void *r, const int *cnt, MPI_Datatype d, MPI_Op o, MPI_Comm c, long it) {
+    if (!nbmode) return MPI_Reduce_scatter(s, r, cnt, d, o, c);
+    MPI_Request q;
+    int rc = MPI_Ireduce_scatter(s, r, cnt, d, o, c, &q);
+    return rc != MPI_SUCCESS ? rc : fin(&q, it);
+}
+
+static int x_allgatherv(const void *s, int sc, MPI_Datatype sd, void *r, const int *cnt, const int *dsp,
+                        MPI_Datatype rd, MPI_Comm c, long it) {
+    if (!nbmode) return MPI_Allgatherv(s, sc, sd, r, cnt, dsp, rd, c);
+    MPI_Request q;
+    int rc = MPI_Iallgatherv(s, sc, sd, r, cnt, dsp, rd, c, &q);
+    return rc != MPI_SUCCESS ? rc : fin(&q, it);
+}
 
 static void affine(void *in, void *io, int *len, MPI_Datatype *dt) {
     (void)dt; /* pairs of uint32: (a1,b1) then (a2,b2) = (a1 a2, a2 b1 + b2) */
@@ -80,8 +122,8 @@ static void *worker(void *arg) {
             int ip = inplace && amroot && !(is_mpich && kind == 0 && root != 0);
             if (flavor == 0) {
                 for (long i = 0; i < n; i++) (ip ? ri : si)[i] = (int)(val(j->t, it, me, i) % 1000);
-                rc = kind ? MPI_Allreduce(ip ? MPI_IN_PLACE : si, ri, (int)n, MPI_INT, MPI_SUM, j->comm)
-                          : MPI_Reduce(ip ? MPI_IN_PLACE : si, ri, (int)n, MPI_INT, MPI_SUM, root, j->comm);
+                rc = kind ? x_allreduce(ip ? MPI_IN_PLACE : si, ri, (int)n, MPI_INT, MPI_SUM, j->comm, it)
+                          : x_reduce(ip ? MPI_IN_PLACE : si, ri, (int)n, MPI_INT, MPI_SUM, root, j->comm, it);
                 if (amroot)
                     for (long i = 0; i < n; i++) {
                         long w = 0;
@@ -90,8 +132,8 @@ static void *worker(void *arg) {
                     }
             } else if (flavor == 1) {
                 for (long i = 0; i < n; i++) (ip ? rd : sd)[i] = (double)(val(j->t, it, me, i) % 100000) - 50000;
-                rc = kind ? MPI_Allreduce(ip ? MPI_IN_PLACE : sd, rd, (int)n, MPI_DOUBLE, MPI_MAX, j->comm)
-                          : MPI_Reduce(ip ? MPI_IN_PLACE : sd, rd, (int)n, MPI_DOUBLE, MPI_MAX, root, j->comm);
+                rc = kind ? x_allreduce(ip ? MPI_IN_PLACE : sd, rd, (int)n, MPI_DOUBLE, MPI_MAX, j->comm, it)
+                          : x_reduce(ip ? MPI_IN_PLACE : sd, rd, (int)n, MPI_DOUBLE, MPI_MAX, root, j->comm, it);
                 if (amroot)
                     for (long i = 0; i < n; i++) {
                         double w = -1e300;
@@ -107,8 +149,8 @@ static void *worker(void *arg) {
                     e[0] = val(j->t, it, me, 2 * i) | 1;
                     e[1] = val(j->t, it, me, 2 * i + 1);
                 }
-                rc = kind ? MPI_Allreduce(ip ? MPI_IN_PLACE : su, ru, (int)n, pair, affine_op, j->comm)
-                          : MPI_Reduce(ip ? MPI_IN_PLACE : su, ru, (int)n, pair, affine_op, root, j->comm);
+                rc = kind ? x_allreduce(ip ? MPI_IN_PLACE : su, ru, (int)n, pair, affine_op, j->comm, it)
+                          : x_reduce(ip ? MPI_IN_PLACE : su, ru, (int)n, pair, affine_op, root, j->comm, it);
                 if (amroot)
                     for (long i = 0; i < n; i++) {
                         uint32_t a = 1, b = 0; /* identity, then fold in rank order */
@@ -127,7 +169,7 @@ static void *worker(void *arg) {
             for (int r = 0; r < me; r++) off += cnt[r];
             int *in = inplace ? ri : si;
             for (long i = 0; i < tot; i++) in[i] = (int)(val(j->t, it, me, i) % 1000);
-            rc = MPI_Reduce_scatter(inplace ? MPI_IN_PLACE : si, ri, cnt, MPI_INT, MPI_SUM, j->comm);
+            rc = x_reduce_scatter(inplace ? MPI_IN_PLACE : si, ri, cnt, MPI_INT, MPI_SUM, j->comm, it);
             for (long i = 0; i < cnt[me]; i++) {
                 long w = 0;
                 for (int r = 0; r < p; r++) w += val(j->t, it, r, off + i) % 1000;
@@ -141,7 +183,7 @@ static void *worker(void *arg) {
             for (long i = 0; i < at; i++) ri[i] = -7;
             int *mine = inplace ? ri + dsp[me] : si;
             for (long i = 0; i < cnt[me]; i++) mine[i] = (int)val(j->t, it, me, i);
-            rc = MPI_Allgatherv(inplace ? MPI_IN_PLACE : si, cnt[me], MPI_INT, ri, cnt, dsp, MPI_INT, j->comm);
+            rc = x_allgatherv(inplace ? MPI_IN_PLACE : si, cnt[me], MPI_INT, ri, cnt, dsp, MPI_INT, j->comm, it);
             for (int r = 0; r < p; r++)
                 for (long i = 0; i < cnt[r]; i++)
                     if (ri[dsp[r] + i] != (int)val(j->t, it, r, i)) { note(j, "allgatherv", it, i); r = p; break; }
@@ -165,6 +207,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "-t")) T = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-n")) N = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "-c")) maxc = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "-i")) nbmode = atoi(argv[i + 1]);
     }
     if (provided < MPI_THREAD_MULTIPLE) {
         if (wrank == 0)
@@ -203,7 +246,7 @@ int main(int argc, char **argv) {
     free(th);
     MPI_Op_free(&affine_op);
     if (wrank == 0)
-        printf("threads: %d threads x %ld iterations x %d ranks, %ld errors (%.1f s)\n", T, N, wsize, total, dt);
+        printf("threads: %d threads x %ld iterations x %d ranks%s, %ld errors (%.1f s)\n", T, N, wsize, nbmode ? " (non-blocking forms)" : "", total, dt);
     MPI_Finalize();
     return total ? 1 : 0;
 }
