@@ -9,6 +9,7 @@ use crate::mpi_types::TypeFacts;
 use crate::pack;
 use mpi_sys::*;
 use pcoll::algo::shm::xfer::{Src, Step};
+use pcoll::algo::shm::Shape;
 use pcoll::Error;
 use std::os::raw::{c_int, c_void};
 
@@ -195,6 +196,29 @@ pub(super) fn fold(
         call.fold(x(k), acc, n)?;
     }
     Ok(())
+}
+
+/// Slice `j` of a chunk of `len` elements at element `at` of the call, when this rank (`me`)
+/// owns it in an allreduce and folds it with the dual-store kernel ([`super::kernel::Dual`])
+/// into its output cell and its receive buffer at once: two inputs, its own read from its
+/// input (not copied into its cell), every pointer aligned for the kernel. The kernel and the
+/// receive buffer's slice; the fold and the copy-out ask alike (the pointers are the call's).
+pub(super) fn dual_to(
+    call: &Call,
+    s: &Shape,
+    (me, j): (usize, usize),
+    len: usize,
+    at: usize,
+) -> Option<(super::kernel::Dual, *mut u8)> {
+    let (_, size) = call.fused?;
+    let z = call.at(call.output, at);
+    let ok = s.all
+        && s.slice_of(me, len) == Some(j)
+        && s.fold(me, j).1.len() == 1
+        && !s.copies_in(me, j, len, call.in_place)
+        && aligned(size, &[call.at(call.input, at), z]);
+    ok.then(|| super::kernel::dual(call.op, call.dt).map(|d| (d, z)))
+        .flatten()
 }
 
 fn aligned(size: usize, ptrs: &[*const u8]) -> bool {

@@ -9,7 +9,7 @@
 //! ([`super::stream`]).
 
 pub use super::call::{alone, cell_elems, reducible, Call};
-use super::call::{combine, fold, step, step_len};
+use super::call::{combine, dual_to, fold, step, step_len};
 use super::stream::{mark_probes, probe, probe_due, stream_now};
 use super::{Win, FILLED, READ, REDUCED};
 use pcoll::algo::shm::xfer::{Plan, Step};
@@ -383,7 +383,14 @@ fn fold_own(at: &At, c: usize, g: u64, cur: &mut Cursor) -> Result<bool, Error> 
         } else {
             call.cell_at(w.cell_ptr(bases, me, slot, true), a)
         };
-        fold(call, (first, rest), &x, acc, b - a)?;
+        if let Some((dual, z)) = dual_to(call, s, (me, j), len, lo + a) {
+            // SAFETY: b - a aligned elements at each (`dual_to`); `acc` is this rank's output
+            // cell, which nothing else is; `z` is the receive buffer's slice, which is the
+            // own input `x(first)` in place and overlaps no input otherwise.
+            unsafe { dual(x(rest[0]), x(first), z, acc, b - a) };
+        } else {
+            fold(call, (first, rest), &x, acc, b - a)?;
+        }
     }
     if mine.is_some() {
         Win::word(bases, me, REDUCED).store(g, Ordering::Release);
@@ -424,7 +431,9 @@ fn copy_out(at: &At, c: usize, g: u64, cur: &mut Cursor) -> Result<bool, Error> 
     let slot = (g as usize) % SLOTS;
     while cur.i < s.nslices(len) {
         let j = cur.i;
-        if !s.direct(me, j) {
+        let (a, b) = s.slice(len, j);
+        // The own slice of an allreduce may be in the receive buffer already (`dual_to`).
+        if !s.direct(me, j) && dual_to(call, s, (me, j), len, lo + a).is_none() {
             let owner = s.owner(j);
             if !reached(Win::word(bases, owner, REDUCED), g) {
                 return Ok(false);
@@ -433,7 +442,6 @@ fn copy_out(at: &At, c: usize, g: u64, cur: &mut Cursor) -> Result<bool, Error> 
                 probe(bases, owner);
                 cur.probed = true;
             }
-            let (a, b) = s.slice(len, j);
             let cell = w.cell_ptr(bases, owner, slot, !s.partial_in_input(j));
             let from = call.cell_at(cell, a);
             let to = call.at(call.output, lo + a);
