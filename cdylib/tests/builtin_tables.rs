@@ -47,12 +47,12 @@ fn the_unmeasured_mpis_table_has_no_rules_and_a_wide_margin() {
 }
 
 /// The non-blocking rules (`form = "nonblocking"`) steer only those forms: Intel MPI's
-/// `MPI_Iallreduce` of 1 MiB at p = 2 takes `shm` where `MPI_Allreduce` stays native.
+/// `MPI_Ireduce` of 8 KiB at p = 2 takes `shm` where `MPI_Reduce` stays native.
 #[test]
 fn nonblocking_rules_apply_to_the_nonblocking_forms_only() {
     let t = load("tables/tuning.impi.toml");
     let alg = |nb| {
-        t.lookup_call(Collective::Allreduce, 2, 1 << 20, true, 0, nb)
+        t.lookup_call(Collective::Reduce, 2, 8 << 10, true, 0, nb)
             .unwrap()
             .algorithm
     };

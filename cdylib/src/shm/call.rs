@@ -221,6 +221,42 @@ pub(super) fn dual_to(
         .flatten()
 }
 
+/// The dual store of [`dual_to`] while copies into cells stream (`stream::stream_now`): the
+/// sum of each 4 KiB block into a buffer on the stack, then copied into the receive buffer and
+/// streamed into the output cell (non-temporal stores: the other ranks read it from memory,
+/// not from this core's cache, in a slow spell).
+///
+/// # Safety
+/// `n` aligned elements of the call's fused kernel at each; `w` overlaps nothing else; `z` is
+/// `x`, `y` or memory overlapping neither.
+pub(super) unsafe fn dual_stream(
+    call: &Call,
+    (x, y): (*const u8, *const u8),
+    z: *mut u8,
+    w: *mut u8,
+    n: usize,
+) {
+    let Some((f, size)) = call.fused else {
+        return;
+    };
+    let mut tmp = [0u64; 512];
+    let t = tmp.as_mut_ptr() as *mut u8;
+    let per = 4096 / size;
+    let mut i = 0;
+    while i < n {
+        let k = per.min(n - i);
+        let off = i * size;
+        // SAFETY: the caller's guarantee for x, y, z, w; `tmp` holds 4096 bytes, 8-aligned,
+        // distinct from all of them.
+        unsafe {
+            f(x.add(off), y.add(off), t, k);
+            std::ptr::copy_nonoverlapping(t, z.add(off), k * size);
+            copy_stream(t, w.add(off), k * size);
+        }
+        i += k;
+    }
+}
+
 fn aligned(size: usize, ptrs: &[*const u8]) -> bool {
     ptrs.iter().all(|q| (*q as usize) % size == 0)
 }

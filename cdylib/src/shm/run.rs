@@ -9,7 +9,7 @@
 //! ([`super::stream`]).
 
 pub use super::call::{alone, cell_elems, reducible, Call};
-use super::call::{combine, dual_to, fold, step, step_len};
+use super::call::{combine, dual_stream, dual_to, fold, step, step_len};
 use super::stream::{mark_probes, probe, probe_due, stream_now};
 use super::{Win, FILLED, READ, REDUCED};
 use pcoll::algo::shm::xfer::{Plan, Step};
@@ -384,10 +384,18 @@ fn fold_own(at: &At, c: usize, g: u64, cur: &mut Cursor) -> Result<bool, Error> 
             call.cell_at(w.cell_ptr(bases, me, slot, true), a)
         };
         if let Some((dual, z)) = dual_to(call, s, (me, j), len, lo + a) {
-            // SAFETY: b - a aligned elements at each (`dual_to`); `acc` is this rank's output
+            let n = b - a;
+            // SAFETY: n aligned elements at each (`dual_to`); `acc` is this rank's output
             // cell, which nothing else is; `z` is the receive buffer's slice, which is the
-            // own input `x(first)` in place and overlaps no input otherwise.
-            unsafe { dual(x(rest[0]), x(first), z, acc, b - a) };
+            // own input `x(first)` in place and overlaps no input otherwise. While copies
+            // stream (a slow spell) the cell's stores stream too.
+            unsafe {
+                if stream_now(bases, n * call.facts.size) {
+                    dual_stream(call, (x(rest[0]), x(first)), z, acc, n);
+                } else {
+                    dual(x(rest[0]), x(first), z, acc, n);
+                }
+            }
         } else {
             fold(call, (first, rest), &x, acc, b - a)?;
         }
