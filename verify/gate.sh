@@ -16,11 +16,12 @@ BIN=$OUT/gate-$MPI
 $MPICC -O2 -Wall -o "$BIN" "$ROOT/verify/gate.c" -ldl || { echo "gate: FAIL (build)"; exit 1; }
 TABLE=$OUT/gate.toml
 # verify/gate.c's table: native at p = 2 below 1 KiB and at p = 4, a pcoll algorithm elsewhere;
-# for MPI_Ireduce and MPI_Iallreduce (form = "nonblocking") native at p = 3 and binomial at
-# p = 4 first (the gate's non-blocking cells).
-for c in reduce allreduce; do
-  printf '[[%s]]\nform = "nonblocking"\np = 3\nalgorithm = "native"\n' $c
-  printf '[[%s]]\nform = "nonblocking"\np = 4\nalgorithm = "binomial"\n' $c
+# for the I-forms (form = "nonblocking") native at p = 3 and the pcoll algorithm at p = 4
+# first (the gate's non-blocking cells).
+for ca in reduce:binomial allreduce:binomial reduce_scatter:binomial allgatherv:ring bcast:binomial \
+  allgather:ring reduce_scatter_block:binomial; do
+  printf '[[%s]]\nform = "nonblocking"\np = 3\nalgorithm = "native"\n' "${ca%:*}"
+  printf '[[%s]]\nform = "nonblocking"\np = 4\nalgorithm = "%s"\n' "${ca%:*}" "${ca#*:}"
 done >"$OUT/gate.nb.toml"
 for ca in reduce:binomial allreduce:binomial reduce_scatter:binomial allgatherv:ring bcast:binomial \
   allgather:ring reduce_scatter_block:binomial; do

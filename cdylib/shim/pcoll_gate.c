@@ -462,113 +462,193 @@ int pcoll_gate_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
 }
 
-int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,
-                              MPI_Op op, MPI_Comm comm)
+/* The five others, as reduce_like: 1 if the call goes native here (counted and kept in the
+ * memo for the blocking form; `nb`: the non-blocking form, by its own cells, neither). */
+HOT int reduce_scatter_native(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,
+                                     MPI_Op op, MPI_Comm comm, int nb)
 {
     struct memo_key k = {comm, dt, op, -1, -1, sendbuf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
     int rank, p = small_intra(G_REDUCE_SCATTER, comm, &rank), tlb_pos = 0;
     long long size, elems;
     if (!p || op == MPI_OP_NULL || (size = type_size(dt, &tlb_pos)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
-        return PCOLL_GATE_DECLINED;
+        return 0;
     if (elems > 0 && (sendbuf == NULL || recvbuf == NULL))
-        return PCOLL_GATE_DECLINED;
+        return 0;
 #if !(defined(OPEN_MPI) && OPEN_MPI)
     /* MPICH 4.0.2 aborts on logical ops on floating types (bad input: pcoll reports it). */
     if (pcoll_c_logical_op_on_float(op, dt))
-        return PCOLL_GATE_DECLINED;
+        return 0;
 #endif
     unsigned long long bytes = (unsigned long long)elems * (unsigned long long)size;
-    if (guarded(G_REDUCE_SCATTER, p, 0, bytes, tlb_pos, op, sendbuf) || !native_at(G_REDUCE_SCATTER, p, bytes, 0))
-        return PCOLL_GATE_DECLINED;
+    if (guarded(G_REDUCE_SCATTER, p, 0, bytes, tlb_pos, op, sendbuf) || !native_at(G_REDUCE_SCATTER, p, bytes, nb))
+        return 0;
+    if (nb)
+        return 1;
     counted(G_REDUCE_SCATTER, bytes);
     k.n = elems;
     memo_store(G_REDUCE_SCATTER, &k, 1, p, bytes, gen);
+    return 1;
+}
+
+int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,
+                              MPI_Op op, MPI_Comm comm)
+{
+    if (!reduce_scatter_native(sendbuf, recvbuf, recvcounts, dt, op, comm, 0))
+        return PCOLL_GATE_DECLINED;
     return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm);
 }
 
-int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                          const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+int pcoll_gate_nb_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,
+                                 MPI_Op op, MPI_Comm comm)
+{
+    return reduce_scatter_native(sendbuf, recvbuf, recvcounts, dt, op, comm, 1);
+}
+
+HOT int allgatherv_native(const void *sendbuf, int sendcount, void *recvbuf, const int *recvcounts,
+                                 MPI_Datatype recvtype, MPI_Comm comm, int nb)
 {
     struct memo_key k = {comm, recvtype, MPI_OP_NULL, -1, -1, sendbuf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
     int rank, p = small_intra(G_ALLGATHERV, comm, &rank), tlb_pos = 0;
     long long size, elems;
     if (!p || (size = type_size(recvtype, &tlb_pos)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
-        return PCOLL_GATE_DECLINED;
+        return 0;
     if (sendbuf != MPI_IN_PLACE && sendcount < 0)
-        return PCOLL_GATE_DECLINED;
+        return 0;
     if (elems > 0 && (sendbuf == NULL || recvbuf == NULL))
-        return PCOLL_GATE_DECLINED;
+        return 0;
     unsigned long long bytes = (unsigned long long)elems * (unsigned long long)size;
-    if (guarded(G_ALLGATHERV, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHERV, p, bytes, 0))
-        return PCOLL_GATE_DECLINED;
+    if (guarded(G_ALLGATHERV, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHERV, p, bytes, nb))
+        return 0;
+    if (nb)
+        return 1;
     counted(G_ALLGATHERV, bytes);
     k.n = elems;
     memo_store(G_ALLGATHERV, &k, 1, p, bytes, gen);
+    return 1;
+}
+
+int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                          const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (!allgatherv_native(sendbuf, sendcount, recvbuf, recvcounts, recvtype, comm, 0))
+        return PCOLL_GATE_DECLINED;
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
 
-int pcoll_gate_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+int pcoll_gate_nb_allgatherv(const void *sendbuf, int sendcount, void *recvbuf, const int *recvcounts,
+                             MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return allgatherv_native(sendbuf, sendcount, recvbuf, recvcounts, recvtype, comm, 1);
+}
+
+HOT int bcast_native(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, int nb)
 {
     struct memo_key k = {comm, dt, MPI_OP_NULL, count, root, buf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
     int rank, p = small_intra(G_BCAST, comm, &rank), tlb_pos = 0;
     long long size;
     if (!p || count < 0 || root < 0 || root >= p || (size = type_size(dt, &tlb_pos)) < 0)
-        return PCOLL_GATE_DECLINED;
+        return 0;
     if (count > 0 && buf == NULL)
-        return PCOLL_GATE_DECLINED;
+        return 0;
     unsigned long long bytes = (unsigned long long)count * (unsigned long long)size;
-    if (guarded(G_BCAST, p, root, bytes, tlb_pos, MPI_OP_NULL, buf) || !native_at(G_BCAST, p, bytes, 0))
-        return PCOLL_GATE_DECLINED;
+    if (guarded(G_BCAST, p, root, bytes, tlb_pos, MPI_OP_NULL, buf) || !native_at(G_BCAST, p, bytes, nb))
+        return 0;
+    if (nb)
+        return 1;
     counted(G_BCAST, bytes);
     memo_store(G_BCAST, &k, 1, p, bytes, gen);
+    return 1;
+}
+
+int pcoll_gate_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+    if (!bcast_native(buf, count, dt, root, comm, 0))
+        return PCOLL_GATE_DECLINED;
     return PMPI_Bcast(buf, count, dt, root, comm);
 }
 
-int pcoll_gate_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                         MPI_Datatype recvtype, MPI_Comm comm)
+int pcoll_gate_nb_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+    return bcast_native(buf, count, dt, root, comm, 1);
+}
+
+HOT int allgather_native(const void *sendbuf, int sendcount, void *recvbuf, int recvcount,
+                                MPI_Datatype recvtype, MPI_Comm comm, int nb)
 {
     struct memo_key k = {comm, recvtype, MPI_OP_NULL, recvcount, -1, sendbuf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
     int rank, p = small_intra(G_ALLGATHER, comm, &rank), tlb_pos = 0;
     long long size;
     if (!p || recvcount < 0 || (size = type_size(recvtype, &tlb_pos)) < 0)
-        return PCOLL_GATE_DECLINED;
+        return 0;
     if (sendbuf != MPI_IN_PLACE && sendcount < 0)
-        return PCOLL_GATE_DECLINED;
+        return 0;
     if (recvcount > 0 && (sendbuf == NULL || recvbuf == NULL))
-        return PCOLL_GATE_DECLINED;
+        return 0;
     unsigned long long bytes = (unsigned long long)recvcount * (unsigned long long)p * (unsigned long long)size;
-    if (guarded(G_ALLGATHER, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHER, p, bytes, 0))
-        return PCOLL_GATE_DECLINED;
+    if (guarded(G_ALLGATHER, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHER, p, bytes, nb))
+        return 0;
+    if (nb)
+        return 1;
     counted(G_ALLGATHER, bytes);
     memo_store(G_ALLGATHER, &k, 1, p, bytes, gen);
+    return 1;
+}
+
+int pcoll_gate_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                         MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (!allgather_native(sendbuf, sendcount, recvbuf, recvcount, recvtype, comm, 0))
+        return PCOLL_GATE_DECLINED;
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
-int pcoll_gate_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
-                                    MPI_Comm comm)
+int pcoll_gate_nb_allgather(const void *sendbuf, int sendcount, void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return allgather_native(sendbuf, sendcount, recvbuf, recvcount, recvtype, comm, 1);
+}
+
+HOT int reduce_scatter_block_native(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt,
+                                           MPI_Op op, MPI_Comm comm, int nb)
 {
     struct memo_key k = {comm, dt, op, recvcount, -1, sendbuf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
     int rank, p = small_intra(G_REDUCE_SCATTER_BLOCK, comm, &rank), tlb_pos = 0;
     long long size;
     if (!p || recvcount < 0 || op == MPI_OP_NULL || (size = type_size(dt, &tlb_pos)) < 0)
-        return PCOLL_GATE_DECLINED;
+        return 0;
     if (recvcount > 0 && (sendbuf == NULL || recvbuf == NULL))
-        return PCOLL_GATE_DECLINED;
+        return 0;
 #if !(defined(OPEN_MPI) && OPEN_MPI)
     /* MPICH 4.0.2 aborts on logical ops on floating types (bad input: pcoll reports it). */
     if (pcoll_c_logical_op_on_float(op, dt))
-        return PCOLL_GATE_DECLINED;
+        return 0;
 #endif
     unsigned long long bytes = (unsigned long long)recvcount * (unsigned long long)p * (unsigned long long)size;
     if (guarded(G_REDUCE_SCATTER_BLOCK, p, 0, bytes, tlb_pos, op, sendbuf) ||
-        !native_at(G_REDUCE_SCATTER_BLOCK, p, bytes, 0))
-        return PCOLL_GATE_DECLINED;
+        !native_at(G_REDUCE_SCATTER_BLOCK, p, bytes, nb))
+        return 0;
+    if (nb)
+        return 1;
     counted(G_REDUCE_SCATTER_BLOCK, bytes);
     memo_store(G_REDUCE_SCATTER_BLOCK, &k, 1, p, bytes, gen);
+    return 1;
+}
+
+int pcoll_gate_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
+                                    MPI_Comm comm)
+{
+    if (!reduce_scatter_block_native(sendbuf, recvbuf, recvcount, dt, op, comm, 0))
+        return PCOLL_GATE_DECLINED;
     return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm);
+}
+
+int pcoll_gate_nb_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt,
+                                       MPI_Op op, MPI_Comm comm)
+{
+    return reduce_scatter_block_native(sendbuf, recvbuf, recvcount, dt, op, comm, 1);
 }

@@ -60,6 +60,45 @@ extern "C" {
         root: c_int,
         comm: MPI_Comm,
     ) -> c_int;
+    pub(crate) fn pcoll_gate_nb_reduce_scatter(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        counts: *const c_int,
+        dt: MPI_Datatype,
+        op: MPI_Op,
+        comm: MPI_Comm,
+    ) -> c_int;
+    pub(crate) fn pcoll_gate_nb_reduce_scatter_block(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        dt: MPI_Datatype,
+        op: MPI_Op,
+        comm: MPI_Comm,
+    ) -> c_int;
+    pub(crate) fn pcoll_gate_nb_allgatherv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        recvbuf: *mut c_void,
+        counts: *const c_int,
+        recvtype: MPI_Datatype,
+        comm: MPI_Comm,
+    ) -> c_int;
+    pub(crate) fn pcoll_gate_nb_allgather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: MPI_Datatype,
+        comm: MPI_Comm,
+    ) -> c_int;
+    pub(crate) fn pcoll_gate_nb_bcast(
+        buf: *mut c_void,
+        count: c_int,
+        dt: MPI_Datatype,
+        root: c_int,
+        comm: MPI_Comm,
+    ) -> c_int;
     fn pcoll_gate_counts(coll: c_int, calls: *mut c_ulonglong, bytes: *mut c_ulonglong);
     fn pcoll_gate_reset_counts(coll: c_int);
     fn pcoll_gate_hit(coll: c_int) -> c_int;
@@ -184,7 +223,8 @@ fn set_cell(g: &'static Global, coll: Collective, p: usize) {
 }
 
 /// Does a non-blocking reduce or allreduce (`MPI_Ireduce`, `MPI_Iallreduce`; the root is
-/// read for a reduce only) go native by the gate's non-blocking cells? Its caller forwards
+/// read for a reduce only) go native by the gate's non-blocking cells? (The other five
+/// I-forms ask `pcoll_gate_nb_<coll>` and [`forwarded`].) Its caller forwards
 /// it at once: a forwarded non-blocking call cost ~1 µs of validation and decision (8 B
 /// `MPI_Iallreduce`, p = 2: 1.25-1.7x native on the five MPIs, session 16). Asked only while
 /// none of pcoll's schedules runs (an initiation advances them otherwise).
@@ -208,6 +248,13 @@ pub fn nb_native(
             comm,
         ) != 0
     };
+    forwarded(coll, native)
+}
+
+/// The gate's answer for a non-blocking call of `coll` (`native`: a `pcoll_gate_nb_*` of the
+/// C file said it goes native; the caller forwards it at once), recorded for
+/// `pcoll_last_algorithm`.
+pub fn forwarded(coll: Collective, native: bool) -> bool {
     if native {
         crate::state::set_last_nb(coll, Algorithm::Native);
     }

@@ -10,6 +10,7 @@ use super::c::{comm_size, read_array, reduce_args};
 use super::family::{allgather_args, bcast_args, reduce_scatter_block_args};
 use super::guard;
 use crate::dispatch::Args;
+use crate::gate;
 use crate::nbc::{self, Kind};
 use mpi_sys::*;
 use pcoll::Collective;
@@ -98,21 +99,31 @@ nb_entry!(MPI_Iallreduce => PMPI_Iallreduce, Nonblocking,
     crate::gate::nb_native(Collective::Allreduce, (s, r), (n, dt, op, 0), comm));
 nb_entry!(MPI_Ireduce_scatter => PMPI_Ireduce_scatter, Nonblocking,
     (s: *const c_void, r: *mut c_void, counts: *const c_int, dt: MPI_Datatype, op: MPI_Op, comm: MPI_Comm),
-    unsafe { vreduce((s, r), counts, (dt, op), comm, false) });
+    unsafe { vreduce((s, r), counts, (dt, op), comm, false) },
+    gate::forwarded(Collective::ReduceScatter,
+        unsafe { gate::pcoll_gate_nb_reduce_scatter(s, r, counts, dt, op, comm) } != 0));
 nb_entry!(MPI_Ireduce_scatter_block => PMPI_Ireduce_scatter_block, Nonblocking,
     (s: *const c_void, r: *mut c_void, n: c_int, dt: MPI_Datatype, op: MPI_Op, comm: MPI_Comm),
-    reduce_scatter_block_args(s, r, n as i64, dt, op, comm, false));
+    reduce_scatter_block_args(s, r, n as i64, dt, op, comm, false),
+    gate::forwarded(Collective::ReduceScatterBlock,
+        unsafe { gate::pcoll_gate_nb_reduce_scatter_block(s, r, n, dt, op, comm) } != 0));
 nb_entry!(MPI_Iallgatherv => PMPI_Iallgatherv, Nonblocking,
     (s: *const c_void, sn: c_int, st: MPI_Datatype, r: *mut c_void, counts: *const c_int,
      displs: *const c_int, rt: MPI_Datatype, comm: MPI_Comm),
-    unsafe { gatherv((s, sn as i64, st), r, (counts, displs, rt), comm, false) });
+    unsafe { gatherv((s, sn as i64, st), r, (counts, displs, rt), comm, false) },
+    gate::forwarded(Collective::Allgatherv,
+        unsafe { gate::pcoll_gate_nb_allgatherv(s, sn, r, counts, rt, comm) } != 0));
 nb_entry!(MPI_Iallgather => PMPI_Iallgather, Nonblocking,
     (s: *const c_void, sn: c_int, st: MPI_Datatype, r: *mut c_void, rn: c_int, rt: MPI_Datatype,
      comm: MPI_Comm),
-    allgather_args(s, sn as i64, st, r, rn as i64, rt, comm, false));
+    allgather_args(s, sn as i64, st, r, rn as i64, rt, comm, false),
+    gate::forwarded(Collective::Allgather,
+        unsafe { gate::pcoll_gate_nb_allgather(s, sn, r, rn, rt, comm) } != 0));
 nb_entry!(MPI_Ibcast => PMPI_Ibcast, Nonblocking,
     (b: *mut c_void, n: c_int, dt: MPI_Datatype, root: c_int, comm: MPI_Comm),
-    bcast_args(b, n as i64, dt, root as i64, comm, false));
+    bcast_args(b, n as i64, dt, root as i64, comm, false),
+    gate::forwarded(Collective::Bcast,
+        unsafe { gate::pcoll_gate_nb_bcast(b, n, dt, root, comm) } != 0));
 
 #[cfg(pcoll_large_count)]
 mod large {
