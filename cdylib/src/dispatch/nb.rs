@@ -44,12 +44,17 @@ pub fn plan(a: Args) -> Option<Planned> {
         return None;
     }
     let mut v = validate::validate(g, &a)?;
-    // `shm` serves a reduce or allreduce whose element fits a cell (every rank has the same
-    // type) and that `MPI_Reduce_local` can reduce (asked on every rank alike).
-    let shm_ok = matches!(a.coll, Collective::Reduce | Collective::Allreduce)
-        && crate::shm::enabled()
+    // `shm` serves a call whose element fits a cell (every rank has the same type), that
+    // `MPI_Reduce_local` can reduce if it reduces (asked on every rank alike), and whose data
+    // need no staging buffer (bcast and allgather(v) of a type with holes, or beyond an int
+    // count of bytes, run as the blocking call would not: point-to-point).
+    let shm_ok = crate::shm::enabled()
         && crate::shm::run::cell_elems(crate::shm::cell_bytes(), &v.facts).is_some()
-        && crate::shm::run::reducible(a.dt, a.op).is_ok();
+        && if a.coll.reduces() {
+            crate::shm::run::reducible(a.dt, a.op).is_ok()
+        } else {
+            v.bytes == Some(false)
+        };
     let chosen = super::resolve::choose_nb(g, &a, &mut v.spec, shm_ok).ok()?;
     let alg = chosen.alg;
     if alg == Algorithm::Native {
@@ -125,15 +130,7 @@ impl Planned {
     pub fn start(&self, tag: c_int) -> Result<Active, Error> {
         let (a, v, st) = (&self.a, &self.v, self.st);
         let Some(prog) = self.prog.clone() else {
-            let call = serve::shm_call(a, v);
-            if v.spec.p == 1 {
-                crate::shm::run::alone(&call)?;
-                return Ok(Active::Shm(None));
-            }
-            let w = st
-                .shm()
-                .ok_or_else(|| Error::Internal("shm chosen without a window".into()))?;
-            let mut act = Active::Shm(Some(crate::shm::run::Op::start(w, call)?));
+            let mut act = Active::Shm(self.start_shm()?);
             act.advance(self)?;
             return Ok(act);
         };
@@ -159,6 +156,46 @@ impl Planned {
         };
         act.advance(self)?;
         Ok(act)
+    }
+}
+
+impl Planned {
+    /// Start `shm` on the communicator's window (None: p = 1, done here).
+    fn start_shm(&self) -> Result<Option<crate::shm::run::Op>, Error> {
+        use crate::shm::run::{cell_elems, run_plan, Op};
+        let (a, v, st) = (&self.a, &self.v, self.st);
+        let spec = &v.spec;
+        let w = if spec.p > 1 {
+            Some(
+                st.shm()
+                    .ok_or_else(|| Error::Internal("shm chosen without a window".into()))?,
+            )
+        } else {
+            None
+        };
+        if matches!(spec.coll, Collective::Reduce | Collective::Allreduce) {
+            let call = serve::shm_call(a, v);
+            let Some(w) = w else {
+                crate::shm::run::alone(&call)?;
+                return Ok(None);
+            };
+            return Op::start(w, call).map(Some);
+        }
+        let call = serve::plan_call(a, v, serve::plan_bases(a, v, st)?);
+        let plan = pcoll::algo::shm::xfer::Plan {
+            kind: serve::plan_kind(spec),
+            p: spec.p,
+            counts: &spec.counts,
+            displs: &spec.displs,
+            cell_elems: cell_elems(w.map_or(usize::MAX, |w| w.cell), &v.facts)
+                .ok_or_else(|| Error::Internal("shm chosen for an element above a cell".into()))?,
+            in_place: v.in_place,
+        };
+        let Some(w) = w else {
+            run_plan(None, &call, &plan)?;
+            return Ok(None);
+        };
+        Op::start_plan(w, call, &plan).map(Some)
     }
 }
 

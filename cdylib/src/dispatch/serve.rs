@@ -12,7 +12,7 @@ use crate::pack;
 use crate::pmpi::{Chunking, PmpiTransport, Scratch};
 use crate::state::Global;
 use pcoll::algo::hier::{build_hier, Ctx, NodeSteps};
-use pcoll::algo::{build, Algorithm, Collective};
+use pcoll::algo::{build, Algorithm, CallSpec, Collective};
 use pcoll::{exec, Error, Program};
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
@@ -152,7 +152,7 @@ fn window<'a>(g: &Global, st: &'a CommState) -> Result<&'a crate::shm::Win, Erro
 /// with holes staged in a packed buffer, as for the other algorithms); a total above an int
 /// count, or an element larger than a cell, runs `binomial`.
 fn run_shm_plan(g: &Global, a: &Args, v: &Valid) -> Result<(), Error> {
-    use pcoll::algo::shm::xfer::{Kind, Plan};
+    use pcoll::algo::shm::xfer::Plan;
     let spec = &v.spec;
     let moves = !spec.coll.reduces();
     if moves && v.bytes.is_none() {
@@ -170,20 +170,49 @@ fn run_shm_plan(g: &Global, a: &Args, v: &Valid) -> Result<(), Error> {
         return run(g, a, v, Algorithm::Binomial).map(|_| ());
     };
     let plan = Plan {
-        kind: match spec.coll.base() {
-            Collective::Bcast => Kind::Bcast { root: spec.root },
-            Collective::Allgatherv => Kind::Allgatherv,
-            _ => Kind::ReduceScatter {
-                commutative: spec.commutative,
-            },
-        },
+        kind: plan_kind(spec),
         p: spec.p,
         counts: &spec.counts,
         displs: &spec.displs,
         cell_elems,
         in_place: v.in_place,
     };
-    let call = |(input, output): Bases| crate::shm::run::Call {
+    let go = |bases: Bases| crate::shm::run::run_plan(w, &plan_call(a, v, bases), &plan);
+    if v.bytes != Some(true) {
+        return go(plan_bases(a, v, st)?);
+    }
+    // A type with holes: the data meet in a packed staging buffer.
+    if spec.coll == Collective::Bcast {
+        let mut buf = stage_bcast(a, v, st)?;
+        let base = buf.ptr() as *mut c_void;
+        let out = go((base as *const c_void, base)).and_then(|()| unstage_bcast(a, v, st, &buf));
+        st.pool.give(buf);
+        return out;
+    }
+    let (buf, bases) = stage(a, v, st)?;
+    let out = go(bases).and_then(|()| unstage(a, v, st, &buf));
+    st.pool.give(buf);
+    out
+}
+
+/// The `shm` plan's kind of a bcast, allgather(v) or reduce_scatter(_block).
+pub(super) fn plan_kind(spec: &CallSpec) -> pcoll::algo::shm::xfer::Kind {
+    use pcoll::algo::shm::xfer::Kind;
+    match spec.coll.base() {
+        Collective::Bcast => Kind::Bcast { root: spec.root },
+        Collective::Allgatherv => Kind::Allgatherv,
+        _ => Kind::ReduceScatter {
+            commutative: spec.commutative,
+        },
+    }
+}
+
+/// The window call of a bcast, allgather(v) or reduce_scatter(_block) plan over `bases`
+/// (bcast and allgather(v) in bytes).
+pub(super) fn plan_call(a: &Args, v: &Valid, (input, output): Bases) -> crate::shm::run::Call {
+    let spec = &v.spec;
+    let moves = !spec.coll.reduces();
+    crate::shm::run::Call {
         input: input as *const u8,
         output: output as *mut u8,
         count: spec.total(),
@@ -200,34 +229,23 @@ fn run_shm_plan(g: &Global, a: &Args, v: &Valid) -> Result<(), Error> {
         } else {
             crate::shm::kernel::fused(a.op, a.dt)
         },
-    };
-    let go = |bases: Bases| crate::shm::run::run_plan(w, &call(bases), &plan);
-    if v.bytes != Some(true) {
-        return match spec.coll.base() {
-            Collective::Bcast => go((a.recvbuf as *const c_void, a.recvbuf)),
-            Collective::Allgatherv => go(bases(a, v, st)?),
-            _ => go((
-                if v.in_place {
-                    a.recvbuf as *const c_void
-                } else {
-                    a.sendbuf
-                },
-                a.recvbuf,
-            )),
-        };
     }
-    // A type with holes: the data meet in a packed staging buffer.
-    if spec.coll == Collective::Bcast {
-        let mut buf = stage_bcast(a, v, st)?;
-        let base = buf.ptr() as *mut c_void;
-        let out = go((base as *const c_void, base)).and_then(|()| unstage_bcast(a, v, st, &buf));
-        st.pool.give(buf);
-        return out;
-    }
-    let (buf, bases) = stage(a, v, st)?;
-    let out = go(bases).and_then(|()| unstage(a, v, st, &buf));
-    st.pool.give(buf);
-    out
+}
+
+/// The bases of a plan whose data need no staging (`v.bytes != Some(true)`).
+pub(super) fn plan_bases(a: &Args, v: &Valid, st: &CommState) -> Result<Bases, Error> {
+    Ok(match v.spec.coll.base() {
+        Collective::Bcast => (a.recvbuf as *const c_void, a.recvbuf),
+        Collective::Allgatherv => bases(a, v, st)?,
+        _ => (
+            if v.in_place {
+                a.recvbuf as *const c_void
+            } else {
+                a.sendbuf
+            },
+            a.recvbuf,
+        ),
+    })
 }
 
 /// Run `prog` (built for `v` on the communicator whose state is `st`) with the call's buffers.

@@ -12,7 +12,7 @@ pub use super::call::{alone, cell_elems, reducible, Call};
 use super::call::{combine, dual_stream, dual_to, fold, step, step_len};
 use super::stream::{mark_probes, probe, probe_due, stream_now};
 use super::{Win, FILLED, READ, REDUCED};
-use pcoll::algo::shm::xfer::{Plan, Step};
+use pcoll::algo::shm::xfer::{Kind, Plan, Step};
 use pcoll::algo::shm::{Shape, SLOTS};
 use pcoll::Error;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -271,25 +271,77 @@ fn advance_reduce(w: &Win, call: &Call, s: &Shape, cur: &mut Cursor) -> Result<b
     cur.advance(w, |bases, cur| chunk(&At { w, bases, call, s }, cur))
 }
 
-/// A reduce or allreduce started on a window and advanced without blocking (the
-/// non-blocking forms: `crate::dispatch::nb`).
+/// A call started on a window and advanced without blocking (the non-blocking forms:
+/// `crate::dispatch::nb`): a reduce or allreduce, or a bcast, allgather(v) or
+/// reduce_scatter(_block) plan.
 pub struct Op {
     w: &'static Win,
     call: Call,
-    s: Shape,
+    what: What,
     cur: Cursor,
 }
 
+enum What {
+    Reduce(Shape),
+    /// A plan's parts (its counts and displacements owned here).
+    Plan {
+        kind: Kind,
+        counts: Vec<usize>,
+        displs: Vec<usize>,
+        cell_elems: usize,
+        in_place: bool,
+    },
+}
+
 impl Op {
-    /// Start `call` on `w`: its chunks follow every call started on the window before.
+    /// Start the reduce or allreduce `call` on `w`: its chunks follow every call started on
+    /// the window before.
     pub fn start(w: &'static Win, call: Call) -> Result<Op, Error> {
         let s = shape(w, &call)?;
         let cur = Cursor::start(w, s.chunks())?;
-        Ok(Op { w, call, s, cur })
+        Ok(Op {
+            w,
+            call,
+            what: What::Reduce(s),
+            cur,
+        })
+    }
+    /// Start `plan` (of `call`) on `w`, as [`Op::start`].
+    pub fn start_plan(w: &'static Win, call: Call, plan: &Plan) -> Result<Op, Error> {
+        let cur = Cursor::start(w, plan.chunks())?;
+        let what = What::Plan {
+            kind: plan.kind,
+            counts: plan.counts.to_vec(),
+            displs: plan.displs.to_vec(),
+            cell_elems: plan.cell_elems,
+            in_place: plan.in_place,
+        };
+        Ok(Op { w, call, what, cur })
     }
     /// Advance as far as the other ranks allow; `Ok(true)` once done.
     pub fn advance(&mut self) -> Result<bool, Error> {
-        advance_reduce(self.w, &self.call, &self.s, &mut self.cur)
+        let (w, call) = (self.w, &self.call);
+        match &self.what {
+            What::Reduce(s) => advance_reduce(w, call, s, &mut self.cur),
+            What::Plan {
+                kind,
+                counts,
+                displs,
+                cell_elems,
+                in_place,
+            } => {
+                let plan = Plan {
+                    kind: *kind,
+                    p: w.p,
+                    counts,
+                    displs,
+                    cell_elems: *cell_elems,
+                    in_place: *in_place,
+                };
+                self.cur
+                    .advance(w, |bases, cur| plan_chunk(w, bases, call, &plan, cur))
+            }
+        }
     }
 }
 
