@@ -5,15 +5,8 @@
 # 8 B..4 MiB: table rules, fallbacks to the model, model cells and native ones (through the
 # gate). Last line: `choose: PASS ...` or `choose: FAIL ...`.
 set -uo pipefail
-[ $# -eq 2 ] || { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so>" >&2; exit 2; }
-MPI=$1
-LIB=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT=$ROOT/build/verify
-mkdir -p "$OUT"
-# shellcheck source=../scripts/mpi.sh
-source "$ROOT/scripts/mpi.sh"
-mpi_setup "$MPI" || exit 2
+# shellcheck source=setup.sh
+source "$(dirname "$0")/setup.sh" 2 2 "$@"
 BIN=$OUT/choose-$MPI
 $MPICC -O2 -Wall -o "$BIN" "$ROOT/verify/choose.c" -ldl || { echo "choose: FAIL (build)"; exit 1; }
 # PCOLL_SIM: a pcoll-sim already built (make test builds it with the core tests).

@@ -3,15 +3,8 @@
 # for (verify/gate.c), on sub-communicators of 1..4 ranks that are split and freed over and
 # over. Last line: `gate: PASS ...` or `gate: FAIL ...`; exit status non-zero on failure.
 set -uo pipefail
-[ $# -eq 2 ] || { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so>" >&2; exit 2; }
-MPI=$1
-LIB=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT=$ROOT/build/verify
-mkdir -p "$OUT"
-# shellcheck source=../scripts/mpi.sh
-source "$ROOT/scripts/mpi.sh"
-mpi_setup "$MPI" || exit 2
+# shellcheck source=setup.sh
+source "$(dirname "$0")/setup.sh" 2 2 "$@"
 BIN=$OUT/gate-$MPI
 $MPICC -O2 -Wall -o "$BIN" "$ROOT/verify/gate.c" -ldl || { echo "gate: FAIL (build)"; exit 1; }
 TABLE=$OUT/gate.toml

@@ -10,15 +10,8 @@
 # `threads: FAIL ...`; exit status non-zero on failure. An MPI without MPI_THREAD_MULTIPLE
 # prints the program's SKIP line and passes.
 set -uo pipefail
-[ $# -ge 2 ] || { echo "usage: $0 <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [p]" >&2; exit 2; }
-MPI=$1
-LIB=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT=$ROOT/build/verify
-mkdir -p "$OUT"
-# shellcheck source=../scripts/mpi.sh
-source "$ROOT/scripts/mpi.sh"
-mpi_setup "$MPI" || exit 2
+# shellcheck source=setup.sh
+VERIFY_USAGE="[p]" source "$(dirname "$0")/setup.sh" 2 3 "$@"
 P=${3:-3}
 [ $# -lt 3 ] && [ "$MPI_ABI" = mpich ] && P=2
 BIN=$OUT/threads-$MPI

@@ -407,6 +407,18 @@ static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsi
     __atomic_store_n(&h->memo_seq, s + 2, __ATOMIC_RELEASE);
 }
 
+/* A call the gate sends to native: the blocking form is counted and kept in the memo (key
+ * `k`), the non-blocking one (`nb`) neither. Returns 1. */
+HOT int going_native(int coll, const struct memo_key *k, int recv, int p, unsigned long long bytes, unsigned gen,
+                     int nb)
+{
+    if (!nb) {
+        counted(coll, bytes);
+        memo_store(coll, k, recv, p, bytes, gen);
+    }
+    return 1;
+}
+
 /* Reduce and allreduce (root < 0: allreduce): 1 if the call goes native here (counted; `nb`:
  * the non-blocking form, by its own cells, neither counted nor kept in the memo). */
 HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
@@ -432,11 +444,7 @@ HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI
         return 0;
     if (guarded(coll, p, root, bytes, tlb_pos, op, sendbuf) || !native_at(coll, p, bytes, nb))
         return 0;
-    if (nb)
-        return 1;
-    counted(coll, bytes);
-    memo_store(coll, &k, recv_matters, p, bytes, gen);
-    return 1;
+    return going_native(coll, &k, recv_matters, p, bytes, gen, nb);
 }
 
 int pcoll_gate_nb_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
@@ -483,12 +491,8 @@ HOT int reduce_scatter_native(const void *sendbuf, void *recvbuf, const int *rec
     unsigned long long bytes = (unsigned long long)elems * (unsigned long long)size;
     if (guarded(G_REDUCE_SCATTER, p, 0, bytes, tlb_pos, op, sendbuf) || !native_at(G_REDUCE_SCATTER, p, bytes, nb))
         return 0;
-    if (nb)
-        return 1;
-    counted(G_REDUCE_SCATTER, bytes);
     k.n = elems;
-    memo_store(G_REDUCE_SCATTER, &k, 1, p, bytes, gen);
-    return 1;
+    return going_native(G_REDUCE_SCATTER, &k, 1, p, bytes, gen, nb);
 }
 
 int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,
@@ -521,12 +525,8 @@ HOT int allgatherv_native(const void *sendbuf, int sendcount, void *recvbuf, con
     unsigned long long bytes = (unsigned long long)elems * (unsigned long long)size;
     if (guarded(G_ALLGATHERV, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHERV, p, bytes, nb))
         return 0;
-    if (nb)
-        return 1;
-    counted(G_ALLGATHERV, bytes);
     k.n = elems;
-    memo_store(G_ALLGATHERV, &k, 1, p, bytes, gen);
-    return 1;
+    return going_native(G_ALLGATHERV, &k, 1, p, bytes, gen, nb);
 }
 
 int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -556,11 +556,7 @@ HOT int bcast_native(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm c
     unsigned long long bytes = (unsigned long long)count * (unsigned long long)size;
     if (guarded(G_BCAST, p, root, bytes, tlb_pos, MPI_OP_NULL, buf) || !native_at(G_BCAST, p, bytes, nb))
         return 0;
-    if (nb)
-        return 1;
-    counted(G_BCAST, bytes);
-    memo_store(G_BCAST, &k, 1, p, bytes, gen);
-    return 1;
+    return going_native(G_BCAST, &k, 1, p, bytes, gen, nb);
 }
 
 int pcoll_gate_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
@@ -591,11 +587,7 @@ HOT int allgather_native(const void *sendbuf, int sendcount, void *recvbuf, int 
     unsigned long long bytes = (unsigned long long)recvcount * (unsigned long long)p * (unsigned long long)size;
     if (guarded(G_ALLGATHER, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHER, p, bytes, nb))
         return 0;
-    if (nb)
-        return 1;
-    counted(G_ALLGATHER, bytes);
-    memo_store(G_ALLGATHER, &k, 1, p, bytes, gen);
-    return 1;
+    return going_native(G_ALLGATHER, &k, 1, p, bytes, gen, nb);
 }
 
 int pcoll_gate_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
@@ -632,11 +624,7 @@ HOT int reduce_scatter_block_native(const void *sendbuf, void *recvbuf, int recv
     if (guarded(G_REDUCE_SCATTER_BLOCK, p, 0, bytes, tlb_pos, op, sendbuf) ||
         !native_at(G_REDUCE_SCATTER_BLOCK, p, bytes, nb))
         return 0;
-    if (nb)
-        return 1;
-    counted(G_REDUCE_SCATTER_BLOCK, bytes);
-    memo_store(G_REDUCE_SCATTER_BLOCK, &k, 1, p, bytes, gen);
-    return 1;
+    return going_native(G_REDUCE_SCATTER_BLOCK, &k, 1, p, bytes, gen, nb);
 }
 
 int pcoll_gate_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,

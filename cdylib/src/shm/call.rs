@@ -212,13 +212,16 @@ pub(super) fn dual_to(
 ) -> Option<(super::kernel::Dual, *mut u8)> {
     let (_, size) = call.fused?;
     let z = call.at(call.output, at);
+    // An allreduce's fold has p inputs: two at p = 2.
     let ok = s.all
+        && s.p == 2
         && s.slice_of(me, len) == Some(j)
-        && s.fold(me, j).1.len() == 1
         && !s.copies_in(me, j, len, call.in_place)
         && aligned(size, &[call.at(call.input, at), z]);
-    ok.then(|| super::kernel::dual(call.op, call.dt).map(|d| (d, z)))
-        .flatten()
+    if !ok {
+        return None;
+    }
+    super::kernel::dual(call.op, call.dt).map(|d| (d, z))
 }
 
 /// The dual store of [`dual_to`] while copies into cells stream (`stream::stream_now`): the
