@@ -145,6 +145,8 @@ pub struct Win {
     pub cell: usize,
     p: usize,
     rank: usize,
+    /// The node's communicator (a copy of `Inner::node`, for [`Win::poke`] without the lock).
+    node: MPI_Comm,
 }
 
 struct Inner {
@@ -174,6 +176,25 @@ impl Win {
     fn locked(&self) -> Result<parking_lot::MappedMutexGuard<'_, Inner>, pcoll::Error> {
         parking_lot::MutexGuard::try_map(self.inner.lock(), |i| i.as_mut())
             .map_err(|_| pcoll::Error::Internal("shm window already freed".into()))
+    }
+    /// Drive the MPI's progress engine once (a probe of the node's communicator, which
+    /// receives nothing). A rank waiting on the window's counters makes no MPI call
+    /// otherwise, while the rank it waits for may itself wait for a message this one sent
+    /// before the call (an eager message still queued here, a rendezvous to answer): MPICH
+    /// 4.0 over UCX hung so (allgather then a `hier` reduce, PCOLL_NODES=2, p = 3).
+    pub(crate) fn poke(&self) {
+        let mut flag: c_int = 0;
+        // SAFETY: the node communicator is valid while the window is (a call running on it
+        // holds a reference); out-pointers to locals; a probe consumes no message.
+        unsafe {
+            PMPI_Iprobe(
+                RSMPI_ANY_SOURCE,
+                RSMPI_ANY_TAG,
+                self.node,
+                &mut flag,
+                RSMPI_STATUS_IGNORE,
+            );
+        }
     }
     /// A counter (or another 8-byte word of the counters' page) of `rank`'s segment.
     pub(crate) fn word(bases: &[*mut u8], rank: usize, off: usize) -> &AtomicU64 {
@@ -429,6 +450,7 @@ fn allocate(node: MPI_Comm, p: usize, rank: usize, bytes: usize) -> Option<Box<W
         cell,
         p,
         rank,
+        node,
     });
     REGISTRY.lock().push(&*w as *const Win as usize);
     log::debug!("shm: window of {bytes} bytes per rank, {cell}-byte cells");

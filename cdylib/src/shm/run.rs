@@ -41,9 +41,12 @@ const NAP: std::time::Duration = std::time::Duration::from_micros(50);
 const MIN_SLICE_BYTES: usize = 16 << 10;
 
 /// Pauses between two looks at counters that have not moved yet: spins, then yields the core
-/// (or naps once the wait is long), and while pcoll's non-blocking collectives run, advances
-/// them at every yield (the rank this one waits for may be waiting for one of them).
-struct Backoff {
+/// (or naps once the wait is long); at every yield it advances pcoll's non-blocking
+/// collectives and pokes the MPI's progress engine ([`Win::poke`]): the rank this one waits
+/// for may be waiting for one of them, or for a message of this one's still in the MPI.
+struct Backoff<'a> {
+    /// The window waited on (its node's communicator drives the MPI's progress).
+    w: &'a Win,
     n: u32,
     since: Option<std::time::Instant>,
     long: bool,
@@ -51,9 +54,11 @@ struct Backoff {
     patient: bool,
 }
 
-impl Backoff {
-    fn new(p: usize) -> Backoff {
+impl<'a> Backoff<'a> {
+    fn new(w: &'a Win) -> Backoff<'a> {
+        let p = w.p;
         Backoff {
+            w,
             n: 0,
             since: None,
             long: false,
@@ -84,6 +89,7 @@ impl Backoff {
             return;
         }
         crate::nbc::progress();
+        self.w.poke();
         if self.long
             || (n % 64 == 0
                 && self
@@ -242,11 +248,11 @@ impl Cursor {
 
 /// Advance until done, pausing ([`Backoff`]) while nothing moves.
 fn finish(
-    p: usize,
+    w: &Win,
     cur: &mut Cursor,
     mut advance: impl FnMut(&mut Cursor) -> Result<bool, Error>,
 ) -> Result<(), Error> {
-    let mut b = Backoff::new(p);
+    let mut b = Backoff::new(w);
     loop {
         let before = cur.mark();
         if advance(cur)? {
@@ -263,7 +269,7 @@ fn finish(
 pub fn run(w: &Win, call: &Call) -> Result<(), Error> {
     let s = shape(w, call)?;
     let mut cur = Cursor::start(w, s.chunks())?;
-    finish(w.p, &mut cur, |cur| advance_reduce(w, call, &s, cur))
+    finish(w, &mut cur, |cur| advance_reduce(w, call, &s, cur))
 }
 
 /// Advance a reduce or allreduce's cursor as far as it goes; `Ok(true)` once done here.
@@ -529,7 +535,7 @@ pub fn run_plan(w: Option<&Win>, call: &Call, plan: &Plan) -> Result<(), Error> 
         return Ok(());
     };
     let mut cur = Cursor::start(w, plan.chunks())?;
-    finish(w.p, &mut cur, |cur| {
+    finish(w, &mut cur, |cur| {
         cur.advance(w, |bases, cur| plan_chunk(w, bases, call, plan, cur))
     })
 }
