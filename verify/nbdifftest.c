@@ -1,7 +1,8 @@
 /* nbdifftest: randomized differential tester of the non-blocking and persistent collectives
  * (issue 27): MPI_Ireduce, MPI_Iallreduce, MPI_Ireduce_scatter, MPI_Ireduce_scatter_block,
  * MPI_Iallgatherv, MPI_Iallgather, MPI_Ibcast and, where the MPI has them (MPI-4), the
- * persistent MPI_<coll>_init forms, checked against the native MPI's blocking collective
+ * persistent MPI_<coll>_init forms, and on MPICH's ABI from MPI 4 one in four of both through
+ * their large-count entries (MPI_Ireduce_c, MPI_Reduce_init_c, ...), checked against the native MPI's blocking collective
  * (PMPI_<coll> called by this program, which no interposer sees) on the same inputs.
  *
  * Every round, every rank draws the same list of operations from a shared seed: several
@@ -76,10 +77,23 @@ static void affine(void *in, void *inout, int *len, MPI_Datatype *dt)
     }
 }
 
+/* The MPI-4 large-count forms (MPI_Ireduce_c, MPI_Reduce_init_c, ...): MPICH's ABI declares
+ * them from MPI 4 (Open MPI 5.0 does not). */
+#if MPI_VERSION >= 4 && defined(MPICH_VERSION)
+#define HAVE_LARGE 1
+#else
+#define HAVE_LARGE 0
+#endif
+
 typedef struct {
     int coll, form, ci, ty, count, root, inplace, p, r;
+    int large; /* issued through the large-count (_c) entry */
     MPI_Comm comm;
     int *counts, *displs; /* elements per rank (vector forms) */
+#if HAVE_LARGE
+    MPI_Count *lcounts; /* the same, for the _c entries */
+    MPI_Aint *ldispls;
+#endif
     size_t sbytes, rbytes;
     char *send, *recv, *init, *sendcopy, *ref;
     MPI_Request req;
@@ -122,8 +136,9 @@ static void release(char *b)
 static void mismatch(const Op *o, int round, const char *what)
 {
     mismatches++;
-    printf("MISMATCH rank=%d round=%d coll=%s form=%d comm=%d type=%d count=%d root=%d inplace=%d p=%d: %s\n",
-           wrank, round, cname[o->coll], o->form, o->ci, o->ty, o->count, o->root, o->inplace, o->p, what);
+    printf("MISMATCH rank=%d round=%d coll=%s form=%d%s comm=%d type=%d count=%d root=%d inplace=%d p=%d: %s\n",
+           wrank, round, cname[o->coll], o->form, o->large ? " (_c)" : "", o->ci, o->ty, o->count, o->root,
+           o->inplace, o->p, what);
     fflush(stdout);
 }
 
@@ -182,6 +197,42 @@ static void inputs(Op *o, uint64_t seed)
 
 static const void *sendarg(const Op *o) { return o->inplace && (o->coll != REDUCE || o->r == o->root) ? MPI_IN_PLACE : o->send; }
 
+#if HAVE_LARGE
+/* Issue the operation in its form through the large-count entries (persistent: init only). */
+static int issue_large(Op *o, const void *s, void *r, MPI_Datatype t, MPI_Op op)
+{
+    MPI_Count n = o->count, *c = o->lcounts, c0 = o->counts[0], own = o->counts[o->r];
+    MPI_Aint *d = o->ldispls;
+    MPI_Request *q = &o->req;
+    if (!c) {
+        c = o->lcounts = malloc(sizeof(MPI_Count) * o->p);
+        d = o->ldispls = malloc(sizeof(MPI_Aint) * o->p);
+        for (int j = 0; j < o->p; j++) c[j] = o->counts[j], d[j] = o->displs[j];
+    }
+    if (o->form == NB) {
+        switch (o->coll) {
+        case REDUCE: return MPI_Ireduce_c(s, r, n, t, op, o->root, o->comm, q);
+        case ALLREDUCE: return MPI_Iallreduce_c(s, r, n, t, op, o->comm, q);
+        case RSCAT: return MPI_Ireduce_scatter_c(s, r, c, t, op, o->comm, q);
+        case RSCATB: return MPI_Ireduce_scatter_block_c(s, r, c0, t, op, o->comm, q);
+        case AGV: return MPI_Iallgatherv_c(s, own, t, r, c, d, t, o->comm, q);
+        case AG: return MPI_Iallgather_c(s, c0, t, r, c0, t, o->comm, q);
+        default: return MPI_Ibcast_c(r, n, t, o->root, o->comm, q);
+        }
+    }
+    MPI_Info i = MPI_INFO_NULL;
+    switch (o->coll) {
+    case REDUCE: return MPI_Reduce_init_c(s, r, n, t, op, o->root, o->comm, i, q);
+    case ALLREDUCE: return MPI_Allreduce_init_c(s, r, n, t, op, o->comm, i, q);
+    case RSCAT: return MPI_Reduce_scatter_init_c(s, r, c, t, op, o->comm, i, q);
+    case RSCATB: return MPI_Reduce_scatter_block_init_c(s, r, c0, t, op, o->comm, i, q);
+    case AGV: return MPI_Allgatherv_init_c(s, own, t, r, c, d, t, o->comm, i, q);
+    case AG: return MPI_Allgather_init_c(s, c0, t, r, c0, t, o->comm, i, q);
+    default: return MPI_Bcast_init_c(r, n, t, o->root, o->comm, i, q);
+    }
+}
+#endif
+
 /* Issue the operation in its form (persistent: init only). */
 static int issue(Op *o)
 {
@@ -191,6 +242,9 @@ static int issue(Op *o)
     void *r = o->recv;
     int n = o->count;
     MPI_Request *q = &o->req;
+#if HAVE_LARGE
+    if (o->large) return issue_large(o, s, r, t, op);
+#endif
     if (o->form == NB) {
         switch (o->coll) {
         case REDUCE: return MPI_Ireduce(s, r, n, t, op, o->root, o->comm, q);
@@ -402,6 +456,8 @@ static void draw(Op *o, uint64_t *g, int persistent_ok, int max_count)
     if (o->ty == T_PAIR) o->ty = T_INT;
 #endif
     o->count = below(g, 4) == 0 ? below(g, max_count + 1) : below(g, 64);
+    o->large = below(g, 4) == 0 && HAVE_LARGE && o->form != BLOCKING;
+    if (getenv("NB_LARGE")) o->large = HAVE_LARGE && o->form != BLOCKING; /* every one */
     o->root = below(g, o->p);
     o->inplace = below(g, 4) == 0 && (o->coll == ALLREDUCE || o->coll == AG || o->coll == AGV ||
                                       (o->coll == REDUCE && (o->root == 0 || o->count * 16 <= 2048)));
@@ -426,6 +482,9 @@ static void teardown(Op *o)
 {
     release(o->send), release(o->recv), release(o->init), release(o->sendcopy), release(o->ref);
     free(o->counts), free(o->displs);
+#if HAVE_LARGE
+    free(o->lcounts), free(o->ldispls);
+#endif
 }
 
 /* User point-to-point of a round: a ring on world (tags) and ANY_SOURCE/ANY_TAG on the dup. */

@@ -6,6 +6,7 @@
 #   verify/run-nbdifftest.sh <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so> [--quick|--long] [--native]
 #
 #   --quick (default): p = 1, 2, 3, ALGS=random, 15 rounds (make test; about 20 s per MPI)
+#   either mode adds, on MPICH's ABI, one run at p = 3 with every call through its `_c` entry
 #   --long           : p = 1..5, every algorithm name and random, 40 rounds
 #   --native         : without pcoll (checks the tester against the MPI alone)
 # Environment: NB_PS, NB_ALGS, NB_ROUNDS override. A case passes when the tester ends with
@@ -33,16 +34,23 @@ else
   ALGS=${NB_ALGS:-"random binomial pipeline greedy greedy_uni circulant butterfly ring binary fibonacci scatter_allgather hier native shm"}
 fi
 pass=0 fail=0
-for alg in $ALGS; do
-  for p in $PS; do
+# One more run on MPICH's ABI (MPI 4 and later): every non-blocking and persistent call through
+# its large-count entry (MPI_Ireduce_c, MPI_Reduce_init_c, ...: NB_LARGE=1), binomial forced.
+RUNS=()
+for alg in $ALGS; do for p in $PS; do RUNS+=("$alg $p"); done; done
+[ "$MPI_ABI" = mpich ] && RUNS+=("binomial 3 large")
+for run in "${RUNS[@]}"; do
+  read -r alg p large <<<"$run"
+  {
     kv=(PCOLL_STATS=1)
+    [ -n "$large" ] && kv+=(NB_LARGE=1)
     [ $NATIVE = 0 ] && kv+=("LD_PRELOAD=$LIB")
     # Debian's MPICH 4.0.2's own persistent collectives fail natively (docs/nonblocking.md):
     # persistent forms only where the forced algorithm serves all seven collectives.
     # Intel MPI 2021.19's too: the tester segfaults natively at p = 1 (seed 1015), and with
     # pcoll a forwarded persistent collective never completed in its MPI_Waitall (session 14).
     case "$MPI:$alg" in mpich:binomial|mpich:circulant) ;; mpich:*|impi:*) kv+=(NB_NO_PERSISTENT=1) ;; esac
-    log=$OUT/logs/nbdifftest-$MPI-p$p-$alg.log
+    log=$OUT/logs/nbdifftest-$MPI-p$p-$alg${large:+-large}.log
     timeout 600 bash -c 'source "$0/scripts/mpi.sh"; mpi_setup "$1" >/dev/null; shift; n=$1; shift; mpi_run "$n" "$@"' \
       "$ROOT" "$MPI" "$p" "${kv[@]}" -- "$BIN" --rounds "$ROUNDS" --alg "$alg" --seed $((p * 1009 + ${#alg})) \
       </dev/null >"$log" 2>&1
@@ -54,9 +62,15 @@ for alg in $ALGS; do
     # With pcoll, something must have been served by pcoll (forced native or shm: maybe nothing,
     # shm counts as refused for these forms).
     [ $NATIVE = 0 ] && [ "$alg" != native ] && [ "$alg" != shm ] && [ "$served" = 0 ] && ok=0
+    # The large-count run: pcoll served both forms through their _c entries (persistent ones
+    # where the tester draws them).
+    if [ -n "$large" ] && [ $NATIVE = 0 ]; then
+      grep -qE "stats i[a-z_]+ $alg " "$log" || ok=0
+      [[ " ${kv[*]} " == *NB_NO_PERSISTENT* ]] || grep -qE "stats [a-z_]+_init $alg " "$log" || ok=0
+    fi
     if [ $ok = 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
-    echo "  $MPI p=$p alg=$alg: ${sum:-no summary (rc=$rc)}; non-blocking/persistent calls pcoll served: $served $([ $ok = 1 ] && echo ok || echo "FAILED: $log")"
-  done
+    echo "  $MPI p=$p alg=$alg${large:+ (large-count entries)}: ${sum:-no summary (rc=$rc)}; non-blocking/persistent calls pcoll served: $served $([ $ok = 1 ] && echo ok || echo "FAILED: $log")"
+  }
 done
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

@@ -1,8 +1,9 @@
 //! C entry points of the non-blocking collectives (`MPI_Ireduce`, `MPI_Iallreduce`,
 //! `MPI_Ireduce_scatter`, `MPI_Ireduce_scatter_block`, `MPI_Iallgatherv`, `MPI_Iallgather`,
-//! `MPI_Ibcast`), their large-count `_c` forms and the MPI-4 persistent `_init` forms where
-//! the MPI has them. Each builds the call's `Args` as the blocking entry does and hands it to
-//! [`crate::nbc::initiate`] with the same call to the MPI for native.
+//! `MPI_Ibcast`), their large-count `_c` forms and the MPI-4 persistent `_init` forms (and
+//! their `_init_c` forms) where the MPI has them. Each builds the call's `Args` as the
+//! blocking entry does and hands it to [`crate::nbc::initiate`] with the same call to the MPI
+//! for native.
 // The safety contract of each export is the MPI standard's for that call.
 #![allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
 
@@ -188,4 +189,41 @@ mod persistent {
     nb_entry!(MPI_Bcast_init => PMPI_Bcast_init, Persistent,
         (b: *mut c_void, n: c_int, dt: MPI_Datatype, root: c_int, comm: MPI_Comm, info: MPI_Info),
         bcast_args(b, n as i64, dt, root as i64, comm, false));
+}
+
+/// The persistent collectives' large-count forms (`MPI_Reduce_init_c`, ...; MPICH 4.x/5.x and
+/// Intel MPI 2021 declare them).
+#[cfg(all(pcoll_persistent, pcoll_large_count))]
+mod persistent_large {
+    use super::*;
+
+    nb_entry!(MPI_Reduce_init_c => PMPI_Reduce_init_c, Persistent,
+        (s: *const c_void, r: *mut c_void, n: MPI_Count, dt: MPI_Datatype, op: MPI_Op, root: c_int,
+         comm: MPI_Comm, info: MPI_Info),
+        reduction(Collective::Reduce, (s, r), (n as i64, dt, op, root as i64), comm, true));
+    nb_entry!(MPI_Allreduce_init_c => PMPI_Allreduce_init_c, Persistent,
+        (s: *const c_void, r: *mut c_void, n: MPI_Count, dt: MPI_Datatype, op: MPI_Op,
+         comm: MPI_Comm, info: MPI_Info),
+        reduction(Collective::Allreduce, (s, r), (n as i64, dt, op, 0), comm, true));
+    nb_entry!(MPI_Reduce_scatter_init_c => PMPI_Reduce_scatter_init_c, Persistent,
+        (s: *const c_void, r: *mut c_void, counts: *const MPI_Count, dt: MPI_Datatype, op: MPI_Op,
+         comm: MPI_Comm, info: MPI_Info),
+        unsafe { vreduce((s, r), counts, (dt, op), comm, true) });
+    nb_entry!(MPI_Reduce_scatter_block_init_c => PMPI_Reduce_scatter_block_init_c, Persistent,
+        (s: *const c_void, r: *mut c_void, n: MPI_Count, dt: MPI_Datatype, op: MPI_Op,
+         comm: MPI_Comm, info: MPI_Info),
+        reduce_scatter_block_args(s, r, n as i64, dt, op, comm, true));
+    nb_entry!(MPI_Allgatherv_init_c => PMPI_Allgatherv_init_c, Persistent,
+        (s: *const c_void, sn: MPI_Count, st: MPI_Datatype, r: *mut c_void,
+         counts: *const MPI_Count, displs: *const MPI_Aint, rt: MPI_Datatype, comm: MPI_Comm,
+         info: MPI_Info),
+        unsafe { gatherv((s, sn as i64, st), r, (counts, displs, rt), comm, true) });
+    nb_entry!(MPI_Allgather_init_c => PMPI_Allgather_init_c, Persistent,
+        (s: *const c_void, sn: MPI_Count, st: MPI_Datatype, r: *mut c_void, rn: MPI_Count,
+         rt: MPI_Datatype, comm: MPI_Comm, info: MPI_Info),
+        allgather_args(s, sn as i64, st, r, rn as i64, rt, comm, true));
+    nb_entry!(MPI_Bcast_init_c => PMPI_Bcast_init_c, Persistent,
+        (b: *mut c_void, n: MPI_Count, dt: MPI_Datatype, root: c_int, comm: MPI_Comm,
+         info: MPI_Info),
+        bcast_args(b, n as i64, dt, root as i64, comm, true));
 }
