@@ -285,7 +285,14 @@ pub struct Op {
     call: Call,
     what: What,
     cur: Cursor,
+    /// Advances that found nothing to do (every [`POKE_EVERY`]th pokes the MPI's progress).
+    idle: u32,
 }
+
+/// An [`Op`] advanced this many times in vain pokes the MPI's progress engine ([`Win::poke`]):
+/// a completion call waiting only for pcoll's requests makes no other MPI call, and the rank
+/// this one waits for may wait for a message of this one's still inside the MPI.
+const POKE_EVERY: u32 = 64;
 
 enum What {
     Reduce(Shape),
@@ -310,6 +317,7 @@ impl Op {
             call,
             what: What::Reduce(s),
             cur,
+            idle: 0,
         })
     }
     /// Start `plan` (of `call`) on `w`, as [`Op::start`].
@@ -322,10 +330,29 @@ impl Op {
             cell_elems: plan.cell_elems,
             in_place: plan.in_place,
         };
-        Ok(Op { w, call, what, cur })
+        Ok(Op {
+            w,
+            call,
+            what,
+            cur,
+            idle: 0,
+        })
     }
     /// Advance as far as the other ranks allow; `Ok(true)` once done.
     pub fn advance(&mut self) -> Result<bool, Error> {
+        let before = self.cur.mark();
+        let done = self.step()?;
+        if done || self.cur.mark() != before {
+            self.idle = 0;
+        } else {
+            self.idle = self.idle.wrapping_add(1);
+            if self.idle % POKE_EVERY == 0 {
+                self.w.poke();
+            }
+        }
+        Ok(done)
+    }
+    fn step(&mut self) -> Result<bool, Error> {
         let (w, call) = (self.w, &self.call);
         match &self.what {
             What::Reduce(s) => advance_reduce(w, call, s, &mut self.cur),
