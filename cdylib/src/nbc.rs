@@ -1,8 +1,8 @@
 //! Non-blocking and persistent collectives (issue 27): the requests pcoll serves itself, and
 //! their progress through the user's own completion calls (no progress thread).
 //!
-//! The user gets a real MPI request as a stand-in: an inactive persistent receive from
-//! `MPI_PROC_NULL` (`PMPI_Recv_init`), never started. It is a valid handle everywhere (Fortran
+//! The user gets a real MPI request as a stand-in: an inactive persistent receive from itself
+//! on `MPI_COMM_SELF` (`PMPI_Recv_init`), never started ([`stand_in`]). It is a valid handle everywhere (Fortran
 //! conversion, comparison with `MPI_REQUEST_NULL`, arrays mixed with the user's own
 //! requests). Once pcoll's schedule is done, a *token* stands for it in the arrays handed to
 //! the MPI: a receive from `MPI_PROC_NULL` (`PMPI_Irecv`), active and complete at once, so
@@ -124,16 +124,20 @@ fn next_tag(st: &crate::comm::CommState) -> c_int {
     TAG_BASE + (seq % tag_span()) as c_int
 }
 
-/// A new stand-in request (inactive).
+/// A new stand-in request (inactive): a persistent receive from this process itself on
+/// `MPI_COMM_SELF`, never started, so it never matches a message. Not from `MPI_PROC_NULL`:
+/// once such a persistent request has been made and freed, Debian's MPICH 4.0.2 never
+/// completes the next persistent collective of its own (`verify/nbdifftest.c` and mpi4py's
+/// `test_cco_pr_vec` hung so when pcoll forwarded one).
 fn stand_in() -> Result<MPI_Request, c_int> {
     let mut r = null();
-    // SAFETY: a zero-count receive from MPI_PROC_NULL touches no buffer; out-pointer.
+    // SAFETY: a zero-count receive touches no buffer; out-pointer.
     let rc = unsafe {
         PMPI_Recv_init(
             std::ptr::null_mut(),
             0,
             consts::dt_byte(),
-            consts::PROC_NULL(),
+            0,
             0,
             consts::comm_self(),
             &mut r,
