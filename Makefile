@@ -135,7 +135,8 @@ ctest-cargo-%:
 	$(call MPI_ENV,$*) MPIEXEC=$$MPIRUN CARGO_TARGET_DIR=$(call tdir,$*) $(CARGO) test --release $(PKGS_MPI)
 
 # Randomized differential test (short), the native gate against its table, MPI_THREAD_MULTIPLE
-# (verify/threads.sh: defaults, shm forced, the non-blocking forms; a few seconds), settings that
+# (verify/threads.sh: defaults, shm forced, the non-blocking forms; a few seconds), the
+# non-blocking forms progressing while a rank is blocked in MPI_Recv (verify/nbprogress.sh), settings that
 # differ across ranks (verify/agree.sh), PCOLL_LEARN end to end (verify/learn.sh, ~40 s:
 # learn, replay, mismatched timings, bad paths; Debian's two here, every MPI in learn-test-%,
 # for make test's 30 minutes; the registry's three run agree.sh at p = 2 only and the --shm
@@ -145,6 +146,7 @@ verify-%: mpi4py-setup
 	$(if $(filter $*,$(DEBIAN_MPIS)),DIFFTEST_PS="1 2 3 4 5") bash verify/run-difftest.sh $* build/$*/libpcoll.so --shm
 	bash verify/gate.sh $* build/$*/libpcoll.so
 	bash verify/threads.sh $* build/$*/libpcoll.so
+	bash verify/nbprogress.sh $* build/$*/libpcoll.so
 	bash verify/agree.sh $* build/$*/libpcoll.so $(if $(filter $*,$(DEBIAN_MPIS)),,2)
 	$(if $(filter $*,$(DEBIAN_MPIS)),bash verify/learn.sh $* build/$*/libpcoll.so)
 	$(if $(filter $*,$(DEBIAN_MPIS)),HIER_PS=4 bash verify/hier-difftest.sh $* build/$*/libpcoll.so 30)

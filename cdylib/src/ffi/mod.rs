@@ -3,6 +3,7 @@
 //! and turned into `PMPI_Abort` (the other ranks would otherwise wait forever).
 
 pub mod api;
+pub mod blocking;
 pub mod c;
 pub mod complete;
 pub mod entry;

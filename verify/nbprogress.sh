@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# verify/nbprogress.sh <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so>: MPI's progress rule
+# for the non-blocking collectives (verify/nbprogress.c): rank 0 is blocked in MPI_Recv,
+# MPI_Probe or MPI_Sendrecv while the other ranks wait for its part of an MPI_Ibcast,
+# MPI_Ireduce, MPI_Iallreduce or MPI_Iallgather (2 MiB of doubles), at p = 3 and 4 with the
+# four forced to `binomial` (a relaying schedule whose later steps pcoll advances only inside
+# its intercepted calls); rank 0's stats must show pcoll served them. Before session 18 every
+# run hung. Last line `nbprogress: PASS ...` or `nbprogress: FAIL ...`.
+set -uo pipefail
+# shellcheck source=setup.sh
+source "$(dirname "$0")/setup.sh" 2 2 "$@"
+BIN=$OUT/nbprogress-$MPI
+$MPICC -O2 -Wall -o "$BIN" "$ROOT/verify/nbprogress.c" || { echo "nbprogress: FAIL (build)"; exit 1; }
+FORCED=(PCOLL_REDUCE=binomial PCOLL_ALLREDUCE=binomial PCOLL_BCAST=binomial PCOLL_ALLGATHER=binomial)
+fails=0
+for p in 3 4; do
+  out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- "$p" LD_PRELOAD="$LIB" PCOLL_STATS=1 "${FORCED[@]}" -- "$BIN" \
+    </dev/null 2>&1)
+  rc=$?
+  served=$(echo "$out" | grep -cE '^pcoll: stats i(bcast|reduce|allreduce|allgather) binomial')
+  if [ $rc = 0 ] && echo "$out" | grep -q '^nbprogress: ok' && [ "$served" = 4 ]; then
+    echo "  p=$p: ok (4 I-collectives served by binomial)"
+  else
+    fails=$((fails + 1))
+    echo "  p=$p: FAILED (exit $rc, $served of 4 served)"
+    echo "$out" | grep -E 'nbprogress|FAILED|signal' | head -5 | sed 's/^/    /'
+  fi
+done
+if [ $fails = 0 ]; then echo "nbprogress: PASS ($MPI, p = 3, 4)"; else echo "nbprogress: FAIL ($MPI, $fails runs)"; exit 1; fi
