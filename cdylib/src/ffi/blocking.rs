@@ -194,7 +194,7 @@ pub unsafe extern "C" fn MPI_Probe(
                 return rc;
             }
             spins += 1;
-            if spins < 200 {
+            if spins < nbc::SPINS {
                 std::hint::spin_loop();
             } else {
                 std::thread::yield_now();

@@ -169,7 +169,7 @@ pub fn drive(
 }
 
 /// Turns of [`drive`] spent spinning before it yields the core at every turn.
-const SPINS: u32 = 200;
+pub(crate) const SPINS: u32 = 200;
 
 /// `MPI_Request_get_status`: complete without freeing (pcoll's requests are answered here).
 pub fn get_status(req: MPI_Request, flag: &mut c_int, status: *mut MPI_Status) -> c_int {
