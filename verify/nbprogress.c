@@ -1,14 +1,20 @@
 /* nbprogress.c -- a non-blocking collective must progress while its rank is blocked in
- * a point-to-point call (MPI's progress rule; issue 27).
+ * another call (MPI's progress rule; issue 27).
  *
- * Every rank starts a non-blocking collective; every rank but 0 completes it and then sends a
- * message to rank 0, while rank 0 first receives those messages (blocking MPI_Recv, MPI_Probe
- * then MPI_Recv, or MPI_Sendrecv: one per round) and only then waits for its
- * collective. A correct MPI program: the MPI must advance rank 0's part of the collective
- * while rank 0 is blocked in the receive, or the other ranks never finish theirs. pcoll runs
- * its schedules in steps that only its intercepted calls advance.
+ * Every rank starts a non-blocking collective; every rank but 0 completes it first, while
+ * rank 0 first makes one blocking call of this round's kind and only then waits for its
+ * collective. The kinds: rank 0 receives a message from every other rank (MPI_Recv; MPI_Probe
+ * then MPI_Recv; MPI_Sendrecv; MPI_Mprobe then MPI_Mrecv), sends one to each (MPI_Ssend; MPI_Rsend
+ * to a receive posted before the collective started), or enters a blocking collective on the
+ * same communicator that the others enter after their wait (MPI_Barrier; an 8-byte
+ * MPI_Allreduce, served by pcoll when it is forced; an 8-byte MPI_Reduce_scatter_block,
+ * forwarded), or the same 8-byte MPI_Allreduce on a duplicate communicator. A correct
+ * MPI program: the MPI must advance rank 0's part of the collective while rank 0 is blocked,
+ * or the other ranks never finish theirs. pcoll runs its schedules in steps that only its
+ * intercepted calls advance.
  *
- *   mpirun -np <p> [PCOLL_<COLL>=binomial ...] nbprogress [count]
+ *   mpirun -np <p> [PCOLL_<COLL>=binomial ...] nbprogress [count [kind]]
+ * (kind: run only the rounds of that kind, 0-9 in the order of the enum below)
  * Last line "nbprogress: ok" or the first failure; a hang is the caller's timeout.
  */
 #include <mpi.h>
@@ -25,13 +31,41 @@ static void check(int ok, const char *what, int round) {
     }
 }
 
-/* Rank 0 gets one message from every other rank, blocked in the call of this round's kind. */
-static void gather_msgs(int kind, int round) {
+enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, KINDS };
+
+static MPI_Comm dup; /* a duplicate of MPI_COMM_WORLD, used once before the rounds */
+
+/* Rank 0's blocking call of this round's kind, made before it waits for its collective; the
+ * other ranks' side of it, made after they waited for theirs. For RSEND every other rank has
+ * posted `*pre` (a receive from rank 0) before the collective started. */
+static void blocked(int kind, int round, MPI_Request *pre, int *prev) {
     int v = -1;
+    if (kind == BARRIER) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        return;
+    }
+    if (kind == ALLREDUCE || kind == RSB || kind == DUP_ALLREDUCE) {
+        double x = rank + 1, y = 0, xs[64], ys = 0;
+        if (kind != RSB) {
+            MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, kind == ALLREDUCE ? MPI_COMM_WORLD : dup);
+            check(y == p * (p + 1) / 2.0, "blocking allreduce", round);
+        } else {
+            for (int i = 0; i < p && i < 64; i++) xs[i] = rank + i;
+            MPI_Reduce_scatter_block(xs, &ys, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            check(ys == p * (p - 1) / 2.0 + p * rank, "blocking reduce_scatter_block", round);
+        }
+        return;
+    }
     if (rank != 0) {
-        if (kind == 2) {
+        if (kind == SENDRECV) {
             MPI_Sendrecv(&rank, 1, MPI_INT, 0, 5, &v, 1, MPI_INT, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             check(v == 0, "sendrecv reply", round);
+        } else if (kind == SSEND) {
+            MPI_Recv(&v, 1, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            check(v == -rank, "ssend message", round);
+        } else if (kind == RSEND) {
+            MPI_Wait(pre, MPI_STATUS_IGNORE);
+            check(*prev == -rank, "rsend message", round);
         } else {
             MPI_Send(&rank, 1, MPI_INT, 0, 5, MPI_COMM_WORLD);
         }
@@ -39,10 +73,23 @@ static void gather_msgs(int kind, int round) {
     }
     for (int r = 1; r < p; r++) {
         MPI_Status st;
-        if (kind == 1) {
+        int out = -r;
+        if (kind == SSEND) {
+            MPI_Ssend(&out, 1, MPI_INT, r, 7, MPI_COMM_WORLD);
+            continue;
+        }
+        if (kind == RSEND) {
+            MPI_Rsend(&out, 1, MPI_INT, r, 8, MPI_COMM_WORLD);
+            continue;
+        }
+        if (kind == PROBE) {
             MPI_Probe(r, 5, MPI_COMM_WORLD, &st);
             MPI_Recv(&v, 1, MPI_INT, r, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        } else if (kind == 2) {
+        } else if (kind == MPROBE) {
+            MPI_Message m;
+            MPI_Mprobe(r, 5, MPI_COMM_WORLD, &m, &st);
+            MPI_Mrecv(&v, 1, MPI_INT, &m, MPI_STATUS_IGNORE);
+        } else if (kind == SENDRECV) {
             int zero = 0;
             MPI_Sendrecv(&zero, 1, MPI_INT, r, 6, &v, 1, MPI_INT, r, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
@@ -56,22 +103,31 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
-    int n = argc > 1 ? atoi(argv[1]) : 1 << 18;
+    int n = argc > 1 ? atoi(argv[1]) : 1 << 18, only = argc > 2 ? atoi(argv[2]) : -1;
     double *a = malloc(sizeof(double) * n * p), *b = malloc(sizeof(double) * n * p);
-    for (int round = 0; round < 12; round++) {
-        int coll = round % 4, kind = (round / 4) % 3;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    double one = 1, all = 0;
+    MPI_Allreduce(&one, &all, 1, MPI_DOUBLE, MPI_SUM, dup);
+    for (int round = 0; round < 4 * KINDS; round++) {
+        int coll = round % 4, kind = round / 4, prev = 0;
+        if (only >= 0 && kind != only) continue;
         for (int i = 0; i < n * p; i++) a[i] = rank + 1 + i % 7, b[i] = -1;
-        MPI_Request q;
+        MPI_Request q, pre = MPI_REQUEST_NULL;
+        if (kind == RSEND) {
+            /* The receives an MPI_Rsend needs, posted before anything runs. */
+            if (rank != 0) MPI_Irecv(&prev, 1, MPI_INT, 0, 8, MPI_COMM_WORLD, &pre);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
         if (coll == 0) MPI_Ibcast(a, n, MPI_DOUBLE, 0, MPI_COMM_WORLD, &q);
         else if (coll == 1) MPI_Ireduce(a, b, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD, &q);
         else if (coll == 2) MPI_Iallreduce(a, b, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q);
         else MPI_Iallgather(a, n, MPI_DOUBLE, b, n, MPI_DOUBLE, MPI_COMM_WORLD, &q);
         if (rank == 0) {
-            gather_msgs(kind, round);
+            blocked(kind, round, &pre, &prev);
             MPI_Wait(&q, MPI_STATUS_IGNORE);
         } else {
             MPI_Wait(&q, MPI_STATUS_IGNORE);
-            gather_msgs(kind, round);
+            blocked(kind, round, &pre, &prev);
         }
         double sum = p * (p + 1) / 2.0 + p * (n - 1 < 0 ? 0 : (n - 1) % 7);
         if (coll == 0) check(a[n - 1] == 1 + (n - 1) % 7, "bcast", round);
@@ -79,6 +135,7 @@ int main(int argc, char **argv) {
         if (coll == 2) check(b[n - 1] == sum, "allreduce", round);
         if (coll == 3) check(b[(p - 1) * n] == p, "allgather", round);
     }
+    MPI_Comm_free(&dup);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) printf("nbprogress: ok\n");
     free(a);

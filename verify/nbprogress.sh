@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # verify/nbprogress.sh <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so>: MPI's progress rule
 # for the non-blocking collectives (verify/nbprogress.c): rank 0 is blocked in MPI_Recv,
-# MPI_Probe or MPI_Sendrecv while the other ranks wait for its part of an MPI_Ibcast,
-# MPI_Ireduce, MPI_Iallreduce or MPI_Iallgather (2 MiB of doubles), at p = 3 and 4 with the
-# four forced to `binomial` (a relaying schedule whose later steps pcoll advances only inside
-# its intercepted calls); rank 0's stats must show pcoll served them. Before session 18 every
-# run hung. Last line `nbprogress: PASS ...` or `nbprogress: FAIL ...`.
+# MPI_Probe, MPI_Sendrecv, MPI_Mprobe, MPI_Ssend, MPI_Rsend, MPI_Barrier or a blocking
+# MPI_Allreduce / MPI_Reduce_scatter_block on the same communicator while the other ranks wait
+# for its part of an MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce or MPI_Iallgather (2 MiB of
+# doubles), at p = 3 and 4 with the four forced to `binomial` (a relaying schedule whose later
+# steps pcoll advances only inside its intercepted calls); rank 0's stats must show pcoll
+# served them. Before session 18 every run hung; before session 19 the Mprobe, Ssend,
+# Barrier and blocking collective rounds did (MPICH 4.0). Last line `nbprogress: PASS ...` or
+# `nbprogress: FAIL ...`.
 set -uo pipefail
 # shellcheck source=setup.sh
 source "$(dirname "$0")/setup.sh" 2 2 "$@"

@@ -120,6 +120,15 @@ void pcoll_gate_close(void)
     memo_clear_all();
 }
 
+/* While one of pcoll's non-blocking schedules runs every call is declined (held = 1): a
+ * blocking collective then reaches the Rust path, which completes the schedules running on its
+ * communicator before it blocks (nbc::before_blocking). */
+void pcoll_gate_hold(int held)
+{
+    for (int c = 0; c < G_NCOLL; c++)
+        __atomic_store_n(&pcoll_hot[c].held, (unsigned char)(held != 0), __ATOMIC_SEQ_CST);
+}
+
 void pcoll_gate_open(void)
 {
     memo_clear_all();
@@ -268,7 +277,8 @@ COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_po
  * it), else 0. */
 HOT int small_intra(int coll, MPI_Comm comm, int *rank)
 {
-    if (!__atomic_load_n(&pcoll_hot[coll].open, __ATOMIC_ACQUIRE) || comm == MPI_COMM_NULL)
+    if (!__atomic_load_n(&pcoll_hot[coll].open, __ATOMIC_ACQUIRE) || __atomic_load_n(&pcoll_hot[coll].held, __ATOMIC_ACQUIRE) ||
+        comm == MPI_COMM_NULL)
         return 0;
     struct comm_entry *e = &comm_cache[slot_of(&comm, sizeof comm)];
     if (__atomic_load_n(&e->used, __ATOMIC_ACQUIRE) && same_comm(e->key, comm)) {

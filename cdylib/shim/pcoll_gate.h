@@ -62,6 +62,7 @@ struct gate_hot {
     unsigned char memo_in_place;       /* the call's send buffer was MPI_IN_PLACE */
     unsigned char memo_recv;           /* the receive buffer is written here (reduce: root) */
     unsigned char memo_p;              /* communicator size */
+    unsigned char held;                /* 1: decline everything (a non-blocking schedule runs) */
     unsigned long long memo_bytes;     /* the call's bytes */
     unsigned long long calls, bytes;   /* forwarded calls and bytes (pcoll's stats) */
     void (*fwd)(void);                 /* the MPI's own PMPI_<coll> (called on a memo hit) */
@@ -107,7 +108,8 @@ HOT int memo_hit(int coll, const struct memo_key *k, const void *sendbuf, const 
 {
     struct gate_hot *h = &pcoll_hot[coll];
     unsigned s = __atomic_load_n(&h->memo_seq, __ATOMIC_ACQUIRE);
-    if ((s & 1) || !__atomic_load_n(&h->open, __ATOMIC_RELAXED) || !__atomic_load_n(&h->memo_valid, __ATOMIC_RELAXED) ||
+    if ((s & 1) || !__atomic_load_n(&h->open, __ATOMIC_RELAXED) || __atomic_load_n(&h->held, __ATOMIC_RELAXED) ||
+        !__atomic_load_n(&h->memo_valid, __ATOMIC_RELAXED) ||
         __atomic_load_n(&h->mode, __ATOMIC_RELAXED) != PCOLL_MODE_CELLS)
         return 0;
     int same = __atomic_load_n(&h->memo_n, __ATOMIC_RELAXED) == k->n &&

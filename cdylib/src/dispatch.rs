@@ -50,6 +50,7 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
     if state::disabled() {
         return native();
     }
+    crate::nbc::before_blocking(a.comm);
     serve_call(state::global(), a, native)
 }
 

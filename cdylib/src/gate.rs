@@ -32,6 +32,7 @@ const MODE_DECLINE: c_int = 2;
 extern "C" {
     fn pcoll_gate_close();
     fn pcoll_gate_open();
+    fn pcoll_gate_hold(held: c_int);
     fn pcoll_gate_guard(coll: c_int, flags: c_uint, root_above: c_ulonglong);
     fn pcoll_gate_mode(coll: c_int, mode: c_int);
     #[cfg(test)]
@@ -146,6 +147,13 @@ pub fn open(cfg: &Config, mpi: pcoll::mpi::Mpi) {
     }
     // SAFETY: as above.
     unsafe { pcoll_gate_open() };
+}
+
+/// Decline every call while `held` (one of pcoll's non-blocking schedules runs:
+/// [`crate::nbc::before_blocking`] must see the blocking calls).
+pub fn hold(held: bool) {
+    // SAFETY: a plain C call on the gate's own static state.
+    unsafe { pcoll_gate_hold(held as c_int) };
 }
 
 /// Publish the cells of communicator size `p` (once; the first call of each size through the

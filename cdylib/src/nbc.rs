@@ -232,6 +232,7 @@ fn begin(e: &mut Entry) -> Result<(), c_int> {
             e.act = Some(act);
             e.phase = Phase::Running;
             RUNNING.fetch_add(1, Ordering::Relaxed);
+            hold_gate();
             step(e);
             Ok(())
         }
@@ -261,6 +262,7 @@ fn step(e: &mut Entry) {
     e.act = None;
     e.phase = Phase::Finished(rc);
     RUNNING.fetch_sub(1, Ordering::Relaxed);
+    hold_gate();
     e.token = token();
     if e.detached {
         // SAFETY: our own token (complete) and stand-in (inactive), each freed once.
@@ -303,6 +305,7 @@ pub fn progress() {
     let Some(mut t) = TABLE.try_lock() else {
         return;
     };
+    let _inside = Advancing::enter();
     for e in t.iter_mut().filter(|e| e.phase == Phase::Running) {
         step(e);
     }
@@ -311,16 +314,78 @@ pub fn progress() {
     ENTRIES.fetch_sub(before - t.len(), Ordering::Relaxed);
 }
 
-/// Complete every schedule running on the communicator whose state is `st` (its
-/// `MPI_Comm_free`, collective: every rank drives its own part here).
+thread_local! {
+    /// This thread is inside [`progress`] (holding the table): a blocking collective reached
+    /// from there (an MPI calling its own public symbols) must not wait for the table.
+    static ADVANCING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// [`ADVANCING`] set for the guard's life.
+struct Advancing(bool);
+
+impl Advancing {
+    fn enter() -> Advancing {
+        Advancing(ADVANCING.try_with(|a| a.replace(true)).unwrap_or(true))
+    }
+}
+
+impl Drop for Advancing {
+    fn drop(&mut self) {
+        let _ = ADVANCING.try_with(|a| a.set(self.0));
+    }
+}
+
+/// Complete every schedule running on the communicator whose state is `st`: before a
+/// blocking collective on it ([`before_blocking`]) and in its `MPI_Comm_free`. Both are
+/// collective, so every rank of the communicator drives its own part of them here.
 pub fn drain(st: *const crate::comm::CommState) {
+    if ADVANCING.try_with(|a| a.get()).unwrap_or(true) {
+        return;
+    }
     let on = |t: &[Entry]| {
         t.iter()
             .any(|e| e.phase == Phase::Running && std::ptr::eq(e.planned.st, st))
     };
+    let mut pause = Pause::default();
     while running() && on(&TABLE.lock()) {
         progress();
+        pause.pause();
     }
+}
+
+/// Before a blocking collective on `comm` (one pcoll serves or forwards, `MPI_Barrier`): the
+/// schedules pcoll runs on `comm` complete first. The MPI's progress rule lets a rank blocked
+/// in the collective advance its earlier non-blocking ones on that communicator, which other
+/// ranks may be waiting for; inside the MPI's blocking call pcoll's schedules would not
+/// move. Every rank calls its collectives on `comm` in one order, so each rank that reaches
+/// the blocking call has started the same schedules and drives them here (or in a completion
+/// call, or a blocking point-to-point call). One atomic load when nothing runs.
+pub fn before_blocking(comm: MPI_Comm) {
+    if !running() || inside_native() {
+        return;
+    }
+    if ADVANCING.try_with(|a| a.get()).unwrap_or(true) {
+        return;
+    }
+    // The state from the table (no MPI call: `comm` may be any handle the user passed).
+    let b = handle_bits(comm);
+    let st = TABLE
+        .lock()
+        .iter()
+        .find(|e| e.phase == Phase::Running && handle_bits(e.planned.a.comm) == b)
+        .map(|e| e.planned.st as *const crate::comm::CommState);
+    if let Some(st) = st {
+        drain(st);
+    }
+}
+
+/// While a schedule runs the native gate declines every call, so that blocking calls reach
+/// [`before_blocking`]. Under a lock, each update stores what [`running`] says then, so two
+/// threads changing it at once leave the last word to the current count.
+fn hold_gate() {
+    static HOLD: Mutex<()> = parking_lot::const_mutex(());
+    let _h = HOLD.lock();
+    crate::gate::hold(running());
 }
 
 pub mod stats {

@@ -155,6 +155,7 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
     if state::disabled() {
         return Some(native());
     }
+    crate::nbc::before_blocking(comm);
     if comm == consts::comm_null() || recvcounts.is_null() {
         return None;
     }
@@ -194,6 +195,7 @@ pub fn regular_native(
     if state::disabled() {
         return Some(native());
     }
+    crate::nbc::before_blocking(comm);
     if comm == consts::comm_null() || count < 0 {
         return None;
     }

@@ -1,13 +1,15 @@
-//! Blocking point-to-point calls (`MPI_Recv`, `MPI_Send`, `MPI_Sendrecv`, their `_c` forms,
-//! `MPI_Probe`) while one of pcoll's non-blocking schedules runs: MPI's progress rule says a
-//! rank blocked in `MPI_Recv` still advances its outstanding non-blocking collectives, and
-//! the other ranks may wait for this rank's next step. pcoll's schedules advance only inside
-//! intercepted calls, so these calls take the MPI's non-blocking form and complete it through
+//! Blocking point-to-point calls (`MPI_Recv`, `MPI_Send`, `MPI_Ssend`, `MPI_Rsend`,
+//! `MPI_Sendrecv`, their `_c` forms, `MPI_Probe`, `MPI_Mprobe`) and `MPI_Barrier` while one of
+//! pcoll's non-blocking schedules runs: MPI's progress rule says a rank blocked in `MPI_Recv`
+//! still advances its outstanding non-blocking collectives, and the other ranks may wait for
+//! this rank's next step. pcoll's schedules advance only inside intercepted calls, so the
+//! point-to-point calls take the MPI's non-blocking form and complete it through
 //! [`crate::nbc::drive`], which advances the schedules (the same loop as `MPI_Wait`). With no
 //! schedule running they go straight to the MPI (one atomic load). A point-to-point call
 //! matches its peer's whatever form either side takes; a blocking collective would not match
-//! a non-blocking one on the ranks where no schedule runs, so `MPI_Barrier` and the other
-//! blocking collectives pcoll forwards still block inside the MPI.
+//! a non-blocking one on the ranks where no schedule runs, so `MPI_Barrier` (like the
+//! collectives pcoll serves or forwards, in [`crate::dispatch`]) first completes the
+//! schedules on its own communicator ([`nbc::before_blocking`]) and then blocks inside the MPI.
 // The safety contract of each export is the MPI standard's for that call.
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
@@ -84,10 +86,45 @@ fn sendrecv(
     })
 }
 
-/// `MPI_Recv`, `MPI_Send`, `MPI_Sendrecv` with count type `$count` (`int`, or `MPI_Count` in
-/// the large-count `_c` forms) and the MPI's non-blocking calls of that type.
+/// A send (`MPI_Send`, `MPI_Ssend`, `MPI_Rsend`, or their `_c` forms: count type `$count`)
+/// served as its non-blocking form `$isend` while a schedule runs. (`MPI_Bsend` completes
+/// locally, without the receiver: it never waits for another rank.)
+macro_rules! send {
+    ($send:ident => $psend:ident, $isend:ident, $count:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $send(
+            buf: *const c_void,
+            count: $count,
+            dt: MPI_Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+        ) -> c_int {
+            if !nbc::running() {
+                // SAFETY: forwarded unchanged.
+                return unsafe { $psend(buf, count, dt, dest, tag, comm) };
+            }
+            // SAFETY: the caller's arguments, posted as the non-blocking form.
+            let post = |r: &mut MPI_Request| unsafe { $isend(buf, count, dt, dest, tag, comm, r) };
+            posted(stringify!($send), post, ignore())
+        }
+    };
+}
+
+send!(MPI_Send => PMPI_Send, PMPI_Isend, c_int);
+send!(MPI_Ssend => PMPI_Ssend, PMPI_Issend, c_int);
+send!(MPI_Rsend => PMPI_Rsend, PMPI_Irsend, c_int);
+#[cfg(pcoll_large_count)]
+send!(MPI_Send_c => PMPI_Send_c, PMPI_Isend_c, MPI_Count);
+#[cfg(pcoll_large_count)]
+send!(MPI_Ssend_c => PMPI_Ssend_c, PMPI_Issend_c, MPI_Count);
+#[cfg(pcoll_large_count)]
+send!(MPI_Rsend_c => PMPI_Rsend_c, PMPI_Irsend_c, MPI_Count);
+
+/// `MPI_Recv`, `MPI_Sendrecv` with count type `$count` (`int`, or `MPI_Count` in the
+/// large-count `_c` forms) and the MPI's non-blocking calls of that type.
 macro_rules! p2p {
-    ($recv:ident => $precv:ident, $send:ident => $psend:ident, $sr:ident => $psr:ident,
+    ($recv:ident => $precv:ident, $sr:ident => $psr:ident,
      $count:ty, $irecv:ident, $isend:ident) => {
         #[no_mangle]
         pub unsafe extern "C" fn $recv(
@@ -107,24 +144,6 @@ macro_rules! p2p {
             let post =
                 |r: &mut MPI_Request| unsafe { $irecv(buf, count, dt, source, tag, comm, r) };
             posted(stringify!($recv), post, status)
-        }
-
-        #[no_mangle]
-        pub unsafe extern "C" fn $send(
-            buf: *const c_void,
-            count: $count,
-            dt: MPI_Datatype,
-            dest: c_int,
-            tag: c_int,
-            comm: MPI_Comm,
-        ) -> c_int {
-            if !nbc::running() {
-                // SAFETY: forwarded unchanged.
-                return unsafe { $psend(buf, count, dt, dest, tag, comm) };
-            }
-            // SAFETY: the caller's arguments, posted as the non-blocking form.
-            let post = |r: &mut MPI_Request| unsafe { $isend(buf, count, dt, dest, tag, comm, r) };
-            posted(stringify!($send), post, ignore())
         }
 
         #[no_mangle]
@@ -162,11 +181,38 @@ macro_rules! p2p {
     };
 }
 
-p2p!(MPI_Recv => PMPI_Recv, MPI_Send => PMPI_Send, MPI_Sendrecv => PMPI_Sendrecv,
-    c_int, PMPI_Irecv, PMPI_Isend);
+p2p!(MPI_Recv => PMPI_Recv, MPI_Sendrecv => PMPI_Sendrecv, c_int, PMPI_Irecv, PMPI_Isend);
 #[cfg(pcoll_large_count)]
-p2p!(MPI_Recv_c => PMPI_Recv_c, MPI_Send_c => PMPI_Send_c, MPI_Sendrecv_c => PMPI_Sendrecv_c,
-    MPI_Count, PMPI_Irecv_c, PMPI_Isend_c);
+p2p!(MPI_Recv_c => PMPI_Recv_c, MPI_Sendrecv_c => PMPI_Sendrecv_c, MPI_Count, PMPI_Irecv_c,
+    PMPI_Isend_c);
+
+/// A blocking probe: straight to the MPI (`block`) when no schedule runs; otherwise its
+/// non-blocking form `iprobe` (which sets `flag`), tried while pcoll's schedules advance, and
+/// `block` once none runs any more.
+fn probe(
+    name: &str,
+    mut iprobe: impl FnMut(&mut c_int) -> c_int,
+    block: impl FnOnce() -> c_int,
+) -> c_int {
+    if !nbc::running() {
+        return block();
+    }
+    guard(name, || {
+        let mut pause = nbc::Pause::default();
+        loop {
+            nbc::progress();
+            if !nbc::running() {
+                return block();
+            }
+            let mut flag = 0;
+            let rc = iprobe(&mut flag);
+            if rc != consts::SUCCESS() || flag != 0 {
+                return rc;
+            }
+            pause.pause();
+        }
+    })
+}
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Probe(
@@ -175,30 +221,43 @@ pub unsafe extern "C" fn MPI_Probe(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    if !nbc::running() {
+    probe(
+        "MPI_Probe",
+        // SAFETY: the caller's arguments; out-pointer to a local.
+        |flag| unsafe { PMPI_Iprobe(source, tag, comm, flag, status) },
         // SAFETY: forwarded unchanged.
-        return unsafe { PMPI_Probe(source, tag, comm, status) };
+        || unsafe { PMPI_Probe(source, tag, comm, status) },
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    probe(
+        "MPI_Mprobe",
+        // SAFETY: the caller's arguments; out-pointer to a local.
+        |flag| unsafe { PMPI_Improbe(source, tag, comm, flag, message, status) },
+        // SAFETY: forwarded unchanged.
+        || unsafe { PMPI_Mprobe(source, tag, comm, message, status) },
+    )
+}
+
+/// `MPI_Barrier`: pcoll's schedules running on `comm` complete first
+/// ([`nbc::before_blocking`]), then the MPI's barrier. A barrier cannot be swapped for
+/// `MPI_Ibarrier` (it would not match the blocking barrier of a rank where nothing runs).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
+    if nbc::running() {
+        guard("MPI_Barrier", || {
+            nbc::before_blocking(comm);
+            consts::SUCCESS()
+        });
     }
-    guard("MPI_Probe", || {
-        let mut spins = 0u32;
-        loop {
-            nbc::progress();
-            if !nbc::running() {
-                // SAFETY: forwarded unchanged.
-                return unsafe { PMPI_Probe(source, tag, comm, status) };
-            }
-            let mut flag = 0;
-            // SAFETY: the caller's arguments; out-pointer to a local.
-            let rc = unsafe { PMPI_Iprobe(source, tag, comm, &mut flag, status) };
-            if rc != consts::SUCCESS() || flag != 0 {
-                return rc;
-            }
-            spins += 1;
-            if spins < nbc::SPINS {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
-    })
+    // SAFETY: forwarded unchanged.
+    unsafe { PMPI_Barrier(comm) }
 }

@@ -123,7 +123,7 @@ pub fn drive(
     all: bool,
     native: &mut Native<'_>,
 ) -> (c_int, bool) {
-    let mut spins = 0u32;
+    let mut pause = Pause::default();
     loop {
         progress();
         let mut p = prep(reqs);
@@ -157,10 +157,21 @@ pub fn drive(
         if !block {
             return (consts::SUCCESS(), false);
         }
-        // Spin, then yield the core at every turn: with more ranks than cores a spinning
-        // rank holds the core the rank it waits for needs (the blocking `shm` waits alike).
-        spins += 1;
-        if spins < SPINS {
+        pause.pause();
+    }
+}
+
+/// The wait between two turns of a loop that waits for pcoll's schedules ([`drive`],
+/// [`super::drain`], `MPI_Probe`): spin [`SPINS`] turns, then yield the core at every turn —
+/// with more ranks than cores a spinning rank holds the core the rank it waits for needs
+/// (the blocking `shm` waits alike).
+#[derive(Default)]
+pub(crate) struct Pause(u32);
+
+impl Pause {
+    pub(crate) fn pause(&mut self) {
+        if self.0 < SPINS {
+            self.0 += 1;
             std::hint::spin_loop();
         } else {
             std::thread::yield_now();
@@ -168,8 +179,8 @@ pub fn drive(
     }
 }
 
-/// Turns of [`drive`] spent spinning before it yields the core at every turn.
-pub(crate) const SPINS: u32 = 200;
+/// Turns of a [`Pause`] spent spinning before it yields the core at every turn.
+const SPINS: u32 = 200;
 
 /// `MPI_Request_get_status`: complete without freeing (pcoll's requests are answered here).
 pub fn get_status(req: MPI_Request, flag: &mut c_int, status: *mut MPI_Status) -> c_int {
