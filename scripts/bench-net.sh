@@ -3,7 +3,7 @@
 # (BENCH_NET_MPI=openmpi for Open MPI).
 #   Configurations (BENCH_NET_CONFIGS, default "4x1 8x1 2x2" = nodes x ranks per node), all
 #   four collectives, 1 KiB .. 16 MiB, native, auto and every algorithm, interleaved (ABBA),
-#   every result checked (--check). Links: BENCH_NET_RATE (500mbit), tbf burst 32 KB.
+#   every result checked (--check). Links: BENCH_NET_RATE (500mbit), burst 32 KB, acknowledgements first (netcluster.sh --queue acks).
 # Writes results/net/bench.<mpi>.<N>x<K>.{txt,csv,json,svg,ratio.svg} and .links.txt (the
 # link check of `up`); each configuration
 # brings its own cluster up ("bn", or BENCH_NET_NAME) and takes it down. Bandwidth-bound cells are slow (16 MiB

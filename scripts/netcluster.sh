@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # An emulated cluster on one machine: network namespaces joined by shaped veth links.
 #
-#   scripts/netcluster.sh [--name C] up N --rate R [--ppn K] [--burst B] [--no-measure]
+#   scripts/netcluster.sh [--name C] up N --rate R [--ppn K] [--burst B] [--queue Q] [--no-measure]
 #   scripts/netcluster.sh [--name C] down
 #   scripts/netcluster.sh [--name C] status
 #   scripts/netcluster.sh [--name C] measure          # each link's bandwidth and latency
 #   scripts/netcluster.sh [--name C] run [--ppn K] [--mpi mpich|openmpi] [--preload LIB]
 #                                        [--timeout S] [--env VAR=VALUE]... -- PROG ARGS
-#   scripts/netcluster.sh [--name C] with N --rate R [--ppn K] [--burst B] -- COMMAND ARGS
+#   scripts/netcluster.sh [--name C] with N --rate R [--ppn K] [--burst B] [--queue Q] -- COMMAND ARGS
 #                        # up (no measurement), run COMMAND, down whatever happens
 #
 # Cluster C (default "nc", or $PCOLL_NET_NAME) consists of
@@ -15,8 +15,12 @@
 #   pcoll-C-n0 .. n<N-1> one namespace per node: lo, and pcnet = one end of a veth pair whose
 #                        other end (n<k>) is a port of br0; address 10.213.0.<k+1>/24
 #                        ($PCOLL_NET_SUBNET, first three octets) on pcnet;
-# tbf shaping (rate R, burst B, default 32kb) on both ends of every veth pair, so both
-# directions of each node's link are shaped. Nothing is created outside these namespaces:
+# shaping at rate R (burst B, default 32kb) on both ends of every veth pair, so both
+# directions of each node's link are shaped. --queue acks (default): htb at rate R whose
+# TCP acknowledgements (packets under 128 bytes) go ahead of the data (a node sending and receiving at once
+# otherwise queues the acknowledgements of what it receives behind what it sends, and its
+# incoming stream stalls: docs/emulated-cluster.md); --queue fifo: one tbf queue of 200 ms
+# (the cluster before session 19). Nothing is created outside these namespaces:
 # no address or route in the root namespace; `down` removes exactly pcoll-C-*.
 #
 # run: N*K ranks, ranks k*K .. k*K+K-1 on node k (K = --ppn, default the one given to up).
@@ -110,13 +114,39 @@ load_state() {
 }
 
 # --- up ----------------------------------------------------------------------------------
+# shape NS DEV RATE BURST QUEUE: DEV's egress at RATE. fifo: one tbf queue (200 ms deep).
+# acks: htb at RATE (ceil RATE) with two classes that borrow from each other: TCP packets
+# under 128 bytes (acknowledgements, and small control messages such as UCX's rendezvous
+# handshakes) in the first (priority 0), everything else in the second (its pfifo queue is
+# the veth's txqueuelen, 1000 packets). Pure acknowledgements alone: a chain of 4 MiB in
+# 256 KiB segments over 4 nodes took 100-104 ms; with the small packets too 87-89 (one
+# stream 70; fifo 119-144).
+shape() {
+  local ns=$1 dev=$2 rate=$3 burst=$4 queue=$5 bps
+  if [ "$queue" = fifo ]; then
+    kern tc -n "$ns" qdisc add dev "$dev" root tbf rate "$rate" burst "$burst" latency 200ms
+    return
+  fi
+  bps=$(rate_bps "$rate")
+  kern tc -n "$ns" qdisc add dev "$dev" root handle 1: htb default 20
+  kern tc -n "$ns" class add dev "$dev" parent 1: classid 1:1 htb rate "${bps}bit" ceil "${bps}bit" \
+    burst "$burst" cburst "$burst" quantum 60000
+  kern tc -n "$ns" class add dev "$dev" parent 1:1 classid 1:10 htb rate "$((bps / 10))bit" \
+    ceil "${bps}bit" burst "$burst" cburst "$burst" prio 0 quantum 60000
+  kern tc -n "$ns" class add dev "$dev" parent 1:1 classid 1:20 htb rate "$((bps - bps / 10))bit" \
+    ceil "${bps}bit" burst "$burst" cburst "$burst" prio 1 quantum 60000
+  kern tc -n "$ns" filter add dev "$dev" parent 1: protocol ip prio 1 u32 \
+    match ip protocol 6 0xff match u16 0x0000 0xff80 at 2 flowid 1:10
+}
+
 cmd_up() {
-  local n="" rate="" ppn=1 burst=32kb measure=1
+  local n="" rate="" ppn=1 burst=32kb measure=1 queue=acks
   while [ $# -gt 0 ]; do
     case $1 in
       --rate) rate=$2; shift 2 ;;
       --ppn) ppn=$2; shift 2 ;;
       --burst) burst=$2; shift 2 ;;
+      --queue) queue=$2; shift 2 ;;
       --no-measure) measure=0; shift ;;
       [0-9]*) n=$1; shift ;;
       *) usage ;;
@@ -127,6 +157,7 @@ cmd_up() {
   [ "$ppn" -ge 1 ] 2>/dev/null || die "--ppn must be >= 1"
   rate_bps "$rate" >/dev/null || die "--rate: not a tc rate ($rate; e.g. 500mbit, 1gbit)"
   [[ $burst =~ ^[0-9]+([kKmM]?(b|bit)?)$ ]] || die "--burst: a tc size (e.g. 32kb, 64k, 16000)"
+  [[ $queue =~ ^(acks|fifo)$ ]] || die "--queue: acks or fifo"
   need_root
   [ -z "$(existing_ns)" ] && [ ! -e "$STATE" ] || die "cluster '$NAME' exists already (scripts/netcluster.sh --name $NAME down)"
 
@@ -155,8 +186,8 @@ cmd_up() {
     ip -n "$ns" link set $IFACE up || exit 1
     ip -n "$SW" link set n$k up || exit 1
     # both directions: node -> switch on pcnet, switch -> node on n<k>
-    kern tc -n "$ns" qdisc add dev $IFACE root tbf rate "$rate" burst "$burst" latency 200ms
-    kern tc -n "$SW" qdisc add dev n$k root tbf rate "$rate" burst "$burst" latency 200ms
+    shape "$ns" $IFACE "$rate" "$burst" $queue
+    shape "$SW" n$k "$rate" "$burst" $queue
   done
   mkdir -p "$STATE"
   cat >"$STATE/env" <<EOF
@@ -164,6 +195,7 @@ N=$n
 PPN=$ppn
 RATE=$rate
 BURST=$burst
+QUEUE=$queue
 SUBNET=$SUBNET
 CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 EOF
@@ -173,7 +205,7 @@ EOF
     sleep 0.1; tries=$((tries + 1))
   done
   trap - EXIT INT TERM HUP
-  echo "netcluster: $NAME up: $n nodes x $ppn ranks, $rate, tbf burst $burst, $SUBNET.1..$SUBNET.$n on $IFACE"
+  echo "netcluster: $NAME up: $n nodes x $ppn ranks, $rate, burst $burst, queue $queue, $SUBNET.1..$SUBNET.$n on $IFACE"
   if [ $measure = 1 ] && [ "$n" -ge 2 ]; then
     cmd_measure || { echo "netcluster: measurement failed (cluster left up)" >&2; return 1; }
   fi
@@ -254,7 +286,7 @@ cmd_status() {
   local nss
   nss=$(existing_ns)
   if [ -z "$nss" ]; then echo "netcluster: $NAME is down"; return 0; fi
-  [ -f "$STATE/env" ] && { . "$STATE/env"; echo "netcluster: $NAME up since $CREATED: $N nodes x $PPN ranks, $RATE, burst $BURST"; }
+  [ -f "$STATE/env" ] && { . "$STATE/env"; echo "netcluster: $NAME up since $CREATED: $N nodes x $PPN ranks, $RATE, burst $BURST, queue ${QUEUE:-fifo}"; }
   local ns
   for ns in $nss; do
     case $ns in
