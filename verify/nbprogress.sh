@@ -7,8 +7,8 @@
 # doubles), at p = 3 and 4 with the four forced to `binomial` (a relaying schedule whose later
 # steps pcoll advances only inside its intercepted calls); rank 0's stats must show pcoll
 # served them. Before session 18 every run hung; before session 19 the Mprobe, Ssend,
-# Barrier and blocking collective rounds did (MPICH 4.0). Last line `nbprogress: PASS ...` or
-# `nbprogress: FAIL ...`.
+# Barrier and blocking collective rounds did (MPICH 4.0). Where the MPI has a Fortran wrapper,
+# verify/nbprogress_f.f90 too (p = 3). Last line `nbprogress: PASS ...` or `nbprogress: FAIL ...`.
 set -uo pipefail
 # shellcheck source=setup.sh
 source "$(dirname "$0")/setup.sh" 2 2 "$@"
@@ -30,4 +30,25 @@ for p in 3 4; do
     echo "$out" | grep -E 'nbprogress|FAILED|signal' | head -5 | sed 's/^/    /'
   fi
 done
-if [ $fails = 0 ]; then echo "nbprogress: PASS ($MPI, p = 3, 4)"; else echo "nbprogress: FAIL ($MPI, $fails runs)"; exit 1; fi
+# The same rule from Fortran (`use mpi`), where the MPI has a Fortran wrapper: Open MPI's
+# Fortran MPI_RECV, MPI_BARRIER, ... call PMPI_ directly (pcoll's Fortran entries take them).
+ftxt=""
+if [ -n "${MPIFC:-}" ]; then
+  FBIN=$OUT/nbprogress_f-$MPI
+  if ! (cd "$OUT" && $MPIFC -O1 -o "$FBIN" "$ROOT/verify/nbprogress_f.f90") >"$OUT/nbprogress_f-$MPI.err" 2>&1; then
+    fails=$((fails + 1)); echo "  fortran: FAILED (build: $OUT/nbprogress_f-$MPI.err)"
+  else
+    out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+      "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_STATS=1 PCOLL_BCAST=binomial \
+      PCOLL_REDUCE=binomial -- "$FBIN" </dev/null 2>&1)
+    rc=$?
+    served=$(echo "$out" | grep -cE '^pcoll: stats i(bcast|reduce) binomial')
+    if [ $rc = 0 ] && echo "$out" | grep -q '^nbprogress_f: ok' && [ "$served" = 2 ]; then
+      echo "  fortran p=3: ok (2 I-collectives served by binomial)"; ftxt=", Fortran"
+    else
+      fails=$((fails + 1)); echo "  fortran p=3: FAILED (exit $rc, $served of 2 served)"
+      echo "$out" | grep -E 'nbprogress|FAILED|signal' | head -5 | sed 's/^/    /'
+    fi
+  fi
+fi
+if [ $fails = 0 ]; then echo "nbprogress: PASS ($MPI, p = 3, 4$ftxt)"; else echo "nbprogress: FAIL ($MPI, $fails runs)"; exit 1; fi

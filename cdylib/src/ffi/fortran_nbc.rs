@@ -1,4 +1,5 @@
-//! Fortran entries of the non-blocking collectives and of the completion calls, for Open MPI,
+//! Fortran entries of the non-blocking collectives, of the completion calls and of the blocking
+//! calls that advance pcoll's schedules (`MPI_RECV`, `MPI_BARRIER`, ...), for Open MPI,
 //! whose `mpif.h` / `use mpi` wrappers (`mpi_ireduce_`, `mpi_wait_`, …) and `use mpi_f08`
 //! wrappers (through `ompi_ireduce_f`, `ompi_wait_f`, …) call `PMPI_Ireduce`, `PMPI_Wait`, …
 //! directly. Without them a Fortran program would never reach pcoll's non-blocking path, and a
@@ -13,7 +14,7 @@
 
 use super::complete as c;
 use super::fortran::{buf_in, buf_out, set_ierr, Fint};
-use super::nbc;
+use super::{blocking, nbc};
 use crate::consts;
 use mpi_sys::*;
 use std::os::raw::{c_int, c_void};
@@ -469,3 +470,51 @@ fortran_nb!(
     (b: *mut c_void, n: Fc, t: Fc, root: Fc, cm: Fc),
     |q: *mut MPI_Request| nbc::MPI_Ibcast(buf_out(b), *n, dt(t), *root, comm(cm), q);
     mpi_ibcast_, mpi_ibcast__, mpi_ibcast, MPI_IBCAST, ompi_ibcast_f);
+
+// ------------------------------------------------------------------ blocking calls
+// Open MPI's Fortran `MPI_RECV`, `MPI_SEND`, ..., `MPI_BARRIER` call `PMPI_Recv`, ...
+// directly: without these a Fortran rank blocked in one of them would not advance pcoll's
+// schedules ([`super::blocking`]). With no schedule running the C entries go straight to
+// the MPI.
+
+/// A blocking call with one status: `call(status)` on C storage (or `MPI_STATUS_IGNORE`),
+/// the status written back for Fortran, and `ierr`.
+///
+/// # Safety
+/// `status` is Fortran's `MPI_STATUS_IGNORE` or `STATUS_INTS` writable integers; `ierr` as
+/// for every entry.
+unsafe fn with_status(status: F, ierr: F, call: impl FnOnce(*mut MPI_Status) -> c_int) {
+    let ignore = status_ignored(status) || status.is_null();
+    let mut st = [zeroed_status()];
+    let rc = call(status_ptr(&mut st, ignore, true));
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        if rc == consts::SUCCESS() && !ignore {
+            PMPI_Status_c2f(&st[0], status);
+        }
+        set_ierr(ierr, rc);
+    }
+}
+
+fortran_names!((cm: Fc, ierr: F) => set_ierr(ierr, blocking::MPI_Barrier(comm(cm)));
+    mpi_barrier_, mpi_barrier__, mpi_barrier, MPI_BARRIER, ompi_barrier_f);
+fortran_names!((b: *mut c_void, n: Fc, t: Fc, src: Fc, tag: Fc, cm: Fc, status: F, ierr: F) =>
+    with_status(status, ierr, |s| blocking::MPI_Recv(buf_out(b), *n, dt(t), *src, *tag, comm(cm), s));
+    mpi_recv_, mpi_recv__, mpi_recv, MPI_RECV, ompi_recv_f);
+fortran_names!((b: *const c_void, n: Fc, t: Fc, dst: Fc, tag: Fc, cm: Fc, ierr: F) =>
+    set_ierr(ierr, blocking::MPI_Send(buf_in(b), *n, dt(t), *dst, *tag, comm(cm)));
+    mpi_send_, mpi_send__, mpi_send, MPI_SEND, ompi_send_f);
+fortran_names!((b: *const c_void, n: Fc, t: Fc, dst: Fc, tag: Fc, cm: Fc, ierr: F) =>
+    set_ierr(ierr, blocking::MPI_Ssend(buf_in(b), *n, dt(t), *dst, *tag, comm(cm)));
+    mpi_ssend_, mpi_ssend__, mpi_ssend, MPI_SSEND, ompi_ssend_f);
+fortran_names!((b: *const c_void, n: Fc, t: Fc, dst: Fc, tag: Fc, cm: Fc, ierr: F) =>
+    set_ierr(ierr, blocking::MPI_Rsend(buf_in(b), *n, dt(t), *dst, *tag, comm(cm)));
+    mpi_rsend_, mpi_rsend__, mpi_rsend, MPI_RSEND, ompi_rsend_f);
+fortran_names!((src: Fc, tag: Fc, cm: Fc, status: F, ierr: F) =>
+    with_status(status, ierr, |s| blocking::MPI_Probe(*src, *tag, comm(cm), s));
+    mpi_probe_, mpi_probe__, mpi_probe, MPI_PROBE, ompi_probe_f);
+fortran_names!((sb: *const c_void, sn: Fc, st: Fc, dst: Fc, stag: Fc,
+                rb: *mut c_void, rn: Fc, rt: Fc, src: Fc, rtag: Fc, cm: Fc, status: F, ierr: F) =>
+    with_status(status, ierr, |s| blocking::MPI_Sendrecv(buf_in(sb), *sn, dt(st), *dst, *stag,
+        buf_out(rb), *rn, dt(rt), *src, *rtag, comm(cm), s));
+    mpi_sendrecv_, mpi_sendrecv__, mpi_sendrecv, MPI_SENDRECV, ompi_sendrecv_f);
