@@ -1,13 +1,15 @@
-! nbprogress_f.f90 -- verify/nbprogress.c's progress rule from Fortran (`use mpi`): every rank
+! nbprogress_f.f90 -- verify/nbprogress.c's progress rule from Fortran (mpif.h): every rank
 ! starts an MPI_IBCAST or MPI_IREDUCE of n doubles; every rank but 0 completes it first, while
 ! rank 0 first makes one blocking call (MPI_RECV, MPI_PROBE + MPI_RECV, MPI_SENDRECV, MPI_SSEND,
 ! MPI_RSEND to a receive posted before, MPI_BARRIER) and only then waits. Open MPI's Fortran
-! wrappers call PMPI_ directly: pcoll must see these calls to advance its schedules.
+! wrappers call PMPI_ directly: pcoll must see these calls to advance its schedules. mpif.h (the
+! same wrappers as `use mpi`), which every MPI's compiler wrapper can read (Intel MPI's modules
+! are not readable by Debian's gfortran); built with -fallow-argument-mismatch.
 !   mpirun -np <p> [PCOLL_BCAST=binomial PCOLL_REDUCE=binomial] nbprogress_f
 ! Last line "nbprogress_f: ok" or the first failure; a hang is the caller's timeout.
 program nbprogress_f
-  use mpi
   implicit none
+  include 'mpif.h'
   integer, parameter :: n = 262144, kinds = 6
   integer :: ierr, rank, p, round, coll, kind, r, v, q, pre, one
   integer :: st(MPI_STATUS_SIZE)
