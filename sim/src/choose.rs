@@ -82,7 +82,8 @@ pub fn cell(
     cell_on(cfg, table, mpi, (coll, p, bytes, commutative), 0)
 }
 
-/// [`cell`] on nodes of `ppn` consecutive ranks (0 or 1: nodes not given, one level).
+/// [`cell`] on nodes of `ppn` consecutive ranks (0: nodes not given, one node; 1: every rank
+/// a node of its own, one level of network, where `shm` cannot serve, as in the library).
 pub fn cell_on(
     cfg: &Config,
     table: &Table,
@@ -90,7 +91,7 @@ pub fn cell_on(
     (coll, p, bytes, commutative): (Collective, usize, usize, bool),
     ppn: usize,
 ) -> Result<Cell, String> {
-    let nodes = if ppn > 1 {
+    let nodes = if ppn >= 1 {
         NodeShape::blocks(p, ppn)
     } else {
         NodeShape::default()
@@ -116,7 +117,11 @@ pub fn cell_on(
             pcoll::model::native::native(mpi, coll, p, bytes, commutative, &np),
         )
     } else {
-        model::prices(mpi, &params, coll, p, bytes, commutative)
+        let mut flat = model::prices(mpi, &params, coll, p, bytes, commutative);
+        if nodes.nodes > 1 {
+            flat.0.retain(|(a, _)| *a != pcoll::Algorithm::Shm);
+        }
+        flat
     };
     let alg = decision.algorithm;
     let segment = pcoll::segment::uses_segment(alg, coll).then(|| {
@@ -224,4 +229,28 @@ pub fn table_row(c: &Cell, table: &Table) -> String {
         c.native.1,
         if best > 0.0 { t / best } else { 1.0 }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Four nodes of one rank each (`--nodes 4` at p = 4): `shm` can neither be chosen nor
+    /// priced, as in the library, whose `shm` needs the communicator on one node; without
+    /// nodes the same cell takes it (the built-in MPICH table's rule).
+    #[test]
+    fn one_rank_per_node_never_takes_shm() {
+        let table = Table::builtin_for(Mpi::Mpich);
+        let cfg = Config::default();
+        let call = (Collective::Reduce, 4, 1 << 20, true);
+        let one = cell_on(&cfg, &table, Mpi::Mpich, call, 0).unwrap();
+        assert_eq!(one.decision.algorithm, pcoll::Algorithm::Shm.into());
+        let four = cell_on(&cfg, &table, Mpi::Mpich, call, 1).unwrap();
+        assert_ne!(four.decision.algorithm, pcoll::Algorithm::Shm.into());
+        assert!(
+            four.prices.iter().all(|(a, _)| *a != "shm"),
+            "{:?}",
+            four.prices
+        );
+    }
 }
