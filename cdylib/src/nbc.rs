@@ -320,6 +320,12 @@ thread_local! {
     static ADVANCING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// This thread holds the table inside [`progress`] (or cannot tell: thread exit), where
+/// waiting for the table would deadlock.
+fn advancing() -> bool {
+    ADVANCING.try_with(|a| a.get()).unwrap_or(true)
+}
+
 /// [`ADVANCING`] set for the guard's life.
 struct Advancing(bool);
 
@@ -339,7 +345,7 @@ impl Drop for Advancing {
 /// blocking collective on it ([`before_blocking`]) and in its `MPI_Comm_free`. Both are
 /// collective, so every rank of the communicator drives its own part of them here.
 pub fn drain(st: *const crate::comm::CommState) {
-    if ADVANCING.try_with(|a| a.get()).unwrap_or(true) {
+    if advancing() {
         return;
     }
     let on = |t: &[Entry]| {
@@ -361,10 +367,7 @@ pub fn drain(st: *const crate::comm::CommState) {
 /// the blocking call has started the same schedules and drives them here (or in a completion
 /// call, or a blocking point-to-point call). One atomic load when nothing runs.
 pub fn before_blocking(comm: MPI_Comm) {
-    if !running() || inside_native() {
-        return;
-    }
-    if ADVANCING.try_with(|a| a.get()).unwrap_or(true) {
+    if !running() || inside_native() || advancing() {
         return;
     }
     // The state from the table (no MPI call: `comm` may be any handle the user passed).

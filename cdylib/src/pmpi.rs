@@ -474,15 +474,24 @@ impl Transport for PmpiTransport<'_> {
         self.post(false, peer, pieces)
     }
 
-    fn wait(&mut self, r: Req) -> Result<(), Error> {
+    fn wait(&mut self, mut r: Req) -> Result<(), Error> {
+        if crate::nbc::running() {
+            // A rank blocked here may hold a step of a schedule on another communicator that
+            // a rank this call waits for is itself waiting for (MPI's progress rule): test,
+            // and between tests advance the schedules (inside `PMPI_Waitall` they would not
+            // move).
+            let mut pause = crate::nbc::Pause::default();
+            while !self.test(&mut r)? {
+                crate::nbc::progress();
+                pause.pause();
+            }
+            return Ok(());
+        }
         let (s, n) = (r.start as usize, r.len as usize);
         let reqs = self
             .reqs
             .get_mut(s..s + n)
             .ok_or_else(|| Error::Internal("wait on an unknown request".into()))?;
-        if crate::nbc::running() {
-            return check(wait_advancing(reqs), "MPI_Testall");
-        }
         // SAFETY: the requests came from Isend/Irecv in `post` and are waited exactly once
         // (MPI sets them to MPI_REQUEST_NULL).
         let rc = unsafe {
@@ -615,31 +624,5 @@ impl Transport for PmpiTransport<'_> {
         crate::shm::run::run_plan(Some(w), &call, &plan)?;
         crate::state::record_node_step(step, n * self.f.size);
         Ok(())
-    }
-}
-
-/// Complete `reqs` (a blocking collective's messages) while pcoll's non-blocking schedules
-/// run: test them, and between tests advance the schedules. A rank blocked here may hold a
-/// step of a schedule on another communicator that a rank this call waits for is itself
-/// waiting for (MPI's progress rule); inside `PMPI_Waitall` the schedules would not move.
-fn wait_advancing(reqs: &mut [MPI_Request]) -> c_int {
-    let mut pause = crate::nbc::Pause::default();
-    loop {
-        let mut flag: c_int = 0;
-        // SAFETY: the transport's own requests (from `post`); Testall completes all of them
-        // or none.
-        let rc = unsafe {
-            PMPI_Testall(
-                reqs.len() as c_int,
-                reqs.as_mut_ptr(),
-                &mut flag,
-                RSMPI_STATUSES_IGNORE,
-            )
-        };
-        if rc != consts::SUCCESS() || flag != 0 {
-            return rc;
-        }
-        crate::nbc::progress();
-        pause.pause();
     }
 }

@@ -118,7 +118,7 @@ pub fn cell_on(
         )
     } else {
         let mut flat = model::prices(mpi, &params, coll, p, bytes, commutative);
-        if nodes.nodes > 1 {
+        if !call.shm_ok() {
             flat.0.retain(|(a, _)| *a != pcoll::Algorithm::Shm);
         }
         flat
