@@ -8,13 +8,18 @@
  * to a receive posted before the collective started), or enters a blocking collective on the
  * same communicator that the others enter after their wait (MPI_Barrier; an 8-byte
  * MPI_Allreduce, served by pcoll when it is forced; an 8-byte MPI_Reduce_scatter_block,
- * forwarded), or the same 8-byte MPI_Allreduce on a duplicate communicator. A correct
+ * forwarded), or the same 8-byte MPI_Allreduce on a duplicate communicator. In the FIRST
+ * rounds the collective is the first call on a new communicator, and the other ranks make
+ * their blocking call before they start it: a 1 MiB MPI_Send to rank 0 (a rendezvous: it
+ * returns once rank 0 receives), which rank 0 receives only after it started the collective:
+ * starting it must not wait for the other ranks (as a shadow communicator's PMPI_Comm_dup or a
+ * shared window's allocation would). A correct
  * MPI program: the MPI must advance rank 0's part of the collective while rank 0 is blocked,
  * or the other ranks never finish theirs. pcoll runs its schedules in steps that only its
  * intercepted calls advance.
  *
  *   mpirun -np <p> [PCOLL_<COLL>=binomial ...] nbprogress [count [kind]]
- * (kind: run only the rounds of that kind, 0-9 in the order of the enum below)
+ * (kind: run only the rounds of that kind, 0-10 in the order of the enum below)
  * Last line "nbprogress: ok" or the first failure; a hang is the caller's timeout.
  */
 #include <mpi.h>
@@ -31,7 +36,10 @@ static void check(int ok, const char *what, int round) {
     }
 }
 
-enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, KINDS };
+enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, FIRST, KINDS };
+
+enum { BIG = 1 << 17 }; /* doubles of a FIRST round's message: 1 MiB */
+static double *big;
 
 static MPI_Comm dup; /* a duplicate of MPI_COMM_WORLD, used once before the rounds */
 
@@ -42,6 +50,18 @@ static void blocked(int kind, int round, MPI_Request *pre, int *prev) {
     int v = -1;
     if (kind == BARRIER) {
         MPI_Barrier(MPI_COMM_WORLD);
+        return;
+    }
+    if (kind == FIRST) {
+        if (rank != 0) {
+            for (int i = 0; i < BIG; i++) big[i] = rank;
+            MPI_Send(big, BIG, MPI_DOUBLE, 0, 9, MPI_COMM_WORLD);
+            return;
+        }
+        for (int r = 1; r < p; r++) {
+            MPI_Recv(big, BIG, MPI_DOUBLE, r, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            check(big[0] == r && big[BIG - 1] == r, "first-call message", round);
+        }
         return;
     }
     if (kind == ALLREDUCE || kind == RSB || kind == DUP_ALLREDUCE) {
@@ -105,6 +125,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &p);
     int n = argc > 1 ? atoi(argv[1]) : 1 << 18, only = argc > 2 ? atoi(argv[2]) : -1;
     double *a = malloc(sizeof(double) * n * p), *b = malloc(sizeof(double) * n * p);
+    big = malloc(sizeof(double) * BIG);
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     double one = 1, all = 0;
     MPI_Allreduce(&one, &all, 1, MPI_DOUBLE, MPI_SUM, dup);
@@ -113,16 +134,24 @@ int main(int argc, char **argv) {
         if (only >= 0 && kind != only) continue;
         for (int i = 0; i < n * p; i++) a[i] = rank + 1 + i % 7, b[i] = -1;
         MPI_Request q, pre = MPI_REQUEST_NULL;
+        MPI_Comm c = MPI_COMM_WORLD;
+        if (kind == FIRST) {
+            /* A new communicator; the others send before they start the collective. */
+            MPI_Comm_dup(MPI_COMM_WORLD, &c);
+            if (rank != 0) blocked(kind, round, &pre, &prev);
+        }
         if (kind == RSEND) {
             /* The receives an MPI_Rsend needs, posted before anything runs. */
             if (rank != 0) MPI_Irecv(&prev, 1, MPI_INT, 0, 8, MPI_COMM_WORLD, &pre);
             MPI_Barrier(MPI_COMM_WORLD);
         }
-        if (coll == 0) MPI_Ibcast(a, n, MPI_DOUBLE, 0, MPI_COMM_WORLD, &q);
-        else if (coll == 1) MPI_Ireduce(a, b, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD, &q);
-        else if (coll == 2) MPI_Iallreduce(a, b, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q);
-        else MPI_Iallgather(a, n, MPI_DOUBLE, b, n, MPI_DOUBLE, MPI_COMM_WORLD, &q);
-        if (rank == 0) {
+        if (coll == 0) MPI_Ibcast(a, n, MPI_DOUBLE, 0, c, &q);
+        else if (coll == 1) MPI_Ireduce(a, b, n, MPI_DOUBLE, MPI_SUM, 0, c, &q);
+        else if (coll == 2) MPI_Iallreduce(a, b, n, MPI_DOUBLE, MPI_SUM, c, &q);
+        else MPI_Iallgather(a, n, MPI_DOUBLE, b, n, MPI_DOUBLE, c, &q);
+        if (kind == FIRST && rank != 0) {
+            MPI_Wait(&q, MPI_STATUS_IGNORE);
+        } else if (rank == 0) {
             blocked(kind, round, &pre, &prev);
             MPI_Wait(&q, MPI_STATUS_IGNORE);
         } else {
@@ -134,12 +163,14 @@ int main(int argc, char **argv) {
         if (coll == 1 && rank == 0) check(b[n - 1] == sum, "reduce", round);
         if (coll == 2) check(b[n - 1] == sum, "allreduce", round);
         if (coll == 3) check(b[(p - 1) * n] == p, "allgather", round);
+        if (c != MPI_COMM_WORLD) MPI_Comm_free(&c);
     }
     MPI_Comm_free(&dup);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) printf("nbprogress: ok\n");
     free(a);
     free(b);
+    free(big);
     MPI_Finalize();
     return 0;
 }

@@ -6,30 +6,41 @@
 # for its part of an MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce or MPI_Iallgather (2 MiB of
 # doubles), at p = 3 and 4 with the four forced to `binomial` (a relaying schedule whose later
 # steps pcoll advances only inside its intercepted calls); rank 0's stats must show pcoll
-# served them. Before session 18 every run hung; before session 19 the Mprobe, Ssend,
-# Barrier and blocking collective rounds did (MPICH 4.0). Where the MPI has a Fortran wrapper,
+# served them; at p = 3 with the four forced to `shm`, which must have served them too. Before
+# session 18 every run hung; before session 19 the Mprobe, Ssend, Barrier and blocking
+# collective rounds did (MPICH 4.0); before session 20 the rounds whose collective is the
+# first call on a new communicator (its shadow's PMPI_Comm_dup blocked in the initiation). Where the MPI has a Fortran wrapper,
 # verify/nbprogress_f.f90 too (p = 3; Debian's two and Intel MPI). Last line `nbprogress: PASS ...` or `nbprogress: FAIL ...`.
 set -uo pipefail
 # shellcheck source=setup.sh
 source "$(dirname "$0")/setup.sh" 2 2 "$@"
 BIN=$OUT/nbprogress-$MPI
 $MPICC -O2 -Wall -o "$BIN" "$ROOT/verify/nbprogress.c" || { echo "nbprogress: FAIL (build)"; exit 1; }
-FORCED=(PCOLL_REDUCE=binomial PCOLL_ALLREDUCE=binomial PCOLL_BCAST=binomial PCOLL_ALLGATHER=binomial)
 fails=0
-for p in 3 4; do
+# run LABEL P ALG: the four I-collectives forced to ALG at p = P; every round must pass and
+# rank 0's stats show ALG serving all four.
+run() {
+  local label=$1 p=$2 alg=$3 out rc served
   out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
-    "$ROOT/scripts/mpi.sh" "$MPI" -- "$p" LD_PRELOAD="$LIB" PCOLL_STATS=1 "${FORCED[@]}" -- "$BIN" \
-    </dev/null 2>&1)
+    "$ROOT/scripts/mpi.sh" "$MPI" -- "$p" LD_PRELOAD="$LIB" PCOLL_STATS=1 PCOLL_REDUCE="$alg" \
+    PCOLL_ALLREDUCE="$alg" PCOLL_BCAST="$alg" PCOLL_ALLGATHER="$alg" -- "$BIN" </dev/null 2>&1)
   rc=$?
-  served=$(echo "$out" | grep -cE '^pcoll: stats i(bcast|reduce|allreduce|allgather) binomial')
+  served=$(echo "$out" | grep -cE "^pcoll: stats i(bcast|reduce|allreduce|allgather) $alg")
   if [ $rc = 0 ] && echo "$out" | grep -q '^nbprogress: ok' && [ "$served" = 4 ]; then
-    echo "  p=$p: ok (4 I-collectives served by binomial)"
+    echo "  $label: ok (4 I-collectives served by $alg)"
   else
     fails=$((fails + 1))
-    echo "  p=$p: FAILED (exit $rc, $served of 4 served)"
+    echo "  $label: FAILED (exit $rc, $served of 4 served by $alg)"
     echo "$out" | grep -E 'nbprogress|FAILED|signal' | head -5 | sed 's/^/    /'
   fi
-done
+}
+run p=3 3 binomial
+run p=4 4 binomial
+# The four forced to `shm`: the window is made by a blocking call or at an MPI_Barrier, never
+# inside a non-blocking initiation (the FIRST rounds would hang: their other ranks are blocked
+# in a 1 MiB MPI_Send that rank 0 receives after it started the collective on a new
+# communicator); the rounds on MPI_COMM_WORLD run `shm` once its window is made.
+run "p=3 shm" 3 shm
 # The same rule from Fortran (mpif.h), where the MPI has a Fortran wrapper: Open MPI's
 # Fortran MPI_RECV, MPI_BARRIER, ... call PMPI_ directly (pcoll's Fortran entries take them).
 ftxt=""

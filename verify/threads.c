@@ -10,7 +10,9 @@
  * A deadlock shows as a timeout of the launcher (the scripts use `timeout`).
  * With -i 1 every call is the non-blocking form (MPI_Ireduce, ...) completed by MPI_Wait on
  * odd iterations and an MPI_Test loop on even ones: several threads then drive their own
- * outstanding collectives at once.
+ * outstanding collectives at once; every 50 iterations an MPI_Barrier on the thread's
+ * communicator, where pcoll makes the shared window a non-blocking call asked for (never
+ * inside the non-blocking initiation), concurrently in all threads.
  *
  * Usage: threads [-t T] [-n N] [-c MAXCOUNT] [-i 0|1]
  * Prints `threads: SKIP ...` and exits 0 if the MPI does not provide MPI_THREAD_MULTIPLE;
@@ -111,6 +113,7 @@ static void *worker(void *arg) {
     MPI_Type_contiguous(2, MPI_UINT32_T, &pair);
     MPI_Type_commit(&pair);
     for (long it = 0; it < j->iters; it++) {
+        if (nbmode && it % 50 == 25) MPI_Barrier(j->comm);
         int kind = (int)(it % 4), flavor = (int)((it / 4) % 3), inplace = (it / 12) % 2;
         long n = (it * 37 + j->t * 11) % (j->maxc + 1);
         int root = (int)((it + j->t) % p);

@@ -2,7 +2,10 @@
 //!
 //! At the first collective pcoll serves on a communicator it makes a shadow with
 //! `PMPI_Comm_dup` (collective, so every rank does it in the same call), so pcoll's messages
-//! can never match a user's receive (even with `MPI_ANY_SOURCE`/`MPI_ANY_TAG`). The shadow's
+//! can never match a user's receive (even with `MPI_ANY_SOURCE`/`MPI_ANY_TAG`); at a first
+//! call that is non-blocking, with `PMPI_Comm_idup` ([`state_nb`]): its initiation must not
+//! wait for the other ranks, and the schedules on the communicator start once the dup is
+//! done ([`CommState::dup_done`], asked by `crate::nbc`'s progress). The shadow's
 //! error handler is `MPI_ERRORS_RETURN`; errors are raised on the user's communicator. The
 //! attribute's delete callback (run by `MPI_Comm_free` and at `MPI_Finalize`) frees the shadow.
 //! Dups of a user communicator do not inherit the attribute (null copy function).
@@ -14,10 +17,21 @@ use parking_lot::Mutex;
 use pcoll::plan::Program;
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub struct CommState {
-    pub shadow: MPI_Comm,
+    /// The shadow communicator ([`CommState::shadow`]), written by the MPI when a
+    /// `PMPI_Comm_idup` completes.
+    shadow: Shadow,
+    /// The `PMPI_Comm_idup` making the shadow while it runs.
+    dup: Mutex<Option<MPI_Request>>,
+    /// The shadow is made (`dup` done).
+    ready: AtomicBool,
+    /// A non-blocking call would have run `shm` had the window been made: the next
+    /// `MPI_Barrier` on the communicator makes it ([`CommState::make_wanted`]). Set at the same
+    /// call on every rank (the decision is agreed).
+    want_shm: AtomicBool,
     pub size: usize,
     pub rank: usize,
     /// Programs built for this communicator, keyed by everything they depend on.
@@ -40,6 +54,13 @@ pub struct CommState {
     /// their tags; the same count on every rank, as collectives are called in one order).
     pub nb_seq: std::sync::atomic::AtomicU64,
 }
+
+/// The shadow's handle, boxed so that its address stays put while `PMPI_Comm_idup` runs.
+struct Shadow(Box<std::cell::UnsafeCell<MPI_Comm>>);
+// SAFETY: written only by the MPI before `ready` is set (release), read after it (acquire).
+unsafe impl Send for Shadow {}
+// SAFETY: as above.
+unsafe impl Sync for Shadow {}
 
 /// A node's window: `Ok(None)` on a node of one rank, `Err(())` refused (on every rank).
 type NodeWin = Result<Option<Box<crate::shm::Win>>, ()>;
@@ -94,17 +115,102 @@ impl ProgKey {
 }
 
 impl CommState {
+    /// The shadow communicator. If its `PMPI_Comm_idup` still runs, waits for it, advancing
+    /// pcoll's schedules meanwhile: called where every rank is in the same collective call (a
+    /// blocking one, `MPI_Comm_free`), or by a schedule that started once it was done.
+    pub fn shadow(&self) -> MPI_Comm {
+        if !self.ready.load(Ordering::Acquire) {
+            let mut pause = crate::nbc::Pause::default();
+            while !self.dup_done() {
+                crate::nbc::progress();
+                pause.pause();
+            }
+        }
+        // SAFETY: `ready` is set (acquire): the MPI wrote the handle before.
+        unsafe { *self.shadow.0.get() }
+    }
+
+    /// The shadow is made: tests a running `PMPI_Comm_idup` once (no wait).
+    pub fn dup_done(&self) -> bool {
+        if self.ready.load(Ordering::Acquire) {
+            return true;
+        }
+        let mut d = self.dup.lock();
+        let Some(req) = d.as_mut() else {
+            return self.ready.load(Ordering::Acquire);
+        };
+        let mut flag: c_int = 0;
+        // SAFETY: the idup's request, tested under the lock; the status is ignored.
+        let rc = unsafe { PMPI_Test(req, &mut flag, RSMPI_STATUS_IGNORE) };
+        if rc != consts::SUCCESS() {
+            // The schedules waiting for it fail with the MPI's errors on a null shadow.
+            log::error!("MPI_Comm_idup of pcoll's shadow communicator failed (code {rc})");
+        } else if flag == 0 {
+            return false;
+        } else {
+            // SAFETY: the dup is done: the handle is valid.
+            unsafe { PMPI_Comm_set_errhandler(*self.shadow.0.get(), consts::errors_return()) };
+        }
+        *d = None;
+        self.ready.store(true, Ordering::Release);
+        true
+    }
+
+    /// Mark the window wanted by a non-blocking call that could not make it
+    /// ([`CommState::make_wanted`] makes it).
+    pub fn want_shm(&self) {
+        if !self.want_shm.swap(true, Ordering::Relaxed) {
+            WANTED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// At `MPI_Barrier` (every rank of the communicator is in it): make the nodes and the
+    /// window a non-blocking call wanted. Both are collective, and the flag was set at the
+    /// same call on every rank.
+    pub fn make_wanted(&self, g: &crate::state::Global) {
+        if self.want_shm.swap(false, Ordering::Relaxed) {
+            WANTED.fetch_sub(1, Ordering::Relaxed);
+            if self.layout(g).shape().nodes <= 1 {
+                let _ = self.shm();
+            }
+        }
+    }
+}
+
+/// States whose window a non-blocking call wanted (0: `MPI_Barrier` looks for none).
+static WANTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Some communicator's window is wanted ([`CommState::make_wanted`]).
+pub fn any_wanted() -> bool {
+    WANTED.load(Ordering::Relaxed) > 0
+}
+
+impl CommState {
+    /// The window was asked for (made or refused).
+    pub fn shm_asked(&self) -> bool {
+        self.shm.get().is_some()
+    }
+
+    /// The window if made and the communicator is one node's (no MPI call): what a
+    /// non-blocking call may run `shm` on.
+    pub fn known_shm(&self) -> Option<&crate::shm::Win> {
+        if self.layout.get()?.shape().nodes > 1 {
+            return None;
+        }
+        self.shm.get()?.as_deref()
+    }
+
     /// The nodes of this communicator (`PCOLL_NODES`); collective on first use, so it is
     /// called only where every rank of the communicator is in the same call.
     pub fn layout(&self, g: &crate::state::Global) -> &pcoll::nodes::Layout {
         self.layout
-            .get_or_init(|| crate::nodes::layout(self.shadow, self.size, self.rank, g.cfg.nodes))
+            .get_or_init(|| crate::nodes::layout(self.shadow(), self.size, self.rank, g.cfg.nodes))
     }
     /// The shared window of `shm` (None: refused); collective on first use, so it is called
     /// only where every rank of the communicator is in the same call.
     pub fn shm(&self) -> Option<&crate::shm::Win> {
         self.shm
-            .get_or_init(|| crate::shm::create(self.shadow, self.size, self.rank))
+            .get_or_init(|| crate::shm::create(self.shadow(), self.size, self.rank))
             .as_deref()
     }
     /// The window of this rank's node for `hier`'s node steps: `Ok(None)` on a node of one
@@ -115,7 +221,7 @@ impl CommState {
         self.node_shm
             .get_or_init(|| {
                 let l = self.layout(g);
-                crate::shm::create_node(self.shadow, l, self.rank)
+                crate::shm::create_node(self.shadow(), l, self.rank)
             })
             .as_ref()
             .map(|w| w.as_deref())
@@ -217,14 +323,18 @@ unsafe extern "C" fn delete_state(
             crate::nbc::drain(attr as *const CommState);
             // SAFETY: `attr` is the Box we leaked in `state()`; MPI calls this exactly once.
             let st = unsafe { Box::from_raw(attr as *mut CommState) };
+            if st.want_shm.load(Ordering::Relaxed) {
+                WANTED.fetch_sub(1, Ordering::Relaxed);
+            }
             if let Some(Some(w)) = st.shm.get() {
                 w.release();
             }
             if let Some(Ok(Some(w))) = st.node_shm.get() {
                 w.release();
             }
-            let mut shadow = st.shadow;
-            // SAFETY: the shadow was created by PMPI_Comm_dup and is freed exactly once here.
+            // Made (waited for if its idup runs: MPI_Comm_free is collective).
+            let mut shadow = st.shadow();
+            // SAFETY: the shadow was created by PMPI_Comm_(i)dup and is freed exactly once here.
             unsafe { PMPI_Comm_free(&mut shadow) };
         }
     });
@@ -321,6 +431,36 @@ pub fn existing(comm: MPI_Comm) -> Option<&'static CommState> {
 
 /// The state of `comm`, created (collectively) on first use.
 pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommState, c_int> {
+    find_or_make(comm, size, rank, false)
+}
+
+/// [`state`] for a non-blocking call: a new state's shadow comes from `PMPI_Comm_idup`
+/// (every rank starts it in the same call); the call's schedule starts once it is done.
+pub fn state_nb(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommState, c_int> {
+    find_or_make(comm, size, rank, true)
+}
+
+/// Whether a first non-blocking call may make its shadow with `PMPI_Comm_idup`. Not on Open
+/// MPI under `MPI_THREAD_MULTIPLE`: idups started by several threads at once fail inside its
+/// libnbc ("error 15", segfaults; Open MPI 5.0 without pcoll: `verify/idup_threads.c`; 4.1 in
+/// `verify/threads.sh`). There the blocking dup stays, a collective step inside that one
+/// initiation (docs/nonblocking.md).
+fn idup_ok() -> bool {
+    if crate::state::global().mpi.abi() != pcoll::mpi::Abi::OpenMpi {
+        return true;
+    }
+    let mut level: c_int = 0;
+    // SAFETY: out-pointer; callable once MPI is initialized (pcoll serves no call before).
+    let rc = unsafe { PMPI_Query_thread(&mut level) };
+    rc != consts::SUCCESS() || level != consts::THREAD_MULTIPLE()
+}
+
+fn find_or_make(
+    comm: MPI_Comm,
+    size: usize,
+    rank: usize,
+    nonblocking: bool,
+) -> Result<&'static CommState, c_int> {
     if let Some(st) = known(comm) {
         return Ok(st);
     }
@@ -329,17 +469,34 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
         remember(comm, st);
         return Ok(st);
     }
-    let mut shadow: MPI_Comm = consts::comm_null();
-    // SAFETY: collective dup of a valid intracommunicator; out-pointer.
+    let shadow = Shadow(Box::new(std::cell::UnsafeCell::new(consts::comm_null())));
+    let nonblocking = nonblocking && idup_ok();
+    let mut dup: Option<MPI_Request> = None;
+    // SAFETY: collective dup of a valid intracommunicator into the boxed handle (whose
+    // address stays put until the idup completes); out-pointers.
     unsafe {
-        let rc = PMPI_Comm_dup(comm, &mut shadow);
-        if rc != consts::SUCCESS() {
-            return Err(rc);
+        if nonblocking {
+            // SAFETY: a constant of the MPI.
+            let mut req = RSMPI_REQUEST_NULL;
+            let rc = PMPI_Comm_idup(comm, shadow.0.get(), &mut req);
+            if rc != consts::SUCCESS() {
+                return Err(rc);
+            }
+            dup = Some(req);
+        } else {
+            let rc = PMPI_Comm_dup(comm, shadow.0.get());
+            if rc != consts::SUCCESS() {
+                return Err(rc);
+            }
+            PMPI_Comm_set_errhandler(*shadow.0.get(), consts::errors_return());
         }
-        PMPI_Comm_set_errhandler(shadow, consts::errors_return());
     }
+    let ready = AtomicBool::new(dup.is_none());
     let st = Box::into_raw(Box::new(CommState {
         shadow,
+        dup: Mutex::new(dup),
+        ready,
+        want_shm: AtomicBool::new(false),
         size,
         rank,
         cache: Mutex::new(HashMap::new()),
@@ -357,7 +514,7 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
         // SAFETY: not attached, so still ours.
         unsafe {
             let b = Box::from_raw(st);
-            let mut s = b.shadow;
+            let mut s = b.shadow();
             PMPI_Comm_free(&mut s);
         }
         return Err(rc);

@@ -202,7 +202,7 @@ fn agree(g: &'static Global, st: &'static CommState, key: CellKey, cell: &mut Ce
             v.len() as c_int,
             consts::dt_uint64(),
             consts::op_max(),
-            st.shadow,
+            st.shadow(),
         )
     };
     if rc != consts::SUCCESS() || v[n] != h || v[n + 1] != !h {

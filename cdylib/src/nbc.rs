@@ -225,14 +225,29 @@ fn inside_native() -> bool {
     NATIVE.try_with(|d| d.get() > 0).unwrap_or(false)
 }
 
-/// Start an entry's schedule (it advances as far as it goes at once).
+/// Start an entry: it runs from now on; its schedule starts (and advances as far as it goes
+/// at once) if the communicator's shadow is made, else once it is ([`step`]).
 fn begin(e: &mut Entry) -> Result<(), c_int> {
+    e.phase = Phase::Running;
+    RUNNING.fetch_add(1, Ordering::Relaxed);
+    hold_gate();
+    if !e.planned.st.dup_done() {
+        return Ok(());
+    }
+    let r = launch(e);
+    if r.is_err() {
+        e.phase = Phase::Inactive;
+        RUNNING.fetch_sub(1, Ordering::Relaxed);
+        hold_gate();
+    }
+    r
+}
+
+/// Start a running entry's schedule on the made shadow.
+fn launch(e: &mut Entry) -> Result<(), c_int> {
     match e.planned.start(e.tag) {
         Ok(act) => {
             e.act = Some(act);
-            e.phase = Phase::Running;
-            RUNNING.fetch_add(1, Ordering::Relaxed);
-            hold_gate();
             step(e);
             Ok(())
         }
@@ -246,7 +261,16 @@ fn begin(e: &mut Entry) -> Result<(), c_int> {
 /// Advance one running entry; when its schedule is done, start the stand-in (it completes at
 /// once) and record the outcome.
 fn step(e: &mut Entry) {
-    let Some(act) = e.act.as_mut() else { return };
+    let Some(act) = e.act.as_mut() else {
+        // Waiting for the shadow's idup: started once it is done (a failed start finishes
+        // the request with its error).
+        if e.planned.st.dup_done() {
+            if let Err(rc) = launch(e) {
+                finish(e, rc);
+            }
+        }
+        return;
+    };
     let rc = match act.advance(&e.planned) {
         Ok(false) => return,
         Ok(true) => consts::SUCCESS(),
@@ -259,6 +283,11 @@ fn step(e: &mut Entry) {
             crate::dispatch::error_code(&err)
         }
     };
+    finish(e, rc);
+}
+
+/// A running entry is done with `rc`: start its token, or free it if the user freed it.
+fn finish(e: &mut Entry, rc: c_int) {
     e.act = None;
     e.phase = Phase::Finished(rc);
     RUNNING.fetch_sub(1, Ordering::Relaxed);

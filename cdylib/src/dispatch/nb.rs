@@ -60,7 +60,9 @@ pub fn plan(a: Args) -> Option<Planned> {
     if alg == Algorithm::Native {
         return None;
     }
-    let st = comm::state(a.comm, v.spec.p, v.spec.rank).ok()?;
+    // A new state's shadow comes from `PMPI_Comm_idup`: the initiation never waits for the
+    // other ranks (the schedule starts once the dup is done).
+    let st = comm::state_nb(a.comm, v.spec.p, v.spec.rank).ok()?;
     if alg == Algorithm::Shm {
         log::debug!(
             "{} (non-blocking) p={} bytes={}: shm ({})",

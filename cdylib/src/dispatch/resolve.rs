@@ -186,9 +186,11 @@ pub(super) fn choose_nb(
             d = decided(g, &call, &nf, learned)?;
         }
     }
-    // The window, made here at the first call asking (every rank decides alike), as in
-    // `choose`; refused, the decision falls back.
-    if d.algorithm == Algorithm::Shm && shm_refused(g, a, spec) {
+    // Only a window made already (by a blocking call, or at an `MPI_Barrier` after a
+    // non-blocking call wanted it): making one is collective and blocks, which a non-blocking
+    // initiation must not. Whether it is made is agreed (made in the same call on every
+    // rank); without it the decision falls back.
+    if d.algorithm == Algorithm::Shm && shm_not_made(a, spec) {
         call.shm_refused = true;
         d = decided(g, &call, &nf, learned)?;
     }
@@ -302,6 +304,26 @@ fn shm_refused(g: &'static Global, a: &Args, spec: &CallSpec) -> bool {
         && crate::comm::state(a.comm, spec.p, spec.rank).map_or(true, |st| {
             st.layout(g).shape().nodes > 1 || st.shm().is_none()
         })
+}
+
+/// `shm` cannot serve a non-blocking call now: turned off, or the communicator's window is
+/// not made yet (then wanted: the next `MPI_Barrier` makes it), or refused, or it spans
+/// several nodes. No MPI call but a new state's `PMPI_Comm_idup`.
+fn shm_not_made(a: &Args, spec: &CallSpec) -> bool {
+    if !crate::shm::enabled() {
+        return true;
+    }
+    if spec.p <= 1 {
+        return false;
+    }
+    match crate::comm::state_nb(a.comm, spec.p, spec.rank) {
+        Ok(st) if st.known_layout().is_none() || !st.shm_asked() => {
+            st.want_shm();
+            true
+        }
+        Ok(st) => st.known_shm().is_none(),
+        Err(_) => true,
+    }
 }
 
 fn warn_once(coll: Collective, alg: Algorithm, msg: &str) {

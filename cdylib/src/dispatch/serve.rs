@@ -305,7 +305,7 @@ pub(super) fn transport<'a>(
     };
     PmpiTransport::new(
         &st.pool,
-        st.shadow,
+        st.shadow(),
         dt,
         a.op,
         v.facts,
@@ -348,7 +348,7 @@ pub(super) fn bases(a: &Args, v: &Valid, st: &CommState) -> Result<Bases, Error>
                 own,
                 a.counts[spec.rank] as c_int,
                 a.dt,
-                st.shadow,
+                st.shadow(),
             )?
         };
         Ok((own as *const c_void, a.recvbuf))
@@ -375,7 +375,7 @@ pub(super) fn stage(a: &Args, v: &Valid, st: &CommState) -> Result<(Scratch, Bas
     let bytes = spec.counts[spec.rank] as c_int;
     // SAFETY: `src` holds `n` elements of `t` (validated arguments); `own` has `bytes` bytes
     // inside the staging buffer, the packed size of the block (its signature's size).
-    unsafe { pack::pack(src, n as c_int, t, own, bytes, st.shadow)? };
+    unsafe { pack::pack(src, n as c_int, t, own, bytes, st.shadow())? };
     Ok((buf, (own as *const c_void, base as *mut c_void)))
 }
 
@@ -394,7 +394,7 @@ pub(super) fn unstage(a: &Args, v: &Valid, st: &CommState, buf: &Scratch) -> Res
                 to,
                 a.counts[j] as c_int,
                 a.dt,
-                st.shadow,
+                st.shadow(),
             )?
         };
     }
@@ -415,7 +415,7 @@ pub(super) fn stage_bcast(a: &Args, v: &Valid, st: &CommState) -> Result<Scratch
                 a.dt,
                 buf.ptr() as *mut c_void,
                 spec.total() as c_int,
-                st.shadow,
+                st.shadow(),
             )?
         };
     }
@@ -441,7 +441,7 @@ pub(super) fn unstage_bcast(
             a.recvbuf,
             a.counts[0] as c_int,
             a.dt,
-            st.shadow,
+            st.shadow(),
         )
     }
 }
