@@ -394,6 +394,14 @@ fn native_ranges_match_resolve() {
             "t",
         )
         .unwrap(),
+        // A learned table's reduce cells name the root: the ranges are root 0's.
+        Table::parse(
+            "[[reduce]]\np = [4, 5]\nbytes = [8, 16]\nroot = \"zero\"\nalgorithm = \"native\"\n\
+             [[reduce]]\np = [4, 5]\nbytes = [64, 128]\nroot = \"zero\"\nalgorithm = \"native\"\n\
+             [[reduce]]\nbytes = [0, 4096]\nalgorithm = \"binomial\"\n",
+            "t",
+        )
+        .unwrap(),
         Table::builder().build().unwrap(),
     ];
     let mut sizes: Vec<usize> = (0..44).map(|k| 1usize << k).collect();

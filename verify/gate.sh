@@ -8,7 +8,8 @@ source "$(dirname "$0")/setup.sh" 2 2 "$@"
 BIN=$OUT/gate-$MPI
 $MPICC -O2 -Wall -o "$BIN" "$ROOT/verify/gate.c" -ldl || { echo "gate: FAIL (build)"; exit 1; }
 TABLE=$OUT/gate.toml
-# verify/gate.c's table: native at p = 2 below 1 KiB and at p = 4, a pcoll algorithm elsewhere;
+# verify/gate.c's table: native at p = 2 below 1 KiB and at p = 4 (a reduce there only at
+# root 0), a pcoll algorithm elsewhere;
 # for the I-forms (form = "nonblocking") native at p = 3 and the pcoll algorithm at p = 4
 # first (the gate's non-blocking cells).
 for ca in reduce:binomial allreduce:binomial reduce_scatter:binomial allgatherv:ring bcast:binomial \
@@ -16,8 +17,11 @@ for ca in reduce:binomial allreduce:binomial reduce_scatter:binomial allgatherv:
   printf '[[%s]]\nform = "nonblocking"\np = 3\nalgorithm = "native"\n' "${ca%:*}"
   printf '[[%s]]\nform = "nonblocking"\np = 4\nalgorithm = "%s"\n' "${ca%:*}" "${ca#*:}"
 done >"$OUT/gate.nb.toml"
+# A reduce at p = 4 with a root other than 0 goes to binomial (a rule that reads the root, as
+# a learned table's do): the gate forwards root 0 there and declines the other roots.
 for ca in reduce:binomial allreduce:binomial reduce_scatter:binomial allgatherv:ring bcast:binomial \
   allgather:ring reduce_scatter_block:binomial; do
+  [ "${ca%:*}" = reduce ] && printf '[[reduce]]\np = 4\nroot = "nonzero"\nalgorithm = "binomial"\n'
   printf '[[%s]]\np = 2\nbytes = [0, 1024]\nalgorithm = "native"\n[[%s]]\np = 4\nalgorithm = "native"\n' "${ca%:*}" "${ca%:*}"
   printf '[[%s]]\nalgorithm = "%s"\n' "${ca%:*}" "${ca#*:}"
 done >"$TABLE.rest"

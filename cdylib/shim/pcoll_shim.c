@@ -87,7 +87,6 @@ int pcoll_c_op_is_rma_only(MPI_Op op)
 
 /* For the node layout (PCOLL_NODES). */
 const int pcoll_c_comm_type_shared = MPI_COMM_TYPE_SHARED;
-const int pcoll_c_thread_multiple = MPI_THREAD_MULTIPLE;
 const MPI_Info pcoll_c_info_null = MPI_INFO_NULL;
 const int pcoll_c_max_processor_name = MPI_MAX_PROCESSOR_NAME;
 /* For the running implementation's name (pcoll::mpi::Mpi::detect). */

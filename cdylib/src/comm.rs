@@ -2,10 +2,13 @@
 //!
 //! At the first collective pcoll serves on a communicator it makes a shadow with
 //! `PMPI_Comm_dup` (collective, so every rank does it in the same call), so pcoll's messages
-//! can never match a user's receive (even with `MPI_ANY_SOURCE`/`MPI_ANY_TAG`); at a first
-//! call that is non-blocking, with `PMPI_Comm_idup` ([`state_nb`]): its initiation must not
-//! wait for the other ranks, and the schedules on the communicator start once the dup is
-//! done ([`CommState::dup_done`], asked by `crate::nbc`'s progress). The shadow's
+//! can never match a user's receive (even with `MPI_ANY_SOURCE`/`MPI_ANY_TAG`). A first call
+//! that is non-blocking must not wait for the other ranks ([`state_nb`]): it starts
+//! `PMPI_Comm_idup`, and the schedules on the communicator start once the dup is done
+//! ([`CommState::dup_done`], asked by `crate::nbc`'s progress); on Open MPI, whose idup fails
+//! beside other non-blocking collectives, the dup is left for the next blocking collective
+//! pcoll serves or `MPI_Barrier` on the communicator, and non-blocking calls go native until
+//! then. The shadow's
 //! error handler is `MPI_ERRORS_RETURN`; errors are raised on the user's communicator. The
 //! attribute's delete callback (run by `MPI_Comm_free` and at `MPI_Finalize`) frees the shadow.
 //! Dups of a user communicator do not inherit the attribute (null copy function).
@@ -24,14 +27,15 @@ pub struct CommState {
     /// The shadow communicator ([`CommState::shadow`]), written by the MPI when a
     /// `PMPI_Comm_idup` completes.
     shadow: Shadow,
-    /// The `PMPI_Comm_idup` making the shadow while it runs.
-    dup: Mutex<Option<MPI_Request>>,
-    /// The shadow is made (`dup` done).
+    /// How the shadow is being made while it is not (`None` once made).
+    dup: Mutex<Option<Making>>,
+    /// The shadow is made.
     ready: AtomicBool,
-    /// A non-blocking call would have run `shm` had the window been made: the next
-    /// `MPI_Barrier` on the communicator makes it ([`CommState::make_wanted`]). Set at the same
-    /// call on every rank (the decision is agreed).
-    want_shm: AtomicBool,
+    /// What the next `MPI_Barrier` on the communicator makes ([`CommState::make_wanted`]):
+    /// [`WANT_SHADOW`] (made later), [`WANT_WINDOW`] (a non-blocking call would have run
+    /// `shm` had the window been made). Set at the same call on every rank (the decisions are
+    /// agreed).
+    want: std::sync::atomic::AtomicU8,
     pub size: usize,
     pub rank: usize,
     /// Programs built for this communicator, keyed by everything they depend on.
@@ -54,6 +58,22 @@ pub struct CommState {
     /// their tags; the same count on every rank, as collectives are called in one order).
     pub nb_seq: std::sync::atomic::AtomicU64,
 }
+
+/// How a shadow not made yet is being made.
+enum Making {
+    /// `PMPI_Comm_idup` (of a first non-blocking call) runs.
+    Idup(MPI_Request),
+    /// Not started (a first non-blocking call where idup is not used: [`idup_ok`]): the dup
+    /// of this communicator is made by the next blocking collective pcoll serves on it, or
+    /// its next `MPI_Barrier`; its non-blocking calls go native until then.
+    Later(MPI_Comm),
+}
+// SAFETY: plain handles, used under the state's lock.
+unsafe impl Send for Making {}
+
+/// [`CommState::want`] bits.
+const WANT_SHADOW: u8 = 1;
+const WANT_WINDOW: u8 = 2;
 
 /// The shadow's handle, boxed so that its address stays put while `PMPI_Comm_idup` runs.
 struct Shadow(Box<std::cell::UnsafeCell<MPI_Comm>>);
@@ -115,19 +135,50 @@ impl ProgKey {
 }
 
 impl CommState {
-    /// The shadow communicator. If its `PMPI_Comm_idup` still runs, waits for it, advancing
-    /// pcoll's schedules meanwhile: called where every rank is in the same collective call (a
-    /// blocking one, `MPI_Comm_free`), or by a schedule that started once it was done.
+    /// The shadow communicator. Made now if it was left for later (`PMPI_Comm_dup`); if its
+    /// `PMPI_Comm_idup` still runs, waits for it, advancing pcoll's schedules meanwhile.
+    /// Called where every rank is in the same blocking collective call, or by a schedule
+    /// that started once the shadow was made.
     pub fn shadow(&self) -> MPI_Comm {
         if !self.ready.load(Ordering::Acquire) {
-            let mut pause = crate::nbc::Pause::default();
-            while !self.dup_done() {
-                crate::nbc::progress();
-                pause.pause();
-            }
+            self.make_now();
         }
         // SAFETY: `ready` is set (acquire): the MPI wrote the handle before.
         unsafe { *self.shadow.0.get() }
+    }
+
+    fn make_now(&self) {
+        {
+            let mut d = self.dup.lock();
+            if let Some(Making::Later(parent)) = *d {
+                // SAFETY: collective dup of the user's communicator (every rank is in the same
+                // blocking call) into the boxed handle.
+                unsafe {
+                    let rc = PMPI_Comm_dup(parent, self.shadow.0.get());
+                    if rc == consts::SUCCESS() {
+                        PMPI_Comm_set_errhandler(*self.shadow.0.get(), consts::errors_return());
+                    } else {
+                        log::error!(
+                            "MPI_Comm_dup of pcoll's shadow communicator failed (code {rc})"
+                        );
+                    }
+                }
+                *d = None;
+                self.ready.store(true, Ordering::Release);
+                return;
+            }
+        }
+        let mut pause = crate::nbc::Pause::default();
+        while !self.dup_done() {
+            crate::nbc::progress();
+            pause.pause();
+        }
+    }
+
+    /// The shadow was left for later ([`Making::Later`]): this communicator's non-blocking
+    /// calls go native until a blocking call makes it.
+    pub fn shadow_later(&self) -> bool {
+        !self.ready.load(Ordering::Acquire) && matches!(*self.dup.lock(), Some(Making::Later(_)))
     }
 
     /// The shadow is made: tests a running `PMPI_Comm_idup` once (no wait).
@@ -136,7 +187,7 @@ impl CommState {
             return true;
         }
         let mut d = self.dup.lock();
-        let Some(req) = d.as_mut() else {
+        let Some(Making::Idup(req)) = d.as_mut() else {
             return self.ready.load(Ordering::Acquire);
         };
         let mut flag: c_int = 0;
@@ -159,28 +210,36 @@ impl CommState {
     /// Mark the window wanted by a non-blocking call that could not make it
     /// ([`CommState::make_wanted`] makes it).
     pub fn want_shm(&self) {
-        if !self.want_shm.swap(true, Ordering::Relaxed) {
+        self.want_bits(WANT_WINDOW);
+    }
+
+    fn want_bits(&self, bits: u8) {
+        if self.want.fetch_or(bits, Ordering::Relaxed) == 0 {
             WANTED.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// At `MPI_Barrier` (every rank of the communicator is in it): make the nodes and the
-    /// window a non-blocking call wanted. Both are collective, and the flag was set at the
-    /// same call on every rank.
+    /// At `MPI_Barrier` (every rank of the communicator is in it): make the shadow left for
+    /// later, and the nodes and the window a non-blocking call wanted. All are collective,
+    /// and the flags were set at the same call on every rank.
     pub fn make_wanted(&self, g: &crate::state::Global) {
-        if self.want_shm.swap(false, Ordering::Relaxed) {
-            WANTED.fetch_sub(1, Ordering::Relaxed);
-            if self.layout(g).shape().nodes <= 1 {
-                let _ = self.shm();
-            }
+        let w = self.want.swap(0, Ordering::Relaxed);
+        if w == 0 {
+            return;
+        }
+        WANTED.fetch_sub(1, Ordering::Relaxed);
+        let _ = self.shadow();
+        if w & WANT_WINDOW != 0 && self.layout(g).shape().nodes <= 1 {
+            let _ = self.shm();
         }
     }
 }
 
-/// States whose window a non-blocking call wanted (0: `MPI_Barrier` looks for none).
+/// States with something wanted ([`CommState::make_wanted`]; 0: `MPI_Barrier` looks for
+/// none).
 static WANTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Some communicator's window is wanted ([`CommState::make_wanted`]).
+/// Some communicator's shadow or window is wanted ([`CommState::make_wanted`]).
 pub fn any_wanted() -> bool {
     WANTED.load(Ordering::Relaxed) > 0
 }
@@ -323,7 +382,7 @@ unsafe extern "C" fn delete_state(
             crate::nbc::drain(attr as *const CommState);
             // SAFETY: `attr` is the Box we leaked in `state()`; MPI calls this exactly once.
             let st = unsafe { Box::from_raw(attr as *mut CommState) };
-            if st.want_shm.load(Ordering::Relaxed) {
+            if st.want.load(Ordering::Relaxed) != 0 {
                 WANTED.fetch_sub(1, Ordering::Relaxed);
             }
             if let Some(Some(w)) = st.shm.get() {
@@ -332,10 +391,13 @@ unsafe extern "C" fn delete_state(
             if let Some(Ok(Some(w))) = st.node_shm.get() {
                 w.release();
             }
-            // Made (waited for if its idup runs: MPI_Comm_free is collective).
-            let mut shadow = st.shadow();
-            // SAFETY: the shadow was created by PMPI_Comm_(i)dup and is freed exactly once here.
-            unsafe { PMPI_Comm_free(&mut shadow) };
+            // Made (waited for if its idup runs: MPI_Comm_free is collective), unless left
+            // for later and never made.
+            if !st.shadow_later() {
+                let mut shadow = st.shadow();
+                // SAFETY: made by PMPI_Comm_(i)dup, freed exactly once here.
+                unsafe { PMPI_Comm_free(&mut shadow) };
+            }
         }
     });
     if r.is_err() {
@@ -441,18 +503,12 @@ pub fn state_nb(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static Com
 }
 
 /// Whether a first non-blocking call may make its shadow with `PMPI_Comm_idup`. Not on Open
-/// MPI under `MPI_THREAD_MULTIPLE`: idups started by several threads at once fail inside its
-/// libnbc ("error 15", segfaults; Open MPI 5.0 without pcoll: `verify/idup_threads.c`; 4.1 in
-/// `verify/threads.sh`). There the blocking dup stays, a collective step inside that one
-/// initiation (docs/nonblocking.md).
+/// MPI: its idup fails inside libnbc ("error 15", a truncation) beside other non-blocking
+/// collectives on the same communicator (4.1: `verify/nbdifftest.c`, p = 3, one thread) and
+/// when several threads start one at once (5.0 without pcoll: `verify/idup_threads.c`;
+/// segfaults in `verify/threads.sh`). There the shadow is left for later ([`Making::Later`]).
 fn idup_ok() -> bool {
-    if crate::state::global().mpi.abi() != pcoll::mpi::Abi::OpenMpi {
-        return true;
-    }
-    let mut level: c_int = 0;
-    // SAFETY: out-pointer; callable once MPI is initialized (pcoll serves no call before).
-    let rc = unsafe { PMPI_Query_thread(&mut level) };
-    rc != consts::SUCCESS() || level != consts::THREAD_MULTIPLE()
+    crate::state::global().mpi.abi() != pcoll::mpi::Abi::OpenMpi
 }
 
 fn find_or_make(
@@ -470,19 +526,20 @@ fn find_or_make(
         return Ok(st);
     }
     let shadow = Shadow(Box::new(std::cell::UnsafeCell::new(consts::comm_null())));
-    let nonblocking = nonblocking && idup_ok();
-    let mut dup: Option<MPI_Request> = None;
+    let mut dup: Option<Making> = None;
     // SAFETY: collective dup of a valid intracommunicator into the boxed handle (whose
     // address stays put until the idup completes); out-pointers.
     unsafe {
-        if nonblocking {
+        if nonblocking && !idup_ok() {
+            dup = Some(Making::Later(comm));
+        } else if nonblocking {
             // SAFETY: a constant of the MPI.
             let mut req = RSMPI_REQUEST_NULL;
             let rc = PMPI_Comm_idup(comm, shadow.0.get(), &mut req);
             if rc != consts::SUCCESS() {
                 return Err(rc);
             }
-            dup = Some(req);
+            dup = Some(Making::Idup(req));
         } else {
             let rc = PMPI_Comm_dup(comm, shadow.0.get());
             if rc != consts::SUCCESS() {
@@ -492,11 +549,12 @@ fn find_or_make(
         }
     }
     let ready = AtomicBool::new(dup.is_none());
+    let later = matches!(dup, Some(Making::Later(_)));
     let st = Box::into_raw(Box::new(CommState {
         shadow,
         dup: Mutex::new(dup),
         ready,
-        want_shm: AtomicBool::new(false),
+        want: Default::default(),
         size,
         rank,
         cache: Mutex::new(HashMap::new()),
@@ -514,13 +572,18 @@ fn find_or_make(
         // SAFETY: not attached, so still ours.
         unsafe {
             let b = Box::from_raw(st);
-            let mut s = b.shadow();
-            PMPI_Comm_free(&mut s);
+            if !later {
+                let mut s = b.shadow();
+                PMPI_Comm_free(&mut s);
+            }
         }
         return Err(rc);
     }
     // SAFETY: as above: lives until the communicator is freed.
     let st = unsafe { &*st };
+    if later {
+        st.want_bits(WANT_SHADOW);
+    }
     remember(comm, st);
     Ok(st)
 }

@@ -55,7 +55,6 @@ extern "C" {
     static pcoll_c_undefined: c_int;
     static pcoll_c_comm_null_copy_fn: MPI_Comm_copy_attr_function;
     static pcoll_c_comm_type_shared: c_int;
-    static pcoll_c_thread_multiple: c_int;
     static pcoll_c_info_null: MPI_Info;
     static pcoll_c_max_processor_name: c_int;
     static pcoll_c_max_library_version_string: c_int;
@@ -118,7 +117,6 @@ getter! {
     UNDEFINED: c_int = pcoll_c_undefined;
     comm_null_copy_fn: MPI_Comm_copy_attr_function = pcoll_c_comm_null_copy_fn;
     COMM_TYPE_SHARED: c_int = pcoll_c_comm_type_shared;
-    THREAD_MULTIPLE: c_int = pcoll_c_thread_multiple;
     info_null: MPI_Info = pcoll_c_info_null;
     MAX_PROCESSOR_NAME: c_int = pcoll_c_max_processor_name;
     MAX_LIBRARY_VERSION_STRING: c_int = pcoll_c_max_library_version_string;

@@ -3,8 +3,9 @@
 //! when the decision is `native` for the call's (collective, p, bytes) and the arguments are
 //! plain. This module publishes the decision it needs — for each collective and p up to
 //! [`GATE_P`], the byte ranges that go native ([`pcoll::decide::Resolver::native_ranges`],
-//! published the first time a communicator of that size takes the Rust path), and the
-//! native-defect guards ([`pcoll::decide::defects`]) — and adds the gate's counts to pcoll's
+//! at root 0; published the first time a communicator of that size takes the Rust path), and
+//! the native-defect guards ([`pcoll::decide::defects`]; a table that reads the root adds
+//! one that declines every other root) — and adds the gate's counts to pcoll's
 //! stats. The gate stays closed (every call takes the Rust path) with `PCOLL_DISABLE=1`
 //! (the Rust path is a plain forward then), with `PCOLL_STATS=1` (timing is done there),
 //! with `PCOLL_LEARN` (the learner counts calls) and with debug logging (`PCOLL_LOG=debug`
@@ -127,7 +128,7 @@ static WRITER: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 /// At start-up: publish the native-defect guards of every collective (from
 /// [`pcoll::decide::defects`], the only list of them) and open the gate, unless the Rust path
 /// must see every call. Cells of every p start empty (declined) until [`ensure`] fills them.
-pub fn open(cfg: &Config, mpi: pcoll::mpi::Mpi) {
+pub fn open(cfg: &Config, mpi: pcoll::mpi::Mpi, table: &pcoll::tuning::Table) {
     // SAFETY: plain C calls on the gate's own static state.
     unsafe { pcoll_gate_close() };
     if !wanted(cfg) {
@@ -141,6 +142,12 @@ pub fn open(cfg: &Config, mpi: pcoll::mpi::Mpi) {
             if let Guard::RootNonzeroAbove(b) = g {
                 root_above = b as c_ulonglong;
             }
+        }
+        // The cells hold root 0's native sizes (`Resolver::native_ranges`): where a rule
+        // reads the root, a root other than 0 is declined at every size above 0.
+        if table.reads_root(coll) {
+            flags |= guard_bit(Guard::RootNonzeroAbove(0));
+            root_above = 0;
         }
         // SAFETY: as above.
         unsafe { pcoll_gate_guard(coll.index() as c_int, flags, root_above) };

@@ -107,7 +107,7 @@ pub fn global() -> &'static Global {
         }
         log::debug!("configuration: {cfg:?}");
         install_finalize_hook();
-        crate::gate::open(&cfg, mpi);
+        crate::gate::open(&cfg, mpi, &table);
         Global {
             cfg,
             table,

@@ -484,9 +484,10 @@ impl<'a> Resolver<'a> {
 
     /// The message sizes (half-open byte ranges, merged, ascending, below
     /// [`crate::tuning::MAX_BYTES`]) at which `coll` on `p` ranks goes to native for every op
-    /// (commutative or not) and, when a rule reads a reduce's root, every root, before the
-    /// native-defect rules (the gate checks their conditions itself): exactly
-    /// [`Resolver::resolve`]'s answer, size by size. The answer can only change at a rule
+    /// (commutative or not) at root 0, before the native-defect rules (the gate checks their
+    /// conditions itself, and declines a root other than 0 where a rule reads the root:
+    /// [`crate::tuning::Table::reads_root`]): exactly [`Resolver::resolve`]'s answer, size by
+    /// size. The answer can only change at a rule
     /// bound or a size-class bound of the model, which are the cut points tried.
     /// `nonblocking`: for the non-blocking and persistent forms (rules with `form = ...`).
     pub fn native_ranges(
@@ -506,24 +507,16 @@ impl<'a> Resolver<'a> {
         ));
         cuts.sort_unstable();
         cuts.dedup();
-        // A root other than 0 only where a rule reads it; there a defect that moved a native
-        // decision away counts as native (the gate's own guard checks the defect).
-        let roots: &[usize] = if self.table.reads_root(coll) {
-            &[0, 1]
-        } else {
-            &[0]
-        };
+        // Root 0 only: a table that reads the root (a learned reduce cell names it) sends a
+        // root other than 0 past the gate, and its root-0 native ranges stay whole.
         let native = |bytes: usize| {
             [true, false].iter().all(|&commutative| {
-                roots.iter().all(|&root| {
-                    let call = CallFacts {
-                        commutative,
-                        root,
-                        nonblocking,
-                        ..CallFacts::new(coll, p, bytes)
-                    };
-                    matches!(self.resolve(&call, &PlainFacts), Ok(d) if (d.algorithm == Algorithm::Native && d.defect.is_none()) || (root != 0 && d.defect.is_some()))
-                })
+                let call = CallFacts {
+                    commutative,
+                    nonblocking,
+                    ..CallFacts::new(coll, p, bytes)
+                };
+                matches!(self.resolve(&call, &PlainFacts), Ok(d) if d.algorithm == Algorithm::Native && d.defect.is_none())
             })
         };
         let mut out: Vec<(usize, usize)> = Vec::new();

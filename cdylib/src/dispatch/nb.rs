@@ -61,8 +61,16 @@ pub fn plan(a: Args) -> Option<Planned> {
         return None;
     }
     // A new state's shadow comes from `PMPI_Comm_idup`: the initiation never waits for the
-    // other ranks (the schedule starts once the dup is done).
+    // other ranks (the schedule starts once the dup is done). Where it is left for later
+    // (Open MPI), native until a blocking call made it (at the same call on every rank).
     let st = comm::state_nb(a.comm, v.spec.p, v.spec.rank).ok()?;
+    if st.shadow_later() {
+        log::debug!(
+            "{} (non-blocking): native until pcoll's shadow communicator is made",
+            a.coll
+        );
+        return None;
+    }
     if alg == Algorithm::Shm {
         log::debug!(
             "{} (non-blocking) p={} bytes={}: shm ({})",
