@@ -13,13 +13,15 @@
  * their blocking call before they start it: a 1 MiB MPI_Send to rank 0 (a rendezvous: it
  * returns once rank 0 receives), which rank 0 receives only after it started the collective:
  * starting it must not wait for the other ranks (as a shadow communicator's PMPI_Comm_dup or a
- * shared window's allocation would). A correct
+ * shared window's allocation would). The GATHER and SPLIT rounds block rank 0 in a
+ * collective pcoll neither serves nor forwards (MPI_Gather; MPI_Comm_split) on the same
+ * communicator. A correct
  * MPI program: the MPI must advance rank 0's part of the collective while rank 0 is blocked,
  * or the other ranks never finish theirs. pcoll runs its schedules in steps that only its
  * intercepted calls advance.
  *
  *   mpirun -np <p> [PCOLL_<COLL>=binomial ...] nbprogress [count [kind]]
- * (kind: run only the rounds of that kind, 0-10 in the order of the enum below)
+ * (kind: run only the rounds of that kind, 0-12 in the order of the enum below)
  * Last line "nbprogress: ok" or the first failure; a hang is the caller's timeout.
  */
 #include <mpi.h>
@@ -36,7 +38,7 @@ static void check(int ok, const char *what, int round) {
     }
 }
 
-enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, FIRST, KINDS };
+enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, FIRST, GATHER, SPLIT, KINDS };
 
 enum { BIG = 1 << 17 }; /* doubles of a FIRST round's message: 1 MiB */
 static double *big;
@@ -50,6 +52,21 @@ static void blocked(int kind, int round, MPI_Request *pre, int *prev) {
     int v = -1;
     if (kind == BARRIER) {
         MPI_Barrier(MPI_COMM_WORLD);
+        return;
+    }
+    if (kind == GATHER) {
+        int x = rank, all[64];
+        MPI_Gather(&x, 1, MPI_INT, all, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        for (int r = 0; rank == 0 && r < p && r < 64; r++) check(all[r] == r, "gather", round);
+        return;
+    }
+    if (kind == SPLIT) {
+        MPI_Comm s;
+        int sz = 0;
+        MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &s);
+        MPI_Comm_size(s, &sz);
+        check(sz == p, "comm_split", round);
+        MPI_Comm_free(&s);
         return;
     }
     if (kind == FIRST) {

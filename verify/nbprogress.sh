@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # verify/nbprogress.sh <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so>: MPI's progress rule
 # for the non-blocking collectives (verify/nbprogress.c): rank 0 is blocked in MPI_Recv,
-# MPI_Probe, MPI_Sendrecv, MPI_Mprobe, MPI_Ssend, MPI_Rsend, MPI_Barrier or a blocking
-# MPI_Allreduce / MPI_Reduce_scatter_block on the same communicator while the other ranks wait
+# MPI_Probe, MPI_Sendrecv, MPI_Mprobe, MPI_Ssend, MPI_Rsend, MPI_Barrier, a blocking
+# MPI_Allreduce / MPI_Reduce_scatter_block, MPI_Gather or MPI_Comm_split on the same
+# communicator while the other ranks wait
 # for its part of an MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce or MPI_Iallgather (2 MiB of
 # doubles), at p = 3 and 4 with the four forced to `binomial` (a relaying schedule whose later
 # steps pcoll advances only inside its intercepted calls); rank 0's stats must show pcoll
 # served them; at p = 3 with the four forced to `shm`, which must have served them too. Before
 # session 18 every run hung; before session 19 the Mprobe, Ssend, Barrier and blocking
-# collective rounds did (MPICH 4.0); before session 20 the rounds whose collective is the
-# first call on a new communicator (its shadow's PMPI_Comm_dup blocked in the initiation). Where the MPI has a Fortran wrapper,
+# collective rounds did (MPICH 4.0); before session 20 the Gather and Comm_split rounds, and
+# the rounds whose collective is the first call on a new communicator (its shadow's
+# PMPI_Comm_dup blocked in the initiation). Where the MPI has a Fortran wrapper,
 # verify/nbprogress_f.f90 too (p = 3; Debian's two and Intel MPI). Last line `nbprogress: PASS ...` or `nbprogress: FAIL ...`.
 set -uo pipefail
 # shellcheck source=setup.sh

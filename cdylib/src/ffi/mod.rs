@@ -6,6 +6,7 @@ pub mod api;
 pub mod blocking;
 pub mod c;
 pub mod complete;
+pub mod drained;
 pub mod entry;
 pub mod family;
 #[cfg(pcoll_openmpi)]
