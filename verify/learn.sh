@@ -6,7 +6,7 @@
 #   replay    PCOLL_TUNING=t.toml: no warning; in every cell the table has a rule for, the
 #             rule's algorithm ran the last call of the learning run and of the replay
 #             (pcoll_last_algorithm); cells the learning run did not decide (a native defect
-#             kept them from native) are the model's on replay, as the docs say
+#             kept them from native) are the carried defaults' (`measured = false`) on replay
 #   relearn   p = 2: PCOLL_TUNING=t.toml PCOLL_LEARN=t2.toml: nothing left to explore (0 cells
 #             decided), the same algorithms as the replay
 #   skew      p = 3, PCOLL_LEARN_SKEW=1: each rank's own timings favour another candidate;
@@ -63,12 +63,17 @@ import sys, tomllib
 table, p, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 t = tomllib.load(open(table, "rb"))
 def rule(coll, total, root0):
+    # The first rule that matches a blocking call; a carried default (measured = false: the
+    # built-in table's rules after the learned ones) is not a learned cell.
     for r in t.get(coll, []):
-        lo, hi = r["p"] if isinstance(r.get("p"), list) else (0, 1 << 62)
-        blo, bhi = r["bytes"]
+        pr = r.get("p", [0, 1 << 62])
+        lo, hi = pr if isinstance(pr, list) else (pr, pr + 1)
+        br = r.get("bytes", [0, "inf"])
+        blo, bhi = (br + ["inf"])[:2]
         if lo <= p < hi and blo <= total < (bhi if bhi != "inf" else 1 << 62) and r.get("op", "commutative") == "commutative" \
-                and r.get("root", "zero" if root0 else "nonzero") == ("zero" if root0 else "nonzero"):
-            return r["algorithm"]
+                and r.get("root", "zero" if root0 else "nonzero") == ("zero" if root0 else "nonzero") \
+                and r.get("form", "blocking") == "blocking":
+            return None if r.get("measured", True) is False else r["algorithm"]
 bad, n = [], 0
 def load(path):  # final <label> <comm> <bytes> <alg> <collective> <table bytes> <root is 0>
     return {tuple(f[1:4]): f for f in (line.split() for line in open(path))}

@@ -154,7 +154,7 @@ fn write_table(g: &Global, records: Vec<Record>) {
             100.0 * p.margin,
             pcoll::learn::MIN_GAIN_NS as f64 / 1e3
         ),
-        "replay: PCOLL_TUNING=<this file> (a cell without a rule: the model)".to_string(),
+        "replay: PCOLL_TUNING=<this file> (a cell not learned: the rules after the learned ones, then the model)".to_string(),
     ];
     let text = match learned_table(records, &g.table, user_table(g), &header) {
         Ok(t) => t,

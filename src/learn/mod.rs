@@ -195,7 +195,8 @@ pub fn learnable(r: &Resolver, call: &CallFacts, user_table: bool) -> bool {
 }
 
 /// The table has a rule naming an algorithm (not `model`) that may match a call of the cell
-/// (its p, op kind, root, and some size of its octave): a learned rule never hides it.
+/// (its p, op kind, root, and some size of its octave), a measurement (not a carried default,
+/// `measured = false`): a learned rule never hides it.
 fn measured(r: &Resolver, call: &CallFacts) -> bool {
     let Some(key) = CellKey::of(call) else {
         return false;
@@ -203,6 +204,7 @@ fn measured(r: &Resolver, call: &CallFacts) -> bool {
     let (lo, hi) = key.bytes();
     r.table.rules(call.coll).iter().any(|rule| {
         rule.algorithm != crate::Pick::Model
+            && rule.measured
             && rule.p.contains(call.p)
             && rule
                 .cond

@@ -240,13 +240,15 @@ pub fn rule_of(r: &Record, learned: &[CellKey]) -> Rule {
 
 /// The learned table as `tuning.toml` text: `header` lines as comments, the `[model]`
 /// section of `used` (the table the run decided with: the segments and the model's choices
-/// of the replay are then the learning run's), one rule per merged cell, and, when `used`
-/// came from `PCOLL_TUNING` (`keep_rules`), its rules after them (those the learned rules
-/// cover entirely dropped). `Err` only if the table does not validate (a defect).
+/// of the replay are then the learning run's), one rule per merged cell, then `used`'s rules
+/// (those the learned rules cover entirely dropped), so that a cell never decided keeps the
+/// learning run's decision: as they are when `used` came from `PCOLL_TUNING` (`user_table`),
+/// else (the built-in table) marked `measured = false`, cells a later learning run with
+/// this table still explores. `Err` only if the table does not validate (a defect).
 pub fn learned_table(
     records: Vec<Record>,
     used: &Table,
-    keep_rules: bool,
+    user_table: bool,
     header: &[String],
 ) -> Result<String, String> {
     let mut b = Table::builder().origin("the learned table");
@@ -276,12 +278,23 @@ pub fn learned_table(
     }
     for coll in Collective::ALL {
         let list = &mut lists[coll.index()];
-        if keep_rules {
-            for rule in used.rules(coll) {
-                list.push(rule.clone());
-                if shadowed(coll, list, list.len() - 1, "").is_some() {
-                    list.pop();
-                }
+        let learned = list.len();
+        for rule in used.rules(coll) {
+            let mut rule = rule.clone().measured(rule.measured && user_table);
+            if list.len() == learned && rule.note.is_empty() {
+                rule.note = format!(
+                    "the rules of {} (for the cells not learned){}",
+                    used.origin(),
+                    if user_table {
+                        ""
+                    } else {
+                        ": defaults, explored by a learning run with this table"
+                    }
+                );
+            }
+            list.push(rule);
+            if shadowed(coll, list, list.len() - 1, "").is_some() {
+                list.pop();
             }
         }
         for rule in list.drain(..) {

@@ -338,15 +338,39 @@ fn learned_table_replays_the_winners() {
         None,
         "other p: the model"
     );
-    // Without the user's rules: only the learned cells.
+    // From the built-in table (not a user's): its rules follow as carried defaults
+    // (`measured = false`), which decide alike but leave their cells to a later learning run.
     let text = learned_table(
         vec![record(Collective::Bcast, 4, 3, 1, 13)],
         &used,
         false,
         &[],
+    )
+    .unwrap();
+    assert!(text.contains("measured = false"), "{text}");
+    let t = Table::parse(&text, "l").unwrap();
+    assert_eq!(t.rules(Collective::Reduce).len(), 2);
+    assert!(t.rules(Collective::Reduce).iter().all(|r| !r.measured));
+    assert!(t.rules(Collective::Bcast).iter().all(|r| r.measured));
+    let at = |b: usize| {
+        t.lookup_call(Collective::Reduce, 4, b, true, 0, false)
+            .map(|c| c.algorithm)
+    };
+    assert_eq!(at(1 << 22), Some(Algorithm::Binomial.into()));
+    let cfg = Config::default();
+    let r = Resolver::new(&cfg, &t, Mpi::OpenMpi);
+    let call = |coll, bytes| CallFacts {
+        commutative: true,
+        ..CallFacts::new(coll, 4, bytes)
+    };
+    assert!(
+        learnable(&r, &call(Collective::Reduce, 1 << 22), true),
+        "a carried default's cell is explored"
     );
-    let t = Table::parse(&text.unwrap(), "l").unwrap();
-    assert_eq!(t.rules(Collective::Reduce).len(), 0);
+    assert!(
+        !learnable(&r, &call(Collective::Bcast, 8), true),
+        "a learned cell is not"
+    );
 }
 
 /// A cell won by native covers the op kind nobody explored in its octave (the native gate

@@ -151,6 +151,10 @@ pub struct Rule {
     pub segment: Option<usize>,
     /// The op's kind and the reduce's root it applies to ([`Cond`]; default: any).
     pub cond: Cond,
+    /// A measurement (the default), or a default carried over from another table (`measured =
+    /// false`: a learned table's copy of the built-in rules). Decides alike; `PCOLL_LEARN`
+    /// explores the cells only such rules cover.
+    pub measured: bool,
     /// Line of the rule's `[[coll]]` header in its file; 0 when built in code.
     pub line: usize,
     /// Comment written above the rule by [`Table::to_toml`] (not read back).
@@ -166,6 +170,7 @@ impl Rule {
             algorithm: algorithm.into(),
             segment: None,
             cond: Cond::ANY,
+            measured: true,
             line: 0,
             note: String::new(),
         }
@@ -194,6 +199,11 @@ impl Rule {
     }
     pub fn note(mut self, text: impl Into<String>) -> Rule {
         self.note = text.into();
+        self
+    }
+    /// Marked as a carried default (`measured = false`), or as a measurement.
+    pub fn measured(mut self, m: bool) -> Rule {
+        self.measured = m;
         self
     }
     #[inline]
@@ -447,6 +457,9 @@ impl Table {
                 let _ = writeln!(s, "algorithm = \"{}\"", r.algorithm);
                 if let Some(g) = r.segment {
                     let _ = writeln!(s, "segment = {g}");
+                }
+                if !r.measured {
+                    s.push_str("measured = false\n");
                 }
                 s.push('\n');
             }

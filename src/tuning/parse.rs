@@ -65,6 +65,8 @@ struct RawRule {
     root: Option<Spanned<String>>,
     /// `form = "blocking" | "nonblocking"` ([`Cond`]).
     form: Option<Spanned<String>>,
+    /// `measured = false`: a carried default ([`Rule::measured`]).
+    measured: Option<bool>,
 }
 
 /// Maps byte offsets to `origin:line:col`.
@@ -292,6 +294,7 @@ fn rule(coll: Collective, idx: usize, sr: Spanned<RawRule>, errs: &mut Errs) -> 
         algorithm: algorithm?,
         segment,
         cond,
+        measured: rr.measured.unwrap_or(true),
         line: errs.src.line(head),
         note: String::new(),
     };
