@@ -504,9 +504,9 @@ pub fn state_nb(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static Com
 
 /// Whether a first non-blocking call may make its shadow with `PMPI_Comm_idup`. Not on Open
 /// MPI: its idup fails inside libnbc ("error 15", a truncation) beside other non-blocking
-/// collectives on the same communicator (4.1: `verify/nbdifftest.c`, p = 3, one thread) and
-/// when several threads start one at once (5.0 without pcoll: `verify/idup_threads.c`;
-/// segfaults in `verify/threads.sh`). There the shadow is left for later ([`Making::Later`]).
+/// collectives on the same communicator (4.1 and 5.0 without pcoll: `verify/idup_threads.c`;
+/// with pcoll `verify/nbdifftest.c` p = 3 hung, `verify/threads.sh` segfaulted). There the
+/// shadow is left for later ([`Making::Later`]).
 fn idup_ok() -> bool {
     crate::state::global().mpi.abi() != pcoll::mpi::Abi::OpenMpi
 }
