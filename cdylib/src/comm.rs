@@ -153,18 +153,8 @@ impl CommState {
             if let Some(Making::Later(parent)) = *d {
                 // SAFETY: collective dup of the user's communicator (every rank is in the same
                 // blocking call) into the boxed handle.
-                unsafe {
-                    let rc = PMPI_Comm_dup(parent, self.shadow.0.get());
-                    if rc == consts::SUCCESS() {
-                        PMPI_Comm_set_errhandler(*self.shadow.0.get(), consts::errors_return());
-                    } else {
-                        log::error!(
-                            "MPI_Comm_dup of pcoll's shadow communicator failed (code {rc})"
-                        );
-                    }
-                }
-                *d = None;
-                self.ready.store(true, Ordering::Release);
+                let rc = unsafe { PMPI_Comm_dup(parent, self.shadow.0.get()) };
+                self.made(&mut d, rc, "MPI_Comm_dup");
                 return;
             }
         }
@@ -193,18 +183,25 @@ impl CommState {
         let mut flag: c_int = 0;
         // SAFETY: the idup's request, tested under the lock; the status is ignored.
         let rc = unsafe { PMPI_Test(req, &mut flag, RSMPI_STATUS_IGNORE) };
-        if rc != consts::SUCCESS() {
-            // The schedules waiting for it fail with the MPI's errors on a null shadow.
-            log::error!("MPI_Comm_idup of pcoll's shadow communicator failed (code {rc})");
-        } else if flag == 0 {
+        if rc == consts::SUCCESS() && flag == 0 {
             return false;
-        } else {
+        }
+        self.made(&mut d, rc, "MPI_Comm_idup");
+        true
+    }
+
+    /// The shadow's dup returned `rc` (under the `dup` lock): its error handler set, or the
+    /// failure logged (the calls on it then fail with the MPI's errors on a null shadow);
+    /// made either way.
+    fn made(&self, d: &mut Option<Making>, rc: c_int, call: &str) {
+        if rc == consts::SUCCESS() {
             // SAFETY: the dup is done: the handle is valid.
             unsafe { PMPI_Comm_set_errhandler(*self.shadow.0.get(), consts::errors_return()) };
+        } else {
+            log::error!("{call} of pcoll's shadow communicator failed (code {rc})");
         }
         *d = None;
         self.ready.store(true, Ordering::Release);
-        true
     }
 
     /// Mark the window wanted by a non-blocking call that could not make it
