@@ -137,7 +137,8 @@ ctest-cargo-%:
 # Randomized differential test (short), the native gate against its table, MPI_THREAD_MULTIPLE
 # (verify/threads.sh: defaults, shm forced, the non-blocking forms; a few seconds), the
 # non-blocking forms progressing while a rank is blocked in MPI_Recv (verify/nbprogress.sh), settings that
-# differ across ranks (verify/agree.sh), PCOLL_LEARN end to end (verify/learn.sh, ~40 s:
+# differ across ranks (verify/agree.sh), the nodes of split communicators read from the
+# world's (verify/layout.sh, seconds), PCOLL_LEARN end to end (verify/learn.sh, ~40 s:
 # learn, replay, mismatched timings, bad paths; Debian's two here, every MPI in learn-test-%,
 # for make test's 30 minutes; the registry's three run agree.sh at p = 2 only and the --shm
 # difftest as run-difftest.sh has it for them), and mpi4py's own collective tests under pcoll.
@@ -148,6 +149,7 @@ verify-%: mpi4py-setup
 	bash verify/threads.sh $* build/$*/libpcoll.so
 	bash verify/nbprogress.sh $* build/$*/libpcoll.so
 	bash verify/agree.sh $* build/$*/libpcoll.so $(if $(filter $*,$(DEBIAN_MPIS)),,2)
+	bash verify/layout.sh $* build/$*/libpcoll.so
 	$(if $(filter $*,$(DEBIAN_MPIS)),bash verify/learn.sh $* build/$*/libpcoll.so)
 	$(if $(filter $*,$(DEBIAN_MPIS)),HIER_PS=4 bash verify/hier-difftest.sh $* build/$*/libpcoll.so 30)
 	$(if $(filter $*,$(DEBIAN_MPIS)),bash verify/run-nbdifftest.sh $* build/$*/libpcoll.so --quick)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # verify/choose.sh <openmpi|mpich|openmpi5|mpich5|impi> <libpcoll.so>: the library's decision under MPI
 # (pcoll_last_algorithm after each call, verify/choose.c) equals `pcoll-sim choose` for the
-# same table, at p = 1..5, every collective, commutative and non-commutative ops, sizes
+# same table, at p = 1..5 (and over p nodes at p = 4, 5), every collective, commutative and non-commutative ops, sizes
 # 8 B..4 MiB: table rules, fallbacks to the model, model cells and native ones (through the
 # gate). Last line: `choose: PASS ...` or `choose: FAIL ...`.
 set -uo pipefail
@@ -45,11 +45,13 @@ SIZES="8 64 1024 4096 32768 262144 1048576 4194304"
 fails=0; checked=0
 # p = 1..5 with the table alone; then p = 3 again with environment overrides, which
 # pcoll-sim reads too: a forced algorithm that cannot serve non-commutative calls (fallback
-# to the model, with a warning), `model` forced over a table rule, a forced native.
-for run in 1 2 3 4 5 env3; do
-  p=${run#env}
-  ENVV=()
+# to the model, with a warning), `model` forced over a table rule, a forced native; and p = 4
+# and 5 with every rank a node of its own (PCOLL_NODES=1; pcoll-sim --nodes p).
+for run in 1 2 3 4 5 env3 nodes4 nodes5; do
+  p=${run#env}; p=${p#nodes}
+  ENVV=(); SIMV=()
   [ "$run" = env3 ] && ENVV=(PCOLL_REDUCE=greedy PCOLL_ALLREDUCE=model PCOLL_ALLGATHERV=native PCOLL_FALLBACK=silent)
+  [ "${run#nodes}" != "$run" ] && ENVV=(PCOLL_NODES=1) && SIMV=(--nodes $p)
   mpi_np $p
   mpi_env_args LD_PRELOAD="$LIB" PCOLL_TUNING="$TABLE" "${ENVV[@]}"
   got=$(timeout -k 5 200 "$MPIRUN" "${MPI_NP_ARGS[@]}" "${MPI_ENV_ARGS[@]}" "$BIN" $SIZES </dev/null 2>&1)
@@ -58,7 +60,7 @@ for run in 1 2 3 4 5 env3; do
     echo "$got" | tail -5; echo "choose: FAIL ($run: exit $rc)"; exit 1
   fi
   want=$(for op in commutative noncommutative; do
-    env "${ENVV[@]}" "$SIM" choose --table "$TABLE" --mpi "$MPI" --p $p --bytes "$(echo $SIZES | tr ' ' ,)" --op $op --format json
+    env "${ENVV[@]}" "$SIM" choose --table "$TABLE" --mpi "$MPI" --p $p "${SIMV[@]}" --bytes "$(echo $SIZES | tr ' ' ,)" --op $op --format json
   done)
   res=$(python3 - "$p" <<PY
 import json, sys
@@ -86,7 +88,7 @@ PY
   [ "$1" -ge 50 ] || { echo "choose: FAIL (p=$p: only $1 decisions read)"; echo "$got" | tail -3; exit 1; }
 done
 if [ $fails = 0 ]; then
-  echo "choose: PASS ($checked decisions at p = 1..5 and with environment overrides equal pcoll-sim choose)"
+  echo "choose: PASS ($checked decisions at p = 1..5, with environment overrides and over nodes equal pcoll-sim choose)"
   exit 0
 fi
 echo "choose: FAIL ($fails of $checked decisions differ from pcoll-sim choose)"

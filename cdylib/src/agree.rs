@@ -61,6 +61,9 @@ pub fn at_init() {
     }
     let inputs = exchange(read_local());
     let _ = SETTLED.set(inputs);
+    if !crate::state::disabled() {
+        crate::nodes::at_init(crate::state::global().cfg.nodes);
+    }
     crate::learn::at_init();
 }
 

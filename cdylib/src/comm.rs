@@ -45,7 +45,8 @@ pub struct CommState {
     /// The program of the last call, checked before the cache (no key built, no hashing):
     /// a loop calling the same collective with the same arguments hits it every time.
     last: Mutex<Option<(ProgKey, Arc<Program>)>>,
-    /// The communicator's nodes, asked of MPI the first time a decision needs them
+    /// The communicator's nodes: read from `MPI_COMM_WORLD`'s when the state is made
+    /// (`crate::nodes::from_world`), else gathered the first time a decision needs them
     /// ([`CommState::layout`]).
     layout: OnceCell<pcoll::nodes::Layout>,
     /// The shared window of `shm`, made when a call first asks for it ([`CommState::shm`]).
@@ -256,11 +257,15 @@ impl CommState {
         self.shm.get()?.as_deref()
     }
 
-    /// The nodes of this communicator (`PCOLL_NODES`); collective on first use, so it is
-    /// called only where every rank of the communicator is in the same call.
+    /// The nodes of this communicator (`PCOLL_NODES`); collective on first use when not read
+    /// from the world's at the state's making, so it is called only where every rank of the
+    /// communicator is in the same call.
     pub fn layout(&self, g: &crate::state::Global) -> &pcoll::nodes::Layout {
-        self.layout
-            .get_or_init(|| crate::nodes::layout(self.shadow(), self.size, self.rank, g.cfg.nodes))
+        self.layout.get_or_init(|| {
+            let l = crate::nodes::layout(self.shadow(), self.size, self.rank, g.cfg.nodes);
+            log::debug!(target: "pcoll::nodes", "a communicator of {} ranks: nodes {:?} (gathered)", self.size, l.members);
+            l
+        })
     }
     /// The shared window of `shm` (None: refused); collective on first use, so it is called
     /// only where every rank of the communicator is in the same call.
@@ -289,7 +294,8 @@ impl CommState {
             .get()
             .map(|r| r.as_ref().map(|w| w.as_deref()).map_err(|_| ()))
     }
-    /// The nodes if they have been asked already (no MPI call).
+    /// The nodes if known (no MPI call): read from the world's when the state was made, or
+    /// asked already.
     pub fn known_layout(&self) -> Option<&pcoll::nodes::Layout> {
         self.layout.get()
     }
@@ -508,6 +514,16 @@ fn idup_ok() -> bool {
     crate::state::global().mpi.abi() != pcoll::mpi::Abi::OpenMpi
 }
 
+/// A new state's nodes, read from `MPI_COMM_WORLD`'s (no communication); empty without them.
+fn world_layout(comm: MPI_Comm, size: usize) -> OnceCell<pcoll::nodes::Layout> {
+    let layout = OnceCell::new();
+    if let Some(l) = crate::nodes::from_world(comm, size) {
+        log::debug!(target: "pcoll::nodes", "a communicator of {size} ranks: nodes {:?} (read from MPI_COMM_WORLD's)", l.members);
+        let _ = layout.set(l);
+    }
+    layout
+}
+
 fn find_or_make(
     comm: MPI_Comm,
     size: usize,
@@ -557,7 +573,7 @@ fn find_or_make(
         cache: Mutex::new(HashMap::new()),
         pool: Default::default(),
         last: Mutex::new(None),
-        layout: OnceCell::new(),
+        layout: world_layout(comm, size),
         shm: OnceCell::new(),
         node_shm: OnceCell::new(),
         learn: Mutex::new(HashMap::new()),

@@ -1,13 +1,16 @@
-//! The node layout of a communicator (`PCOLL_NODES`), asked of MPI once per communicator and
-//! kept in its state (`comm::CommState::layout`): one key per rank, gathered on the shadow
-//! communicator, grouped by `pcoll::nodes::Layout::from_keys`.
+//! The node layout of a communicator (`PCOLL_NODES`), kept in its state
+//! (`comm::CommState::layout`): one key per rank, grouped by `pcoll::nodes::Layout::from_keys`.
+//! `MPI_COMM_WORLD`'s keys are gathered once, at `MPI_Init` ([`at_init`]); every other
+//! communicator's are read from them through its group ([`from_world`]: local MPI calls, no
+//! communication, so a non-blocking call may ask too). Without them (`MPI_Init` not seen, a
+//! rank from outside the world) they are gathered on the communicator's shadow ([`layout`]).
 //!
 //! * `shared` (default): `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`; the key is the lowest
 //!   rank of the rank's shared-memory group (the group's communicator is freed at once).
 //! * `hostname`: `MPI_Get_processor_name`, all names gathered (exact, no hashing).
 //! * `K`: `MPI_COMM_WORLD` rank / K.
 //!
-//! Collective over the communicator: called where every rank of it is (see the callers). If
+//! [`layout`] is collective over the communicator: called where every rank of it is. If
 //! an MPI call fails, the layout is one node (node-aware algorithms then run node-local).
 //! The same layout on every rank (issue 29): `PCOLL_NODES` is settled across ranks at
 //! `MPI_Init` (`agree.rs`), every rank gathers the same keys, and `Layout::from_keys` is a
@@ -15,8 +18,66 @@
 
 use crate::consts;
 use mpi_sys::*;
+use once_cell::sync::OnceCell;
 use pcoll::nodes::{Layout, NodeMode};
+use std::mem::MaybeUninit;
 use std::os::raw::{c_int, c_void};
+
+/// `MPI_COMM_WORLD`'s layout, gathered at `MPI_Init` ([`at_init`]): the same on every rank.
+static WORLD: OnceCell<Layout> = OnceCell::new();
+
+/// At `MPI_Init`, once `PCOLL_NODES` is agreed (`agree.rs`): `MPI_COMM_WORLD`'s layout
+/// (collective over it, as `MPI_Init` is).
+pub fn at_init(mode: NodeMode) {
+    let (mut rank, mut size): (c_int, c_int) = (0, 1);
+    // SAFETY: out-pointers to locals; MPI is initialised.
+    unsafe {
+        PMPI_Comm_rank(consts::comm_world(), &mut rank);
+        PMPI_Comm_size(consts::comm_world(), &mut size);
+    }
+    let l = layout(
+        consts::comm_world(),
+        size.max(1) as usize,
+        rank.max(0) as usize,
+        mode,
+    );
+    let _ = WORLD.set(l);
+}
+
+/// The layout of `comm` (an intracommunicator of `size` ranks) read from the world's through
+/// the two groups: local MPI calls only, the same answer on every rank. None without the
+/// world's layout or when a rank of `comm` is not in `MPI_COMM_WORLD` (spawned, connected).
+pub fn from_world(comm: MPI_Comm, size: usize) -> Option<Layout> {
+    let world = WORLD.get()?;
+    let ranks: Vec<c_int> = (0..size as c_int).collect();
+    let mut in_world = vec![consts::UNDEFINED(); size];
+    // SAFETY: groups of two valid communicators into locals, freed here; `size` ranks
+    // translated from `ranks` into `in_world` (both of that length).
+    unsafe {
+        let (mut g, mut wg) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+        ok(PMPI_Comm_group(comm, g.as_mut_ptr()))?;
+        let mut g: MPI_Group = g.assume_init();
+        if PMPI_Comm_group(consts::comm_world(), wg.as_mut_ptr()) != consts::SUCCESS() {
+            PMPI_Group_free(&mut g);
+            return None;
+        }
+        let mut wg: MPI_Group = wg.assume_init();
+        let rc =
+            PMPI_Group_translate_ranks(g, size as c_int, ranks.as_ptr(), wg, in_world.as_mut_ptr());
+        PMPI_Group_free(&mut g);
+        PMPI_Group_free(&mut wg);
+        ok(rc)?;
+    }
+    let keys = in_world
+        .iter()
+        .map(|&w| {
+            usize::try_from(w)
+                .ok()
+                .and_then(|w| world.node_of.get(w).copied())
+        })
+        .collect::<Option<Vec<usize>>>()?;
+    Some(Layout::from_keys(&keys))
+}
 
 /// Bytes of a host name as gathered (names are cut there).
 const NAME_BYTES: usize = 256;

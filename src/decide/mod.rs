@@ -386,6 +386,13 @@ impl<'a> Resolver<'a> {
                 &call.nodes,
             );
         }
+        // With and without `shm` (its window refused), and over several nodes (one rank on
+        // each), the answers are kept apart.
+        let place = if call.nodes.nodes > 1 {
+            model::Place::Nodes
+        } else {
+            model::Place::Node { shm: call.shm_ok() }
+        };
         let at = |bytes| {
             model::pick(
                 self.mpi,
@@ -395,16 +402,13 @@ impl<'a> Resolver<'a> {
                 call.p,
                 bytes,
                 call.commutative,
-                call.shm_ok(),
+                place,
             )
         };
         let k = model::class_of(call.bytes);
-        // With and without `shm` (its window refused, several nodes, a non-blocking call) the
-        // answers are kept apart.
-        let shm = call.shm_ok();
         let memo = self.memo.filter(|m| m.p() == call.p);
         if let Some(m) = memo {
-            if let Some(hit) = m.get(call.coll, call.commutative, shm, k) {
+            if let Some(hit) = m.get(call.coll, call.commutative, place, k) {
                 return hit;
             }
         }
@@ -423,7 +427,7 @@ impl<'a> Resolver<'a> {
             );
         let answer = at(model::span_representative(span));
         if let Some(m) = memo.filter(|_| whole) {
-            m.put(call.coll, call.commutative, shm, k, answer);
+            m.put(call.coll, call.commutative, place, k, answer);
         }
         answer
     }

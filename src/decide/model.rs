@@ -185,9 +185,57 @@ pub fn prices(
     )
 }
 
+/// Where a communicator's ranks are, as far as the model's choice among pcoll algorithms
+/// goes (the memo keeps the three apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// One node; `shm`: whether `shm` may serve (false once the communicator's window was
+    /// refused).
+    Node { shm: bool },
+    /// More than one node.
+    Nodes,
+}
+
+impl Place {
+    fn index(self) -> usize {
+        match self {
+            Place::Node { shm } => shm as usize,
+            Place::Nodes => 2,
+        }
+    }
+}
+
+/// Between nodes a chain (`pipeline`: one steady stream into and one out of each rank) is
+/// taken when predicted within this factor of the cheapest algorithm. On the emulated cluster
+/// (4 and 5 nodes x 1 rank, MPICH, TCP, 500 Mbit/s; docs/emulated-cluster.md) the chain ran
+/// 0.60-0.97x the time of `greedy` and `circulant` (whose partners change every round) at
+/// 512 KiB-16 MiB, blocking and not, where the model prices it 1.0-6.6 % slower; those trees
+/// ran 0.71-0.94x the chain where the model prices it 10-12 % slower (4 nodes: reduce
+/// 128 KiB, bcast 256 KiB).
+pub const CHAIN_TIE: f64 = 1.07;
+
+/// The cheapest of `prices` (the algorithm to run, and the cheapest time, which is what is
+/// weighed against native); between nodes `pipeline` within [`CHAIN_TIE`] of it.
+fn cheapest(prices: impl Iterator<Item = (Algorithm, f64)>, nodes: bool) -> (Algorithm, f64) {
+    let (mut best, mut chain) = ((Algorithm::Binomial, f64::INFINITY), f64::INFINITY);
+    for (a, t) in prices {
+        if t < best.1 {
+            best = (a, t);
+        }
+        if a == Algorithm::Pipeline {
+            chain = t;
+        }
+    }
+    if nodes && chain <= CHAIN_TIE * best.1 {
+        (Algorithm::Pipeline, best.1)
+    } else {
+        best
+    }
+}
+
 /// The model's answer at exactly `bytes` (the library asks it at the middle of a
-/// [`span`]: [`super::Resolver::model_pick`]) for a communicator on one node; `shm`: whether
-/// it may be picked (false once the communicator's window was refused). No allocation.
+/// [`span`]: [`super::Resolver::model_pick`]) with one rank per node or all on one node.
+/// No allocation.
 #[allow(clippy::too_many_arguments)]
 pub fn pick(
     mpi: Mpi,
@@ -197,18 +245,17 @@ pub fn pick(
     p: usize,
     bytes: usize,
     commutative: bool,
-    shm: bool,
+    place: Place,
 ) -> ModelPick {
-    let mut best_pcoll = (Algorithm::Binomial, f64::INFINITY);
-    for &a in Algorithm::available(coll) {
-        if !priced(a, coll, commutative) || (a == Algorithm::Shm && !shm) {
-            continue;
-        }
-        let t = predict(coll, a, p, bytes, params).time;
-        if t < best_pcoll.1 {
-            best_pcoll = (a, t);
-        }
-    }
+    let shm = place == Place::Node { shm: true };
+    let best_pcoll = cheapest(
+        Algorithm::available(coll)
+            .iter()
+            .copied()
+            .filter(|&a| priced(a, coll, commutative) && (a != Algorithm::Shm || shm))
+            .map(|a| (a, predict(coll, a, p, bytes, params).time)),
+        place == Place::Nodes,
+    );
     let best = if p <= 1 || bytes == 0 {
         Algorithm::Native
     } else {
@@ -239,12 +286,10 @@ pub fn pick_nodes(
     commutative: bool,
     shape: &NodeShape,
 ) -> ModelPick {
-    let mut best_pcoll = (Algorithm::Binomial, f64::INFINITY);
-    for (a, t) in node_prices(levels, coll, p, bytes, commutative, shape) {
-        if t < best_pcoll.1 {
-            best_pcoll = (a, t);
-        }
-    }
+    let best_pcoll = cheapest(
+        node_prices(levels, coll, p, bytes, commutative, shape).into_iter(),
+        true,
+    );
     let best = if p <= 1 || bytes == 0 {
         Algorithm::Native
     } else {
@@ -286,7 +331,7 @@ pub fn node_prices(
 }
 
 /// Memo of model answers for one communicator size: one cell per (collective,
-/// commutativity, whether `shm` may serve, size class), filled on first use. Cells are
+/// commutativity, [`Place`], size class), filled on first use. Cells are
 /// atomics: threads may race to fill one, with the same value. Valid for one table and one MPI
 /// (the process's).
 pub struct Memo {
@@ -298,7 +343,7 @@ impl Memo {
     pub fn new(p: usize) -> Memo {
         Memo {
             p,
-            cells: (0..Collective::ALL.len() * 4 * NCLASS)
+            cells: (0..Collective::ALL.len() * 2 * 3 * NCLASS)
                 .map(|_| AtomicU16::new(0))
                 .collect(),
         }
@@ -307,21 +352,21 @@ impl Memo {
     pub fn p(&self) -> usize {
         self.p
     }
-    fn cell(&self, coll: Collective, commutative: bool, shm: bool, class: usize) -> &AtomicU16 {
-        let row = (coll.index() * 2 + commutative as usize) * 2 + shm as usize;
+    fn cell(&self, coll: Collective, commutative: bool, place: Place, class: usize) -> &AtomicU16 {
+        let row = (coll.index() * 2 + commutative as usize) * 3 + place.index();
         &self.cells[row * NCLASS + class]
     }
-    /// The answer stored for a size class, if any (`shm`: whether `shm` may serve the call).
+    /// The answer stored for a size class, if any.
     #[inline]
     pub fn get(
         &self,
         coll: Collective,
         commutative: bool,
-        shm: bool,
+        place: Place,
         class: usize,
     ) -> Option<ModelPick> {
         let v = self
-            .cell(coll, commutative, shm, class)
+            .cell(coll, commutative, place, class)
             .load(Ordering::Relaxed);
         (v != 0).then(|| ModelPick {
             best: Algorithm::ALL[((v >> 8) - 1) as usize],
@@ -329,9 +374,16 @@ impl Memo {
         })
     }
     /// Store the answer for a size class.
-    pub fn put(&self, coll: Collective, commutative: bool, shm: bool, class: usize, m: ModelPick) {
+    pub fn put(
+        &self,
+        coll: Collective,
+        commutative: bool,
+        place: Place,
+        class: usize,
+        m: ModelPick,
+    ) {
         let v = ((m.best.index() as u16 + 1) << 8) | m.best_pcoll.index() as u16;
-        self.cell(coll, commutative, shm, class)
+        self.cell(coll, commutative, place, class)
             .store(v, Ordering::Relaxed);
     }
 }
@@ -377,12 +429,76 @@ mod tests {
             best_pcoll: Algorithm::Ring,
         };
         let k = class_of(100);
-        assert_eq!(m.get(Collective::Allreduce, true, true, k), None);
-        m.put(Collective::Allreduce, true, true, k, a);
-        assert_eq!(m.get(Collective::Allreduce, true, true, k), Some(a));
-        assert_eq!(m.get(Collective::Allreduce, true, false, k), None);
-        assert_eq!(m.get(Collective::Allreduce, false, true, k), None);
-        assert_eq!(m.get(Collective::Reduce, true, true, k), None);
+        let (shm, plain) = (Place::Node { shm: true }, Place::Node { shm: false });
+        assert_eq!(m.get(Collective::Allreduce, true, shm, k), None);
+        m.put(Collective::Allreduce, true, shm, k, a);
+        assert_eq!(m.get(Collective::Allreduce, true, shm, k), Some(a));
+        assert_eq!(m.get(Collective::Allreduce, true, plain, k), None);
+        assert_eq!(m.get(Collective::Allreduce, true, Place::Nodes, k), None);
+        assert_eq!(m.get(Collective::Allreduce, false, shm, k), None);
+        assert_eq!(m.get(Collective::Reduce, true, shm, k), None);
+        let last = class_of(usize::MAX);
+        m.put(
+            Collective::ALL[Collective::ALL.len() - 1],
+            false,
+            Place::Nodes,
+            last,
+            a,
+        );
+        assert_eq!(
+            m.get(
+                Collective::ALL[Collective::ALL.len() - 1],
+                false,
+                Place::Nodes,
+                last
+            ),
+            Some(a)
+        );
+    }
+
+    #[test]
+    fn between_nodes_the_chain_wins_within_its_tie() {
+        let c = CostParams::default();
+        let mut chains = 0;
+        for coll in [Collective::Reduce, Collective::Bcast, Collective::Allreduce] {
+            for p in [3, 4, 5, 8, 16, 64] {
+                for b in (10..26).map(|e| 1usize << e) {
+                    let (mut prices, _) = prices(Mpi::Mpich, &c, coll, p, b, true);
+                    prices.retain(|x| x.0 != Algorithm::Shm);
+                    let low = prices.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+                    let chain = prices.iter().find(|x| x.0 == Algorithm::Pipeline);
+                    let at = |place| pick(Mpi::Mpich, &c, 0.15, coll, p, b, true, place);
+                    let plain = at(Place::Node { shm: false }).best_pcoll;
+                    let t = |a| prices.iter().find(|x| x.0 == a).unwrap().1;
+                    assert_eq!(
+                        t(plain),
+                        low,
+                        "{coll} p={p} b={b}: one node takes the cheapest"
+                    );
+                    let nodes = at(Place::Nodes).best_pcoll;
+                    match chain {
+                        Some(&(_, tc)) if tc <= CHAIN_TIE * low => {
+                            assert_eq!(nodes, Algorithm::Pipeline, "{coll} p={p} b={b}");
+                            chains += (plain != Algorithm::Pipeline) as usize;
+                        }
+                        _ => assert_eq!(nodes, plain, "{coll} p={p} b={b}"),
+                    }
+                }
+            }
+        }
+        // The tie decides somewhere (reduce and bcast at small p, large sizes), not everywhere.
+        assert!(chains > 0);
+        let m = 4 << 20;
+        let at = |coll, p, place| pick(Mpi::Mpich, &c, 0.15, coll, p, m, true, place).best_pcoll;
+        assert_eq!(at(Collective::Reduce, 4, Place::Nodes), Algorithm::Pipeline);
+        assert_ne!(
+            at(Collective::Reduce, 4, Place::Node { shm: false }),
+            Algorithm::Pipeline
+        );
+        assert_ne!(
+            at(Collective::Reduce, 64, Place::Nodes),
+            Algorithm::Pipeline
+        );
     }
 
     #[test]

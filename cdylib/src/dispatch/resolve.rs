@@ -142,7 +142,8 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
 }
 
 /// [`choose`] for a non-blocking or persistent call, whose initiation should not wait for the
-/// other ranks: the nodes count only if already known, a cell `PCOLL_LEARN` has decided
+/// other ranks: the nodes count only if known without communication (read from the world's
+/// when the communicator's state was made, `crate::nodes::from_world`), a cell `PCOLL_LEARN` has decided
 /// counts, one it still explores is decided as without learning (its clock times blocking
 /// calls only; every rank skips it alike), and the nodes' windows count as refused (a node
 /// step blocks). `shm` counts where `shm_ok` (a reduce or allreduce whose element fits a
@@ -177,11 +178,7 @@ pub(super) fn choose_nb(
     // while none of pcoll's schedules runs, so on some ranks and not others) are decided
     // without them, and must agree with this path on every call they send to native.
     if d.algorithm != Algorithm::Native {
-        let known = crate::comm::existing(a.comm).and_then(|st| st.known_layout());
-        if let Some(nodes) = known
-            .map(|l| l.shape())
-            .filter(|n| *n != NodeShape::default())
-        {
+        if let Some(nodes) = known_nodes(a, spec.p).filter(|n| *n != NodeShape::default()) {
             call.nodes = nodes;
             d = decided(g, &call, &nf, learned)?;
         }
@@ -256,9 +253,8 @@ fn decided(
 /// The nodes of the call's communicator as far as the decision may read them. A request
 /// for `hier` / `hier_ml` asks MPI (collective: such a request never goes native, so every
 /// rank is here in this call, as for the state any pcoll algorithm needs). Otherwise only
-/// a layout already known counts (asked when pcoll first served a call on the communicator,
-/// on every rank alike): a rank must not start a collective step that other ranks, sent to
-/// native by the C gate, never take.
+/// a layout known without communication counts ([`known_nodes`], on every rank alike): a rank
+/// must not start a collective step that other ranks, sent to native by the C gate, never take.
 fn node_shape(g: &'static Global, a: &Args, spec: &CallSpec) -> NodeShape {
     if spec.p <= 1 {
         return NodeShape::default();
@@ -275,9 +271,16 @@ fn node_shape(g: &'static Global, a: &Args, spec: &CallSpec) -> NodeShape {
             Err(_) => NodeShape::default(),
         };
     }
-    crate::comm::existing(a.comm)
-        .and_then(|st| st.known_layout())
-        .map_or(NodeShape::default(), |l| l.shape())
+    known_nodes(a, spec.p).unwrap_or_default()
+}
+
+/// The communicator's nodes as known without communication: its state's, or, before pcoll
+/// made one, read from the world's (the same on every rank).
+fn known_nodes(a: &Args, p: usize) -> Option<NodeShape> {
+    match crate::comm::existing(a.comm) {
+        Some(st) => st.known_layout().map(|l| l.shape()),
+        None => crate::nodes::from_world(a.comm, p).map(|l| l.shape()),
+    }
 }
 
 /// The nodes may run `hier`'s node steps through shared windows: `shm` and
