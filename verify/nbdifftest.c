@@ -310,8 +310,28 @@ static void check(Op *o, int round)
     nops++;
     reference(o);
     int rootless = o->coll == REDUCE && o->r != o->root;
-    if (!rootless && memcmp(o->recv - GUARD, o->ref - GUARD, o->rbytes + 2 * GUARD) != 0)
+    if (!rootless && memcmp(o->recv - GUARD, o->ref - GUARD, o->rbytes + 2 * GUARD) != 0) {
         mismatch(o, round, "result differs from native's (or holes/guards written)");
+        /* Where: the first and last differing byte (offsets from the buffer's start; guards
+         * are negative or at rbytes and beyond), and how many bytes differ. */
+        long first = -1, last = -1, n = 0;
+        for (long i = -GUARD; i < (long)o->rbytes + GUARD; i++)
+            if (o->recv[i] != o->ref[i]) {
+                if (first < 0) first = i;
+                last = i;
+                n++;
+            }
+        printf("  rank=%d: %ld of %zu bytes differ, first at %ld (got %02x, native %02x, before %02x), last at %ld\n",
+               wrank, n, o->rbytes, first, (unsigned char)o->recv[first], (unsigned char)o->ref[first],
+               (unsigned char)o->init[first], last);
+        if (getenv("NB_DUMP") && first >= 0 && first + 16 <= (long)o->rbytes) {
+            double d[2]; int v[4];
+            memcpy(d, o->recv + first, 16); memcpy(v, o->recv + first, 16);
+            printf("  rank=%d got as doubles %g %g, as ints %d %d %d %d\n", wrank, d[0], d[1], v[0], v[1], v[2], v[3]);
+            memcpy(d, o->ref + first, 16); memcpy(v, o->ref + first, 16);
+            printf("  rank=%d native as doubles %g %g, as ints %d %d %d %d\n", wrank, d[0], d[1], v[0], v[1], v[2], v[3]);
+        }
+    }
     if (rootless && memcmp(o->recv - GUARD, o->init - GUARD, o->rbytes + 2 * GUARD) != 0)
         mismatch(o, round, "a non-root's receive buffer was written");
     if (memcmp(o->send - GUARD, o->sendcopy - GUARD, o->sbytes + 2 * GUARD) != 0)
