@@ -1,11 +1,12 @@
-//! The two-level model and the node-aware decisions: a communicator on one node (or one
-//! rank per node) is decided exactly as before; over several nodes the model weighs `hier`
+//! The two-level model and the node-aware decisions: a communicator on one node is decided
+//! exactly as without node facts, one rank per node too but for the chain taken within its
+//! tie (`CHAIN_TIE`); over several nodes the model weighs `hier`
 //! / `hier_ml`; `[model.net]` parses, round-trips and is checked; a non-commutative op over
 //! interleaved nodes never gets a node-aware algorithm.
 
 use pcoll::algo::{Algorithm, Collective};
 use pcoll::config::Config;
-use pcoll::decide::{CallFacts, PlainFacts, Resolver};
+use pcoll::decide::{model, CallFacts, PlainFacts, Resolver};
 use pcoll::model::native::Mpi;
 use pcoll::nodes::NodeShape;
 use pcoll::tuning::Table;
@@ -36,7 +37,8 @@ fn with_nodes(
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(600))]
     /// One node, or one rank per node: the decision is the one without node facts (but never
-    /// `shm` over several nodes).
+    /// `shm` over several nodes, and over several nodes `pipeline` where the model prices it
+    /// within `CHAIN_TIE` of the pcoll algorithm chosen without them).
     #[test]
     fn single_node_decisions_unchanged(
         ci in 0usize..4, p in 1usize..5000, lg in 0u32..28, commutative: bool, mpich: bool,
@@ -55,10 +57,27 @@ proptest! {
             };
             let plain = r.resolve(&with_nodes(coll, p, bytes, commutative, NodeShape::default()), &PlainFacts).unwrap();
             let nodes = r.resolve(&with_nodes(coll, p, bytes, commutative, shape), &PlainFacts).unwrap();
+            let chain = shape.nodes > 1
+                && plain.by_model
+                && nodes.algorithm == Algorithm::Pipeline
+                && ![Algorithm::Native, Algorithm::Pipeline, Algorithm::Shm].contains(&plain.algorithm);
             if plain.algorithm == Algorithm::Shm && shape.nodes > 1 {
                 // `shm` serves one node only (CallFacts::shm_ok): one rank per node decides
                 // without it.
                 prop_assert_ne!(nodes.algorithm, Algorithm::Shm);
+            } else if chain {
+                // The model's span representative is not `bytes` itself: price both at the
+                // class's sizes and accept the chain within the tie at one of them.
+                let k = model::class_of(bytes);
+                let within = [model::class_lo(k), bytes, model::class_lo(k + 1).max(bytes + 1) - 1]
+                    .iter()
+                    .any(|&b| {
+                        let (prices, _) = model::prices(mpi, &table.model(), coll, p, b, commutative);
+                        let t = |a| prices.iter().find(|x| x.0 == a).map(|x| x.1);
+                        matches!((t(Algorithm::Pipeline), t(plain.algorithm)),
+                            (Some(tc), Some(tb)) if tc <= model::CHAIN_TIE * tb)
+                    });
+                prop_assert!(within, "pipeline over nodes, {:?} without: not within the tie", plain.algorithm);
             } else {
                 prop_assert_eq!(plain, nodes);
             }
