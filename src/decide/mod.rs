@@ -363,7 +363,7 @@ impl<'a> Resolver<'a> {
 
     /// The model's answer for the call: constant over the call's size class, or over the
     /// part of it where native runs one algorithm ([`model::span`]); memoized per class
-    /// when a memo is set and the class is not split.
+    /// when a memo is set (a class native's selection splits: per part).
     pub fn model_pick(&self, call: &CallFacts) -> ModelPick {
         let params = self.table.model();
         let margin = self.table.margin();
@@ -411,6 +411,9 @@ impl<'a> Resolver<'a> {
             if let Some(hit) = m.get(call.coll, call.commutative, place, k) {
                 return hit;
             }
+            if let Some(hit) = m.get_split(call.coll, call.commutative, place, call.bytes) {
+                return hit;
+            }
         }
         let span = model::span(
             self.mpi,
@@ -426,8 +429,10 @@ impl<'a> Resolver<'a> {
                 model::class_lo(k + 1).max(model::class_lo(k) + 1),
             );
         let answer = at(model::span_representative(span));
-        if let Some(m) = memo.filter(|_| whole) {
-            m.put(call.coll, call.commutative, place, k, answer);
+        match memo {
+            Some(m) if whole => m.put(call.coll, call.commutative, place, k, answer),
+            Some(m) => m.put_split(call.coll, call.commutative, place, span, answer),
+            None => {}
         }
         answer
     }

@@ -337,6 +337,9 @@ pub fn node_prices(
 pub struct Memo {
     p: usize,
     cells: Box<[AtomicU16]>,
+    /// The answers of classes native's own selection splits ([`span`]), by (cell, the span's
+    /// first size): few, filled on first use, read under a shared lock.
+    split: std::sync::RwLock<std::collections::HashMap<(usize, usize), (usize, u16)>>,
 }
 
 impl Memo {
@@ -346,15 +349,48 @@ impl Memo {
             cells: (0..Collective::ALL.len() * 2 * 3 * NCLASS)
                 .map(|_| AtomicU16::new(0))
                 .collect(),
+            split: Default::default(),
         }
     }
     /// The communicator size it holds answers for.
     pub fn p(&self) -> usize {
         self.p
     }
-    fn cell(&self, coll: Collective, commutative: bool, place: Place, class: usize) -> &AtomicU16 {
+    fn index(coll: Collective, commutative: bool, place: Place, class: usize) -> usize {
         let row = (coll.index() * 2 + commutative as usize) * 3 + place.index();
-        &self.cells[row * NCLASS + class]
+        row * NCLASS + class
+    }
+    fn cell(&self, coll: Collective, commutative: bool, place: Place, class: usize) -> &AtomicU16 {
+        &self.cells[Self::index(coll, commutative, place, class)]
+    }
+    /// The answer stored for the part of a split size class that holds `bytes`, if any.
+    pub fn get_split(
+        &self,
+        coll: Collective,
+        commutative: bool,
+        place: Place,
+        bytes: usize,
+    ) -> Option<ModelPick> {
+        let i = Self::index(coll, commutative, place, class_of(bytes));
+        let split = self.split.read().ok()?;
+        split
+            .iter()
+            .find(|((c, lo), (hi, _))| *c == i && *lo <= bytes && bytes < *hi)
+            .map(|(_, (_, v))| unpack(*v))
+    }
+    /// Store the answer for `span`, a part of a split size class.
+    pub fn put_split(
+        &self,
+        coll: Collective,
+        commutative: bool,
+        place: Place,
+        span: (usize, usize),
+        m: ModelPick,
+    ) {
+        let i = Self::index(coll, commutative, place, class_of(span.0));
+        if let Ok(mut split) = self.split.write() {
+            split.insert((i, span.0), (span.1, pack(m)));
+        }
     }
     /// The answer stored for a size class, if any.
     #[inline]
@@ -368,10 +404,7 @@ impl Memo {
         let v = self
             .cell(coll, commutative, place, class)
             .load(Ordering::Relaxed);
-        (v != 0).then(|| ModelPick {
-            best: Algorithm::ALL[((v >> 8) - 1) as usize],
-            best_pcoll: Algorithm::ALL[(v & 0xff) as usize],
-        })
+        (v != 0).then(|| unpack(v))
     }
     /// Store the answer for a size class.
     pub fn put(
@@ -382,9 +415,21 @@ impl Memo {
         class: usize,
         m: ModelPick,
     ) {
-        let v = ((m.best.index() as u16 + 1) << 8) | m.best_pcoll.index() as u16;
+        let v = pack(m);
         self.cell(coll, commutative, place, class)
             .store(v, Ordering::Relaxed);
+    }
+}
+
+/// A [`ModelPick`] in a memo cell (0: empty).
+fn pack(m: ModelPick) -> u16 {
+    ((m.best.index() as u16 + 1) << 8) | m.best_pcoll.index() as u16
+}
+
+fn unpack(v: u16) -> ModelPick {
+    ModelPick {
+        best: Algorithm::ALL[((v >> 8) - 1) as usize],
+        best_pcoll: Algorithm::ALL[(v & 0xff) as usize],
     }
 }
 
@@ -436,6 +481,13 @@ mod tests {
         assert_eq!(m.get(Collective::Allreduce, true, plain, k), None);
         assert_eq!(m.get(Collective::Allreduce, true, Place::Nodes, k), None);
         assert_eq!(m.get(Collective::Allreduce, false, shm, k), None);
+        assert_eq!(m.get(Collective::Reduce, true, shm, k), None);
+        // A split class: answers per part, found by any size inside it.
+        let k = class_of(4096);
+        m.put_split(Collective::Reduce, true, shm, (4096, 4200), a);
+        assert_eq!(m.get_split(Collective::Reduce, true, shm, 4100), Some(a));
+        assert_eq!(m.get_split(Collective::Reduce, true, shm, 4200), None);
+        assert_eq!(m.get_split(Collective::Reduce, true, plain, 4100), None);
         assert_eq!(m.get(Collective::Reduce, true, shm, k), None);
         let last = class_of(usize::MAX);
         m.put(
