@@ -39,6 +39,13 @@ pass=0 fail=0
 RUNS=()
 for alg in $ALGS; do for p in $PS; do RUNS+=("$alg $p"); done; done
 [ "$MPI_ABI" = mpich ] && RUNS+=("binomial 3 large")
+# One run of the tester: <log> <p> <alg> VAR=value ... (the seed follows p and the name).
+tester() {
+  local log=$1 p=$2 alg=$3; shift 3
+  timeout 600 bash -c 'source "$0/scripts/mpi.sh"; mpi_setup "$1" >/dev/null; shift; n=$1; shift; mpi_run "$n" "$@"' \
+    "$ROOT" "$MPI" "$p" "$@" -- "$BIN" --rounds "$ROUNDS" --alg "$alg" --seed $((p * 1009 + ${#alg})) \
+    </dev/null >"$log" 2>&1
+}
 for run in "${RUNS[@]}"; do
   read -r alg p large <<<"$run"
   {
@@ -51,9 +58,7 @@ for run in "${RUNS[@]}"; do
     # pcoll a forwarded persistent collective never completed in its MPI_Waitall (session 14).
     case "$MPI:$alg" in mpich:binomial|mpich:circulant) ;; mpich:*|impi:*) kv+=(NB_NO_PERSISTENT=1) ;; esac
     log=$OUT/logs/nbdifftest-$MPI-p$p-$alg${large:+-large}.log
-    timeout 600 bash -c 'source "$0/scripts/mpi.sh"; mpi_setup "$1" >/dev/null; shift; n=$1; shift; mpi_run "$n" "$@"' \
-      "$ROOT" "$MPI" "$p" "${kv[@]}" -- "$BIN" --rounds "$ROUNDS" --alg "$alg" --seed $((p * 1009 + ${#alg})) \
-      </dev/null >"$log" 2>&1
+    tester "$log" "$p" "$alg" "${kv[@]}"
     rc=$?
     sum=$(grep -E '^nbdifftest: [0-9]+ ops, [0-9]+ mismatches' "$log" | tail -1)
     served=$(grep -E 'stats (i[a-z_]+|[a-z_]+_init) ' "$log" | grep -v ' native ' | sed -E 's/.*calls=([0-9]+).*/\1/' | awk '{s += $1} END {print s + 0}')
@@ -82,9 +87,7 @@ for run in "${RUNS[@]}"; do
       kvn=(); for x in "${kv[@]}"; do [[ $x == LD_PRELOAD=* ]] || kvn+=("$x"); done
       for try in 1 2 3; do
         nlog=$log.native$try
-        timeout 600 bash -c 'source "$0/scripts/mpi.sh"; mpi_setup "$1" >/dev/null; shift; n=$1; shift; mpi_run "$n" "$@"' \
-          "$ROOT" "$MPI" "$p" "${kvn[@]}" -- "$BIN" --rounds "$ROUNDS" --alg "$alg" --seed $((p * 1009 + ${#alg})) \
-          </dev/null >"$nlog" 2>&1
+        tester "$nlog" "$p" "$alg" "${kvn[@]}"
         theirs=$(grep '^MISMATCH' "$nlog" | sed -E 's/.* (round=[0-9]+ coll=[a-z_]+ form=[0-9]+ comm=[0-9]+) .*/\1/' | sort -u)
         if [ -n "$theirs" ] && [ -z "$(comm -23 <(echo "$mine") <(echo "$theirs"))" ]; then
           ok=1; native_note=" (every mismatch also without pcoll: the MPI's, $nlog)"; break

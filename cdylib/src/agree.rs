@@ -62,7 +62,9 @@ pub fn at_init() {
     let inputs = exchange(read_local());
     let _ = SETTLED.set(inputs);
     if !crate::state::disabled() {
-        crate::nodes::at_init(crate::state::global().cfg.nodes);
+        let (rank, size) = world();
+        let mode = crate::state::global().cfg.nodes;
+        crate::nodes::at_init(mode, rank.max(0) as usize, size.max(1) as usize);
     }
     crate::learn::at_init();
 }

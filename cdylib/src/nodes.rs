@@ -26,22 +26,10 @@ use std::os::raw::{c_int, c_void};
 /// `MPI_COMM_WORLD`'s layout, gathered at `MPI_Init` ([`at_init`]): the same on every rank.
 static WORLD: OnceCell<Layout> = OnceCell::new();
 
-/// At `MPI_Init`, once `PCOLL_NODES` is agreed (`agree.rs`): `MPI_COMM_WORLD`'s layout
-/// (collective over it, as `MPI_Init` is).
-pub fn at_init(mode: NodeMode) {
-    let (mut rank, mut size): (c_int, c_int) = (0, 1);
-    // SAFETY: out-pointers to locals; MPI is initialised.
-    unsafe {
-        PMPI_Comm_rank(consts::comm_world(), &mut rank);
-        PMPI_Comm_size(consts::comm_world(), &mut size);
-    }
-    let l = layout(
-        consts::comm_world(),
-        size.max(1) as usize,
-        rank.max(0) as usize,
-        mode,
-    );
-    let _ = WORLD.set(l);
+/// At `MPI_Init`, once `PCOLL_NODES` is agreed (`agree.rs`, which passes this process's
+/// world rank and size): `MPI_COMM_WORLD`'s layout (collective over it, as `MPI_Init` is).
+pub fn at_init(mode: NodeMode, rank: usize, size: usize) {
+    let _ = WORLD.set(layout(consts::comm_world(), size.max(1), rank, mode));
 }
 
 /// The layout of `comm` (an intracommunicator of `size` ranks) read from the world's through

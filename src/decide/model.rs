@@ -337,9 +337,9 @@ pub fn node_prices(
 pub struct Memo {
     p: usize,
     cells: Box<[AtomicU16]>,
-    /// The answers of classes native's own selection splits ([`span`]), by (cell, the span's
-    /// first size): few, filled on first use, read under a shared lock.
-    split: std::sync::RwLock<std::collections::HashMap<(usize, usize), (usize, u16)>>,
+    /// The answers of classes native's own selection splits ([`span`]): per cell, each part
+    /// as (first size, end, answer); few, filled on first use, read under a shared lock.
+    split: std::sync::RwLock<std::collections::HashMap<usize, Vec<(usize, usize, u16)>>>,
 }
 
 impl Memo {
@@ -374,9 +374,10 @@ impl Memo {
         let i = Self::index(coll, commutative, place, class_of(bytes));
         let split = self.split.read().ok()?;
         split
+            .get(&i)?
             .iter()
-            .find(|((c, lo), (hi, _))| *c == i && *lo <= bytes && bytes < *hi)
-            .map(|(_, (_, v))| unpack(*v))
+            .find(|(lo, hi, _)| *lo <= bytes && bytes < *hi)
+            .map(|&(_, _, v)| unpack(v))
     }
     /// Store the answer for `span`, a part of a split size class.
     pub fn put_split(
@@ -389,7 +390,10 @@ impl Memo {
     ) {
         let i = Self::index(coll, commutative, place, class_of(span.0));
         if let Ok(mut split) = self.split.write() {
-            split.insert((i, span.0), (span.1, pack(m)));
+            let parts = split.entry(i).or_default();
+            if !parts.iter().any(|&(lo, _, _)| lo == span.0) {
+                parts.push((span.0, span.1, pack(m)));
+            }
         }
     }
     /// The answer stored for a size class, if any.
