@@ -206,6 +206,11 @@ if [ $MODE = shm ]; then
   # p = 2 and 4 with many chunks, every owner folding a slice and the root copying out (PCOLL_SHM_COMBINE=0).
   run_one 2 "$CASES" PCOLL_SHM_BYTES=22528 PCOLL_SHM_COMBINE=0; shm_served 2 -PCOLL_SHM_BYTES 1
   run_one 4 $(( CASES / 2 )) PCOLL_SHM_BYTES=24576 PCOLL_SHM_COMBINE=0; shm_served 4 -PCOLL_SHM_BYTES 1
+  # The two allreduce protocols outside their default sizes (PCOLL_SHM_REPLICATE): every
+  # rank folding the whole call from every cell at every size, and one slice each at every size;
+  # both with many chunks.
+  run_one 2 $(( CASES / 2 )) PCOLL_SHM_REPLICATE=1T PCOLL_SHM_BYTES=22528; shm_served 2 -PCOLL_SHM_REPLICATE 1
+  run_one 3 $(( CASES / 2 )) PCOLL_SHM_REPLICATE=0 PCOLL_SHM_BYTES=24576; shm_served 3 -PCOLL_SHM_REPLICATE 1
   # Copies into cells with streaming stores (PCOLL_SHM_STREAM=1), many chunks and unaligned cells.
   run_one 2 "$CASES" PCOLL_SHM_BYTES=22528 PCOLL_SHM_STREAM=1; shm_served 2 -PCOLL_SHM_BYTES 1
   run_one 3 $(( CASES / 2 )) PCOLL_SHM_STREAM=1; shm_served 3 -PCOLL_SHM_STREAM 1

@@ -98,6 +98,24 @@ pub fn combine_at_root() -> bool {
     *C
 }
 
+/// Most bytes an allreduce's rank reads from the others' cells when every rank folds the
+/// whole call itself (`PCOLL_SHM_REPLICATE`, a size, agreed at `MPI_Init`; 0: never): one
+/// wait per chunk instead of two and no copy-out, which pays while the call is small
+/// (docs/shm.md, "Replicated allreduce").
+pub fn replicate_bytes() -> usize {
+    static R: once_cell::sync::Lazy<usize> = once_cell::sync::Lazy::new(|| {
+        let default = 64 << 10;
+        match crate::agree::var("PCOLL_SHM_REPLICATE") {
+            Some(v) => pcoll::tuning::size::parse_size(&v).unwrap_or_else(|_| {
+                log::warn!("PCOLL_SHM_REPLICATE={v}: not a size; using {default}");
+                default
+            }),
+            None => default,
+        }
+    });
+    *R
+}
+
 /// How `hier`'s node steps may use the nodes' windows (`PCOLL_HIER_SHM`, agreed at
 /// `MPI_Init`): where the model says so (`auto`, the default: `NodeSteps::Shm`), every step
 /// (`1`: `ShmAlways`), or never (`0`, or `PCOLL_SHM=0`: None).

@@ -134,6 +134,8 @@ fn shape(w: &Win, call: &Call) -> Result<Shape, Error> {
         all: call.all,
         commutative: call.commutative,
         combine_at_root: super::combine_at_root(),
+        replicate: (w.p - 1).saturating_mul(call.count * call.facts.size)
+            <= super::replicate_bytes(),
     })
 }
 
