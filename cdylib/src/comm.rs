@@ -217,6 +217,16 @@ impl CommState {
         }
     }
 
+    /// A non-blocking call on this one-node communicator wanted the window, which is not made
+    /// yet (no `MPI_Barrier` since): until it is, `shm` cannot serve a non-blocking call, and
+    /// nothing more is to be recorded (the same on every rank: the flag was set at the same
+    /// call everywhere).
+    pub fn shm_awaited(&self) -> bool {
+        self.want.load(Ordering::Relaxed) & WANT_WINDOW != 0
+            && self.shm.get().is_none()
+            && self.layout.get().is_some_and(|l| l.shape().nodes <= 1)
+    }
+
     /// At `MPI_Barrier` (every rank of the communicator is in it): make the shadow left for
     /// later, and the nodes and the window a non-blocking call wanted. All are collective,
     /// and the flags were set at the same call on every rank.

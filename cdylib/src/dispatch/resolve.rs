@@ -172,6 +172,12 @@ pub(super) fn choose_nb(
         crate::learn::Verdict::Settled(c) => Some(c),
         _ => None,
     };
+    // A program that never calls `MPI_Barrier` keeps a wanted window unmade: decide once,
+    // without `shm`, as the fallback below would (refusing `shm` changes only a decision that
+    // takes it). Two decisions cost 0.5 us of a forwarded 4 KiB `MPI_Ireduce` (Intel MPI).
+    if spec.p > 1 && crate::comm::existing(a.comm).is_some_and(|st| st.shm_awaited()) {
+        call.shm_refused = true;
+    }
     let mut d = decided(g, &call, &nf, learned)?;
     // The nodes (if known) only refine a decision that is not native without them, as in
     // `choose`: the native gate's non-blocking cells (`crate::gate::nb_native`, asked only
