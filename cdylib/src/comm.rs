@@ -281,7 +281,11 @@ impl CommState {
     /// only where every rank of the communicator is in the same call.
     pub fn shm(&self) -> Option<&crate::shm::Win> {
         self.shm
-            .get_or_init(|| crate::shm::create(self.shadow(), self.size, self.rank))
+            .get_or_init(|| {
+                // Non-blocking decisions kept without the window are stale now.
+                crate::dispatch::forget_served();
+                crate::shm::create(self.shadow(), self.size, self.rank)
+            })
             .as_deref()
     }
     /// The window of this rank's node for `hier`'s node steps: `Ok(None)` on a node of one
@@ -291,6 +295,7 @@ impl CommState {
     pub fn node_shm(&self, g: &crate::state::Global) -> Result<Option<&crate::shm::Win>, ()> {
         self.node_shm
             .get_or_init(|| {
+                crate::dispatch::forget_served();
                 let l = self.layout(g);
                 crate::shm::create_node(self.shadow(), l, self.rank)
             })

@@ -57,7 +57,7 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
 /// [`collective`] with the process context.
 fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
     let t0 = stat_time(g);
-    if let Some(rc) = again::again(a, |e| {
+    if let Some(rc) = again::again(false, a, |e| {
         let result = if e.alg == Algorithm::Shm {
             serve::run_shm(g, a, &e.v).map(|()| 0)
         } else {
@@ -115,7 +115,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         // Kept for the next call as the programs are (with an empty program; p > 1 only).
         if let (Ok(()), true, true, Some(st)) = (&result, settled, why.is_empty(), known(a)) {
             let empty = std::sync::Arc::new(pcoll::Program::new());
-            again::keep(a, &v, (alg, st, &empty), gen);
+            again::keep(false, a, &v, (alg, st, &empty), gen);
         }
         let rc = finish(g, a, (&v, alg), result.map(|()| 0), t0, &why);
         call::recycle(std::mem::take(&mut v.spec.counts));
@@ -127,7 +127,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     }
     // `why` is only written for a warning or the debug log: neither is kept.
     if let (Ok((st, prog)), true, true) = (&result, settled, why.is_empty()) {
-        again::keep(a, &v, (alg, st, prog), gen);
+        again::keep(false, a, &v, (alg, st, prog), gen);
     }
     let result = result.map(|(_, prog)| prog.rounds);
     let rc = finish(g, a, (&v, alg), result, t0, &why);

@@ -40,21 +40,15 @@ pub fn plan(a: Args) -> Option<Planned> {
         return None;
     }
     let g = state::global();
+    let a = match again(a) {
+        Ok(planned) => return Some(planned),
+        Err(a) => a,
+    };
     if super::badinput::own_error(&a).is_some() {
         return None;
     }
-    let mut v = validate::validate(g, &a)?;
-    // `shm` serves a call whose element fits a cell (every rank has the same type), that
-    // `MPI_Reduce_local` can reduce if it reduces (asked on every rank alike), and whose data
-    // need no staging buffer (bcast and allgather(v) of a type with holes, or beyond an int
-    // count of bytes, run as the blocking call would not: point-to-point).
-    let shm_ok = crate::shm::enabled()
-        && crate::shm::run::cell_elems(crate::shm::cell_bytes(), &v.facts).is_some()
-        && if a.coll.reduces() {
-            crate::shm::run::reducible(a.dt, a.op).is_ok()
-        } else {
-            v.bytes == Some(false)
-        };
+    let (mut v, gen) = (validate::validate(g, &a)?, super::again::begin());
+    let shm_ok = shm_ok(&a, &v);
     let chosen = super::resolve::choose_nb(g, &a, &mut v.spec, shm_ok).ok()?;
     let alg = chosen.alg;
     if alg == Algorithm::Native {
@@ -71,14 +65,25 @@ pub fn plan(a: Args) -> Option<Planned> {
         );
         return None;
     }
-    if alg == Algorithm::Shm {
+    // Kept for the next call: the nodes known, no warning (`why` is written only for one or
+    // for the debug log), no learning.
+    let keep = |v: &Valid, prog: &Arc<Program>| {
+        let settled = v.spec.p <= 1 || st.known_layout().is_some();
+        if settled && chosen.why.is_empty() && g.cfg.learn.is_none() {
+            super::again::keep(true, &a, v, (alg, st, prog), gen);
+        }
+    };
+    let log = |v: &Valid| {
+        let (p, bytes) = (v.spec.p, v.spec.bytes());
         log::debug!(
-            "{} (non-blocking) p={} bytes={}: shm ({})",
+            "{} (non-blocking) p={p} bytes={bytes}: {alg} ({})",
             a.coll,
-            v.spec.p,
-            v.spec.bytes(),
             chosen.why
         );
+    };
+    if alg == Algorithm::Shm {
+        log(&v);
+        keep(&v, &Arc::new(Program::new()));
         return Some(Planned {
             a,
             v,
@@ -100,13 +105,8 @@ pub fn plan(a: Args) -> Option<Planned> {
     }
     let spec = &v.spec;
     let prog = serve::program(g, st, alg, spec, NodeSteps::PointToPoint).ok()?;
-    log::debug!(
-        "{} (non-blocking) p={} bytes={}: {alg} ({})",
-        a.coll,
-        spec.p,
-        spec.bytes(),
-        chosen.why
-    );
+    keep(&v, &prog);
+    log(&v);
     Some(Planned {
         a,
         v,
@@ -114,6 +114,38 @@ pub fn plan(a: Args) -> Option<Planned> {
         st,
         prog: Some(prog),
     })
+}
+
+/// The same call as the last one served (everything it was decided by but its buffers),
+/// planned from it; else the arguments back.
+fn again(a: Args) -> Result<Planned, Args> {
+    let Some((v, alg, st, prog)) = super::again::again(true, &a, |e| {
+        let prog = (e.alg != Algorithm::Shm).then(|| e.prog.clone());
+        (e.v.clone(), e.alg, e.st, prog)
+    }) else {
+        return Err(a);
+    };
+    Ok(Planned {
+        a,
+        v,
+        alg,
+        st,
+        prog,
+    })
+}
+
+/// `shm` serves a call whose element fits a cell (every rank has the same type), that
+/// `MPI_Reduce_local` can reduce if it reduces (asked on every rank alike), and whose data
+/// need no staging buffer (bcast and allgather(v) of a type with holes, or beyond an int count
+/// of bytes, run as the blocking call would not: point-to-point).
+fn shm_ok(a: &Args, v: &Valid) -> bool {
+    crate::shm::enabled()
+        && crate::shm::run::cell_elems(crate::shm::cell_bytes(), &v.facts).is_some()
+        && if a.coll.reduces() {
+            crate::shm::run::reducible(a.dt, a.op).is_ok()
+        } else {
+            v.bytes == Some(false)
+        }
 }
 
 /// One start of a planned call: its transport (scratch, requests), its place in the program,

@@ -1,0 +1,57 @@
+/* A non-blocking call served again from its kept decision (dispatch/again.rs, `again_nb`)
+ * must be decided afresh once the communicator's shared window is made. Table (PCOLL_TUNING,
+ * written by verify/gate.sh): `shm` for MPI_Iallreduce. Phase 0: three calls before any
+ * MPI_Barrier, when the window is not made yet (a non-blocking initiation never makes it):
+ * the decision falls back (on MPICH 4.0 at p = 3, 1 MiB, to the model's circulant, which is
+ * kept); then MPI_Barrier makes the window; phase 1: three calls that must run `shm`.
+ * Every result is checked against the closed form. Argument: "kept" requires phase 0 to
+ * have run a pcoll algorithm other than shm (where the model picks one, so that a stale kept
+ * decision would show). Prints "nbagain: PASS" or "nbagain: FAIL ..." on rank 0. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef const char *(*last_fn)(const char *);
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int r, p;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    int kept = argc > 1 && strcmp(argv[1], "kept") == 0;
+    last_fn last = (last_fn)dlsym(RTLD_DEFAULT, "pcoll_last_algorithm");
+    int n = 131072, bad = 0;
+    double *s = malloc(n * sizeof *s), *d = malloc(n * sizeof *d);
+    for (int i = 0; i < n; i++)
+        s[i] = i + r;
+    for (int phase = 0; phase < 2; phase++) {
+        for (int k = 0; k < 3; k++) {
+            MPI_Request q;
+            memset(d, 0, n * sizeof *d);
+            MPI_Iallreduce(s, d, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q);
+            MPI_Wait(&q, MPI_STATUS_IGNORE);
+            for (int i = 0; i < n; i += 997)
+                if (d[i] != (double)i * p + p * (p - 1) / 2.0)
+                    bad++;
+            const char *alg = last ? last("iallreduce") : "?";
+            if (r == 0) {
+                printf("nbagain: phase %d call %d: %s\n", phase, k, alg);
+                if (phase == 1 && strcmp(alg, "shm") != 0)
+                    bad++;
+                if (phase == 0 && kept && (!strcmp(alg, "shm") || !strcmp(alg, "native")))
+                    bad++;
+            }
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    int all;
+    MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (r == 0)
+        printf(all || !last ? "nbagain: FAIL (%d wrong)\n" : "nbagain: PASS\n", all);
+    MPI_Finalize();
+    return all != 0;
+}
