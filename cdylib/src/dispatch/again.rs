@@ -107,21 +107,11 @@ fn bufs(a: &Args) -> [bool; 5] {
 /// Bumped by everything that may change a decision or free a handle an entry holds.
 static GEN: AtomicU64 = AtomicU64::new(0);
 
-static LAST: [Mutex<Option<Entry>>; Collective::ALL.len()] =
-    [const { Mutex::new(None) }; Collective::ALL.len()];
-
-/// The same for the non-blocking and persistent forms (`MPI_Ireduce`, ...: their own calls;
-/// a `shm` entry's program is empty, as the blocking one's).
-static LAST_NB: [Mutex<Option<Entry>>; Collective::ALL.len()] =
-    [const { Mutex::new(None) }; Collective::ALL.len()];
-
-fn slots(nb: bool) -> &'static [Mutex<Option<Entry>>; Collective::ALL.len()] {
-    if nb {
-        &LAST_NB
-    } else {
-        &LAST
-    }
-}
+/// The entries per collective: `[false]` the blocking calls', `[true]` those of the
+/// non-blocking and persistent forms (`MPI_Ireduce`, ...; a `shm` entry's program is empty,
+/// as the blocking one's).
+static LAST: [[Mutex<Option<Entry>>; Collective::ALL.len()]; 2] =
+    [const { [const { Mutex::new(None) }; Collective::ALL.len()] }; 2];
 
 /// Entries made before this call are not used again (an override changed, or a communicator
 /// pcoll served is being freed).
@@ -130,13 +120,14 @@ pub fn forget_all() {
 }
 
 /// Serve `a` with `run` if it is the same call as the last one pcoll served of its kind,
-/// blocking or (`nb`) non-blocking and persistent (`None`: it is not; take the full path). The entry stays locked while the call runs: a
-/// second thread in the same collective meanwhile takes the full path.
+/// blocking or (`nb`) non-blocking and persistent (`None`: it is not; take the full path).
+/// The entry stays locked while the call runs: a second thread in the same collective
+/// meanwhile takes the full path.
 pub(super) fn again<R>(nb: bool, a: &Args, run: impl FnOnce(&Entry) -> R) -> Option<R> {
     if log::log_enabled!(log::Level::Debug) {
         return None;
     }
-    let slot = slots(nb)[a.coll.index()].try_lock()?;
+    let slot = LAST[usize::from(nb)][a.coll.index()].try_lock()?;
     let e = slot.as_ref()?;
     if e.gen != GEN.load(Ordering::Acquire) || !e.is(a) {
         return None;
@@ -162,7 +153,7 @@ pub(super) fn keep(
     if log::log_enabled!(log::Level::Debug) || !stable_handles(a) {
         return;
     }
-    let Some(mut slot) = slots(nb)[a.coll.index()].try_lock() else {
+    let Some(mut slot) = LAST[usize::from(nb)][a.coll.index()].try_lock() else {
         return;
     };
     *slot = Some(Entry {
