@@ -36,6 +36,7 @@ pub fn steering_vars() -> Vec<&'static str> {
         "PCOLL_LEARN",
         "PCOLL_LEARN_CALLS",
         "PCOLL_LEARN_MARGIN",
+        "PCOLL_RACE",
     ]);
     v
 }

@@ -20,6 +20,7 @@
 //! | `PCOLL_LEARN` | path the learned table is written to at `MPI_Finalize` ([`crate::learn`]) | off |
 //! | `PCOLL_LEARN_CALLS` | timed calls per candidate, 1..=100 | 5 |
 //! | `PCOLL_LEARN_MARGIN` | a fraction, 0 <= margin < 1 | 0.10 |
+//! | `PCOLL_RACE` | same as `PCOLL_STATS`: `0` runs a `race = true` rule's algorithm without racing it | on |
 //! | `PCOLL_MPI` | an MPI name ([`crate::mpi::Mpi`]: `openmpi`, `mpich`, `openmpi5`, `mpich5`, `impi`, `other-openmpi`, `other-mpich`) | what `MPI_Get_library_version` names |
 
 use crate::agree::TableRead;
@@ -97,6 +98,8 @@ pub struct Config {
     pub learn_calls: Option<usize>,
     /// `PCOLL_LEARN_MARGIN` (None: the default).
     pub learn_margin: Option<f64>,
+    /// `PCOLL_RACE=0`: a table's `race = true` rules run their algorithm unraced.
+    pub race_off: bool,
 }
 
 /// The accepted spellings of an on/off variable ([`parse_bool`]).
@@ -113,7 +116,7 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 
 impl Config {
     /// Every variable `Config` reads.
-    pub const VARS: [&'static str; 17] = [
+    pub const VARS: [&'static str; 18] = [
         "PCOLL_TUNING",
         "PCOLL_REDUCE",
         "PCOLL_ALLREDUCE",
@@ -131,6 +134,7 @@ impl Config {
         "PCOLL_LEARN",
         "PCOLL_LEARN_CALLS",
         "PCOLL_LEARN_MARGIN",
+        "PCOLL_RACE",
     ];
 
     /// Parses a snapshot given as a lookup function. Returns the config and one warning per
@@ -295,6 +299,12 @@ fn learn_values(
     bad: &mut dyn FnMut(&str, &str, &str, &str, &str),
 ) {
     use crate::learn::{DEFAULT_MARGIN, DEFAULT_TIMED, MAX_TIMED};
+    if let Some(v) = var("PCOLL_RACE") {
+        match parse_bool(&v) {
+            Some(b) => cfg.race_off = !b,
+            None => bad("PCOLL_RACE", &v, "", BOOL_ACCEPTED, "1"),
+        }
+    }
     if let Some(v) = var("PCOLL_LEARN_CALLS") {
         match v.trim().parse::<usize>() {
             Ok(n) if (1..=MAX_TIMED).contains(&n) => cfg.learn_calls = Some(n),

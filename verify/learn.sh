@@ -12,6 +12,9 @@
 #   skew      p = 3, PCOLL_LEARN_SKEW=1: each rank's own timings favour another candidate;
 #             still one algorithm per call on every rank, and the debug log shows ranks whose
 #             own winner differs from the agreed one
+#   race      p = 3, a table whose rules race circulant against native (`race = true`), skewed
+#             timings, no PCOLL_LEARN: one algorithm per call on every rank, the last calls
+#             native or circulant, no table written; PCOLL_RACE=0: circulant, unraced
 #   p1        one rank: nothing to learn, an empty table written
 #   bad       PCOLL_LEARN in a directory that does not exist and PCOLL_TUNING a broken file:
 #             a warning for each at start, the table on stderr at the end, the run passes
@@ -124,6 +127,32 @@ if [ "$differ" -gt 0 ]; then
   echo "  skew: $differ of $agreements rank-agreements had a rank whose own winner was not the agreed one; every call still ran one algorithm on every rank"
 else
   fail "skew: no rank's own winner differed from the agreed one ($agreements agreements): the test proves nothing"
+fi
+
+# race: a table whose every rule races circulant against native (`race = true`, no
+# PCOLL_LEARN), p = 3, skewed timings: one algorithm per call on every rank although the ranks'
+# own winners differ, every cell's last call native or circulant, no table written; with
+# PCOLL_RACE=0 every cell runs circulant, unraced.
+R=$OUT/race.toml
+for c in reduce allreduce bcast allgather reduce_scatter_block; do
+  printf '[[%s]]\nalgorithm = "circulant"\nrace = true\n\n' "$c"
+done >"$R"
+if ITERS=60 run race 3 PCOLL_TUNING="$R" PCOLL_LEARN_CALLS=2 PCOLL_LEARN_SKEW=1 PCOLL_LOG=pcoll_mpi::learn=debug; then
+  check
+  differ=$(grep -E 'own winner ([a-z_]+)\), agreed .*: ([a-z_]+)' "$OUT/race.log" |
+    sed -E 's/.*own winner ([a-z_]+)\), agreed .*: ([a-z_]+).*$/\1 \2/' | awk '$1 != $2' | wc -l)
+  [ "$differ" -gt 0 ] || fail "race: no rank's own winner differed from the agreed one: the test proves nothing"
+  check
+  grep -q 'PCOLL_LEARN:' "$OUT/race.log" && fail "race: a learned table was written without PCOLL_LEARN"
+  check
+  other=$(awk '$5 != "native" && $5 != "circulant"' "$OUT/race.final" | head -2)
+  [ -z "$other" ] || fail "race: cells ran neither native nor the raced circulant: $other"
+  echo "    race: $(grep -c 'agreed' "$OUT/race.log") rank-agreements, $differ with a rank whose own winner lost; last calls: $(awk '{print $5}' "$OUT/race.final" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')"
+fi
+if ITERS=30 run norace 3 PCOLL_TUNING="$R" PCOLL_RACE=0; then
+  check
+  other=$(awk '$5 != "circulant"' "$OUT/norace.final" | head -2)
+  [ -z "$other" ] || fail "norace: PCOLL_RACE=0 but cells did not run circulant: $other"
 fi
 
 ITERS=30 run p1 1 PCOLL_LEARN="$OUT/p1.toml"

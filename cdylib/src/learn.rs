@@ -22,6 +22,10 @@ use pcoll::learn::{self as core, Candidate, Cell, CellKey, Step};
 use pcoll::Algorithm;
 use std::os::raw::{c_int, c_void};
 
+/// A raced rule's cell explores native and the rule's algorithm in blocks of this many calls
+/// ([`Cell::blocked`]): 16 calls for a cell of 64 KiB or more, 56 below.
+const RACE_BLOCK: u64 = 4;
+
 /// What the fast paths may do with a call.
 pub enum Verdict {
     /// Not learning, or the call is not the learner's: decide as always.
@@ -43,20 +47,24 @@ fn user_table(g: &Global) -> bool {
     g.cfg.tuning.is_some() && !g.table.origin().starts_with("built-in")
 }
 
-/// The call's cell and whether the learner decides it (`None`: it does not).
-fn cell_of(g: &'static Global, call: &CallFacts) -> Option<CellKey> {
-    if !on(g) {
+/// The call's cell if the learner decides it (`None`: it does not), and how: every
+/// candidate (`true`: `PCOLL_LEARN`), or native against the rule's algorithm (`false`: a
+/// `race = true` rule, [`core::raced`]; learning or not).
+fn cell_of(g: &'static Global, call: &CallFacts) -> Option<(CellKey, bool)> {
+    if !on(g) && !g.races {
         return None;
     }
     let r = state::resolver(g, call.coll, call.p);
-    core::learnable(&r, call, user_table(g))
-        .then(|| CellKey::of(call))
-        .flatten()
+    let key = CellKey::of(call)?;
+    if on(g) && core::learnable(&r, call, user_table(g)) {
+        return Some((key, true));
+    }
+    (g.races && core::raced(&r, call)).then_some((key, false))
 }
 
 /// The verdict of the call's cell on `comm` for a fast path (no MPI call, nothing counted).
 pub fn verdict(g: &'static Global, comm: MPI_Comm, call: &CallFacts) -> Verdict {
-    let Some(key) = cell_of(g, call) else {
+    let Some((key, _)) = cell_of(g, call) else {
         return Verdict::Off;
     };
     let decided = comm::existing(comm).and_then(|st| st.learn.lock().get(&key)?.decided());
@@ -116,7 +124,7 @@ pub fn step(
     call: &mut CallFacts,
     nf: &dyn NativeFacts,
 ) -> Option<(Candidate, Option<Explore>)> {
-    let key = cell_of(g, call)?;
+    let (key, full) = cell_of(g, call)?;
     // A call native must be kept away from is the resolver's (every rank knows the defect).
     if defects::fired(g.mpi, call, nf).is_some() {
         return None;
@@ -124,7 +132,7 @@ pub fn step(
     let st = comm::state(comm, call.p, rank).ok()?;
     let mut cells = st.learn.lock();
     if let std::collections::hash_map::Entry::Vacant(e) = cells.entry(key) {
-        e.insert(new_cell(g, st, call, nf)?);
+        e.insert(new_cell(g, st, call, nf, full)?);
     }
     call.nodes = st.known_layout().map(|l| l.shape()).unwrap_or_default();
     let cell = cells.get_mut(&key)?;
@@ -149,16 +157,21 @@ pub fn step(
 }
 
 /// A new cell: the communicator's nodes (asked now: every rank is in this call), the
-/// decision without learning, and the candidates; `shm` among them asks for its window.
+/// decision without learning, and the candidates (`full`: the model's next best too; else
+/// native and that decision, a raced rule's); `shm` among them asks for its window.
 fn new_cell(
     g: &'static Global,
     st: &'static CommState,
     call: &mut CallFacts,
     nf: &dyn NativeFacts,
+    full: bool,
 ) -> Option<Cell> {
     call.nodes = st.layout(g).shape();
     call.shm_refused = !crate::shm::enabled();
-    let params = g.cfg.learn_params();
+    let params = core::Params {
+        extra: if full { g.cfg.learn_params().extra } else { 0 },
+        ..g.cfg.learn_params()
+    };
     let pick = |call: &CallFacts| -> Option<Vec<Candidate>> {
         let r = state::resolver(g, call.coll, call.p);
         let d = r.resolve(call, nf).ok()?;
@@ -180,7 +193,8 @@ fn new_cell(
         names.join(", ")
     );
     let timed = CellKey::of(call).map_or(params.timed, |k| params.timed_for(&k));
-    Some(Cell::new(cands, timed))
+    let cell = Cell::new(cands, timed);
+    Some(if full { cell } else { cell.blocked(RACE_BLOCK) })
 }
 
 /// The agreement of a cell (every rank of the communicator is at this call): each rank's

@@ -20,6 +20,8 @@ pub struct Global {
     /// The MPI that runs (`PCOLL_MPI`, else [`running`]): whose built-in table is used,
     /// whose native collectives the model prices, whose defects are avoided.
     pub mpi: Mpi,
+    /// Some rule of the table races (`race = true`) and racing is on (`PCOLL_RACE`).
+    pub races: bool,
 }
 
 static GLOBAL: OnceCell<Global> = OnceCell::new();
@@ -108,11 +110,13 @@ pub fn global() -> &'static Global {
         log::debug!("configuration: {cfg:?}");
         install_finalize_hook();
         crate::gate::open(&cfg, mpi, &table);
+        let races = !cfg.race_off && !cfg.disable && table.races();
         Global {
             cfg,
             table,
             world_rank,
             mpi,
+            races,
         }
     })
 }

@@ -180,7 +180,7 @@ impl Source {
             Source::Disabled => "PCOLL_DISABLE".into(),
             Source::Runtime => "pcoll_force".into(),
             Source::Env => coll.env_var().into(),
-            Source::Learned => "PCOLL_LEARN".into(),
+            Source::Learned => "PCOLL_LEARN or a raced rule".into(),
             Source::Table { rule, line } => table.describe(
                 coll,
                 &crate::tuning::Choice {
@@ -188,6 +188,7 @@ impl Source {
                     segment: None,
                     rule,
                     origin_line: line,
+                    race: false,
                 },
             ),
             Source::NoRule => "no rule matched".into(),

@@ -508,3 +508,105 @@ fn pcoll_winners_are_confirmed_native_ones_settle() {
 fn c_key() -> CellKey {
     CellKey::of(&CallFacts::new(Collective::Allreduce, 2, 1 << 20)).unwrap()
 }
+
+#[test]
+fn blocked_exploration_times_each_candidate_after_its_own_calls() {
+    use Algorithm::*;
+    // 5 timed calls in blocks of 4 (one warm-up each): two rounds of blocks, 6 timed calls.
+    let mut c = Cell::new(cands(&[Native, Shm]), 5).blocked(4);
+    assert_eq!(c.explore_calls(), 16);
+    let steps: Vec<Step> = (0..16).map(|_| c.step()).collect();
+    for (n, s) in steps.iter().enumerate() {
+        let want = Step::Run {
+            cand: (n / 4) % 2,
+            timed: n % 4 != 0,
+        };
+        assert_eq!(*s, want, "call {n}");
+    }
+    assert_eq!(c.step(), Step::Agree);
+    // A pcoll winner is confirmed as in round-robin cells.
+    assert_eq!(c.settle(vec![100_000, 50_000], 0.1, true), 1);
+    assert!(c.outcome.is_none() && c.confirm.is_some());
+    assert_eq!(
+        c.step(),
+        Step::Run {
+            cand: 1,
+            timed: false
+        }
+    );
+    assert_eq!(c.confirm_calls(), 32);
+    for _ in 1..32 {
+        assert!(matches!(c.step(), Step::Run { .. }));
+    }
+    assert_eq!(c.step(), Step::Agree);
+    // Blocks of 1 are the round-robin schedule.
+    let rr = Cell::new(cands(&[Native, Shm]), 5).blocked(1);
+    assert_eq!(rr.explore_calls(), 12);
+}
+
+#[test]
+fn raced_where_the_rule_says_race_for_blocking_calls_only() {
+    let t = Table::parse(
+        "[[reduce]]\np = 2\nbytes = [\"16KiB\", \"1MiB\"]\nalgorithm = \"shm\"\nrace = true\n[[reduce]]\nalgorithm = \"shm\"\n",
+        "t",
+    )
+    .unwrap();
+    let mut cfg = Config::default();
+    let call = CallFacts::new(Collective::Reduce, 2, 1 << 16);
+    let r = |cfg: &Config| raced(&Resolver::new(cfg, &t, Mpi::OpenMpi), &call);
+    assert!(r(&cfg));
+    let at = |bytes, p| {
+        let c = CallFacts::new(Collective::Reduce, p, bytes);
+        raced(&Resolver::new(&cfg, &t, Mpi::OpenMpi), &c)
+    };
+    assert!(
+        !at(1 << 20, 2),
+        "past the rule: the next rule does not race"
+    );
+    assert!(!at(1 << 16, 3), "another p");
+    let nb = CallFacts {
+        nonblocking: true,
+        ..call
+    };
+    assert!(!raced(&Resolver::new(&cfg, &t, Mpi::OpenMpi), &nb));
+    // Whatever outranks the table, or PCOLL_RACE=0, runs unraced.
+    cfg.race_off = true;
+    assert!(!r(&cfg));
+    cfg.race_off = false;
+    cfg.force[Collective::Reduce.index()] = Some(Algorithm::Binomial.into());
+    assert!(!r(&cfg));
+    cfg.force[Collective::Reduce.index()] = None;
+    cfg.disable = true;
+    assert!(!r(&cfg));
+    // The variable: 0 turns racing off, a bad value warns and keeps it on.
+    let env = |v: &str| std::collections::HashMap::from([("PCOLL_RACE".to_string(), v.into())]);
+    assert!(Config::from_map(&env("0")).0.race_off);
+    let (c, w) = Config::from_map(&env("maybe"));
+    assert!(
+        !c.race_off && w.len() == 1 && w[0].contains("PCOLL_RACE"),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn race_rules_parse_round_trip_and_name_what_cannot_race() {
+    let t = Table::parse(
+        "[[allreduce]]\nbytes = [\"128KiB\"]\nalgorithm = \"shm\"\nrace = true\n",
+        "t",
+    )
+    .unwrap();
+    assert!(t.races() && t.rules(Collective::Allreduce)[0].race);
+    let again = Table::parse(&t.to_toml(), "again").unwrap();
+    assert!(again.rules(Collective::Allreduce)[0].race);
+    assert!(!Table::builtin_for(Mpi::Mpich).races());
+    for (alg, form) in [
+        ("native", ""),
+        ("model", ""),
+        ("shm", "form = \"nonblocking\"\n"),
+    ] {
+        let text = format!("[[reduce]]\n{form}algorithm = \"{alg}\"\nrace = true\n");
+        let e = Table::parse(&text, "bad.toml").unwrap_err();
+        assert!(e.contains("bad.toml:") && e.contains("race"), "{e}");
+    }
+    assert!(Table::parse("[[reduce]]\nalgorithm = \"shm\"\nrace = 1\n", "t").is_err());
+}

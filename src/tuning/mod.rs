@@ -25,6 +25,8 @@
 //! bytes = [0, "64KiB"]  # message bytes 0 <= bytes < 65536; omitted = any size
 //! algorithm = "binomial"
 //! segment = 16384       # optional: segment size in bytes (> 0); omitted = algorithm chooses
+//! race = true           # optional: race the algorithm against native in the running
+//!                       # program, keep the faster (agreed by every rank; blocking calls)
 //!
 //! # measured: pipeline 1.8x faster than native at 1 MiB, p = 8
 //! [[reduce]]
@@ -155,6 +157,10 @@ pub struct Rule {
     /// false`: a learned table's copy of the built-in rules). Decides alike; `PCOLL_LEARN`
     /// explores the cells only such rules cover.
     pub measured: bool,
+    /// `race = true`: the rule's algorithm is raced against native inside the running
+    /// program (timed, agreed across ranks, the faster kept: [`crate::learn::raced`]) where
+    /// the measurement behind the rule was split (docs/learning.md, "Raced rules").
+    pub race: bool,
     /// Line of the rule's `[[coll]]` header in its file; 0 when built in code.
     pub line: usize,
     /// Comment written above the rule by [`Table::to_toml`] (not read back).
@@ -171,6 +177,7 @@ impl Rule {
             segment: None,
             cond: Cond::ANY,
             measured: true,
+            race: false,
             line: 0,
             note: String::new(),
         }
@@ -206,6 +213,11 @@ impl Rule {
         self.measured = m;
         self
     }
+    /// Raced against native in the running program (`race = true`).
+    pub fn race(mut self, r: bool) -> Rule {
+        self.race = r;
+        self
+    }
     #[inline]
     fn matches(
         &self,
@@ -239,6 +251,8 @@ pub struct Choice {
     pub rule: usize,
     /// Line of the rule in its file (0 when built in code).
     pub origin_line: usize,
+    /// The rule is raced against native ([`Rule::race`]).
+    pub race: bool,
 }
 
 /// A validated tuning table.
@@ -346,6 +360,7 @@ impl Table {
                     segment: r.segment,
                     rule: i,
                     origin_line: r.line,
+                    race: r.race,
                 }
             })
     }
@@ -392,6 +407,10 @@ impl Table {
     /// Where the table came from (path, "builtin tuning.toml", ...).
     pub fn origin(&self) -> &str {
         &self.origin
+    }
+    /// Some rule says `race = true`.
+    pub fn races(&self) -> bool {
+        self.rules.iter().flatten().any(|r| r.race)
     }
     /// The rules of one collective, in match order.
     pub fn rules(&self, coll: Collective) -> &[Rule] {
@@ -460,6 +479,9 @@ impl Table {
                 }
                 if !r.measured {
                     s.push_str("measured = false\n");
+                }
+                if r.race {
+                    s.push_str("race = true\n");
                 }
                 s.push('\n');
             }
@@ -570,6 +592,9 @@ pub(crate) fn check_rule(coll: Collective, r: &Rule) -> Vec<(&'static str, Strin
         }
     }
     errs.extend(r.cond.check(coll));
+    if r.race {
+        errs.extend(cond::check_race(r.algorithm, &r.cond).map(|m| ("race", m)));
+    }
     errs
 }
 

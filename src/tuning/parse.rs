@@ -67,6 +67,8 @@ struct RawRule {
     form: Option<Spanned<String>>,
     /// `measured = false`: a carried default ([`Rule::measured`]).
     measured: Option<bool>,
+    /// `race = true`: raced against native in the running program ([`Rule::race`]).
+    race: Option<Spanned<bool>>,
 }
 
 /// Maps byte offsets to `origin:line:col`.
@@ -295,6 +297,7 @@ fn rule(coll: Collective, idx: usize, sr: Spanned<RawRule>, errs: &mut Errs) -> 
         segment,
         cond,
         measured: rr.measured.unwrap_or(true),
+        race: rr.race.as_ref().is_some_and(|r| *r.get_ref()),
         line: errs.src.line(head),
         note: String::new(),
     };
@@ -305,6 +308,7 @@ fn rule(coll: Collective, idx: usize, sr: Spanned<RawRule>, errs: &mut Errs) -> 
             "segment" => rr.segment.as_ref().map(|s| s.span().start),
             "op" => rr.op.as_ref().map(|s| s.span().start),
             "root" => rr.root.as_ref().map(|s| s.span().start),
+            "race" => rr.race.as_ref().map(|s| s.span().start),
             _ => rr.algorithm.as_ref().map(|s| s.span().start),
         }
         .unwrap_or(head);
