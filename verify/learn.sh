@@ -137,7 +137,10 @@ R=$OUT/race.toml
 for c in reduce allreduce bcast allgather reduce_scatter_block; do
   printf '[[%s]]\nalgorithm = "circulant"\nrace = true\n\n' "$c"
 done >"$R"
-if ITERS=60 run race 3 PCOLL_TUNING="$R" PCOLL_LEARN_CALLS=2 PCOLL_LEARN_SKEW=1 PCOLL_LOG=pcoll_mpi::learn=debug; then
+if ITERS=60 run race 3 PCOLL_TUNING="$R" PCOLL_LEARN_CALLS=2 PCOLL_LEARN_SKEW=1 PCOLL_LOG=pcoll_mpi::learn=debug PCOLL_STATS=1; then
+  check
+  grep -qE '^pcoll: race (reduce|allreduce|bcast|allgather|reduce_scatter_block) p=3 .*: (native|circulant) \(' "$OUT/race.log" ||
+    fail "race: PCOLL_STATS=1 printed no 'pcoll: race <cell>: <winner> (...)' line"
   check
   differ=$(grep -E 'own winner ([a-z_]+)\), agreed .*: ([a-z_]+)' "$OUT/race.log" |
     sed -E 's/.*own winner ([a-z_]+)\), agreed .*: ([a-z_]+).*$/\1 \2/' | awk '$1 != $2' | wc -l)

@@ -247,6 +247,9 @@ fn agree(g: &'static Global, st: &'static CommState, key: CellKey, cell: &mut Ce
             ""
         }
     );
+    if st.rank == 0 && cell.block > 1 && cell.outcome.is_some() {
+        race_settled(key, cell, &v);
+    }
     if st.rank == 0 {
         if let Some(rec) = Record::of(key, cell, margin) {
             let mut recs = RECORDS.lock();
@@ -260,6 +263,39 @@ fn agree(g: &'static Global, st: &'static CommState, key: CellKey, cell: &mut Ce
         }
     }
     w
+}
+
+/// The raced cells decided where this process is rank 0 of the communicator, one line each
+/// (at most [`RACE_LINES`]): in the info log at once, in the `PCOLL_STATS` report at the end.
+static RACES: Mutex<Vec<String>> = parking_lot::const_mutex(Vec::new());
+const RACE_LINES: usize = 1000;
+
+fn race_settled(key: CellKey, cell: &Cell, agreed: &[u64]) {
+    let w = cell.decided().map_or(Algorithm::Native, |c| c.alg);
+    let times: Vec<String> = cell
+        .cands
+        .iter()
+        .zip(agreed)
+        .filter(|(_, &t)| t != u64::MAX)
+        .map(|(c, &t)| format!("{} {:.1} us", c.alg, t as f64 / 1e3))
+        .collect();
+    let line = format!("race {}: {w} ({})", key.describe(), times.join(", "));
+    log::info!("{line}");
+    let mut races = RACES.lock();
+    if races.len() < RACE_LINES {
+        races.push(line);
+    }
+}
+
+/// The raced cells' lines of the `PCOLL_STATS` report (not `pcoll: stats ...`, whose lines
+/// name a collective and an algorithm): `pcoll: race <cell>: <winner> (<each candidate's
+/// agreed time: the slowest rank's lower quartile>)`.
+pub fn race_report(out: &mut String) {
+    for line in RACES.lock().iter() {
+        out.push_str("pcoll: ");
+        out.push_str(line);
+        out.push('\n');
+    }
 }
 
 fn check_word(key: &CellKey, cands: &[Candidate]) -> u64 {

@@ -446,6 +446,7 @@ pub fn report() -> String {
         ));
     }
     crate::nbc::stats::report(&mut out);
+    crate::learn::race_report(&mut out);
     out
 }
 
