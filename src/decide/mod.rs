@@ -181,16 +181,22 @@ impl Source {
             Source::Runtime => "pcoll_force".into(),
             Source::Env => coll.env_var().into(),
             Source::Learned => "PCOLL_LEARN or a raced rule".into(),
-            Source::Table { rule, line } => table.describe(
-                coll,
-                &crate::tuning::Choice {
-                    algorithm: Pick::Model,
-                    segment: None,
-                    rule,
-                    origin_line: line,
-                    race: false,
-                },
-            ),
+            Source::Table { rule, line } => {
+                let at = table.describe(
+                    coll,
+                    &crate::tuning::Choice {
+                        algorithm: Pick::Model,
+                        segment: None,
+                        rule,
+                        origin_line: line,
+                        race: false,
+                    },
+                );
+                match table.rules(coll).get(rule) {
+                    Some(r) if r.race => format!("{at}, raced against native in the run"),
+                    _ => at,
+                }
+            }
             Source::NoRule => "no rule matched".into(),
         }
     }
