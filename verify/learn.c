@@ -87,6 +87,9 @@ static int one(int c, long bytes, MPI_Comm comm, double *in, double *out) {
 }
 
 int main(int argc, char **argv) {
+    /* Whole lines: the launcher interleaves this output with pcoll's stderr lines, and the
+     * script reads the `final` lines back. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

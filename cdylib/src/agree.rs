@@ -94,7 +94,7 @@ fn exchange(local: Inputs) -> Inputs {
     let named = diffs.iter().any(|d| d.component == "PCOLL_TUNING");
     TUNING_NAMED.store(named, Ordering::Relaxed);
     if rank == 0 {
-        eprintln!("pcoll: warning: {}", warning(&diffs, &r0));
+        crate::state::say(format_args!("pcoll: warning: {}", warning(&diffs, &r0)));
     }
     r0
 }

@@ -419,7 +419,9 @@ unsafe extern "C" fn delete_state(
         }
     });
     if r.is_err() {
-        eprintln!("pcoll: panic while freeing communicator state (ignored)");
+        crate::state::say(format_args!(
+            "pcoll: panic while freeing communicator state (ignored)"
+        ));
     }
     consts::SUCCESS()
 }

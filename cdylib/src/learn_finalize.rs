@@ -25,10 +25,10 @@ pub fn at_init() {
     let g = state::global();
     if let (Some(path), 0) = (&g.cfg.learn, g.world_rank) {
         if let Err(e) = writable(path) {
-            eprintln!(
+            crate::state::say(format_args!(
                 "pcoll: warning: PCOLL_LEARN={:?}: cannot write there ({e}); the learned table will be printed to stderr at MPI_Finalize instead",
                 path.display()
-            );
+            ));
         }
     }
 }
@@ -159,20 +159,20 @@ fn write_table(g: &Global, records: Vec<Record>) {
     let text = match learned_table(records, &g.table, user_table(g), &header) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("pcoll: error: PCOLL_LEARN: the learned table does not validate (a defect of pcoll, please report):\n{e}");
+            crate::state::say(format_args!("pcoll: error: PCOLL_LEARN: the learned table does not validate (a defect of pcoll, please report):\n{e}"));
             return;
         }
     };
     match write_atomically(path, &text) {
-        Ok(()) => eprintln!(
+        Ok(()) => crate::state::say(format_args!(
             "pcoll: PCOLL_LEARN: {n} cells learned ({pcoll_cells} on pcoll's algorithms), written to {}",
             path.display()
-        ),
+        )),
         Err(e) => {
-            eprintln!(
+            crate::state::say(format_args!(
                 "pcoll: error: PCOLL_LEARN={:?}: cannot write the learned table ({e}); here it is:",
                 path.display()
-            );
+            ));
             let _ = std::io::stderr().write_all(text.as_bytes());
         }
     }

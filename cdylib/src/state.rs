@@ -102,7 +102,7 @@ pub fn global() -> &'static Global {
             // Configuration mistakes are always shown (once per process, from rank 0 only
             // to keep the output readable), whatever the log level.
             if world_rank == 0 {
-                eprintln!("pcoll: warning: {w}");
+                say(format_args!("pcoll: warning: {w}"));
             } else {
                 log::debug!("{w}");
             }
@@ -409,6 +409,14 @@ pub fn record_node_step(step: &pcoll::plan::NodeStep, bytes: usize) {
     };
     NODE_STEPS[i].fetch_add(1, Ordering::Relaxed);
     NODE_STEPS[4].fetch_add(bytes as u64, Ordering::Relaxed);
+}
+
+/// One line to stderr in one write (`eprintln!` writes a formatted line in pieces, which a
+/// launcher forwarding several streams interleaves with other output mid-line).
+pub fn say(line: std::fmt::Arguments) {
+    let mut s = line.to_string();
+    s.push('\n');
+    let _ = std::io::stderr().write_all(s.as_bytes());
 }
 
 /// The stats report: a header naming the MPI and the table, then one line per collective
