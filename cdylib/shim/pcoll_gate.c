@@ -95,7 +95,7 @@ struct gate_cell {
 } __attribute__((aligned(64)));
 
 static struct gate_cell gate[G_NCOLL][PCOLL_GATE_P + 1];
-/* The same for the non-blocking forms (MPI_Ireduce, MPI_Iallreduce: pcoll_gate_nb_reduce_like),
+/* The same for the non-blocking forms (MPI_Ireduce, MPI_Iallreduce: pcoll_gate_reduce_like),
  * whose decisions may differ (table rules with form = "nonblocking"). */
 static struct gate_cell gate_nb[G_NCOLL][PCOLL_GATE_P + 1];
 
@@ -429,16 +429,15 @@ HOT int going_native(int coll, const struct memo_key *k, int recv, int p, unsign
     return 1;
 }
 
-/* Reduce and allreduce (root < 0: allreduce): 1 if the call goes native here (counted; `nb`:
- * the non-blocking form, by its own cells, neither counted nor kept in the memo). */
-HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
-                       int root, MPI_Comm comm, int nb)
+/* A plain reduce or allreduce (root < 0: allreduce) the gate may forward, before its cells
+ * are read: its size `*p`, `*bytes`, whether the receive buffer is written here (`*recv`). */
+HOT int plain_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                          int root, MPI_Comm comm, int *p, unsigned long long *bytes, int *recv)
 {
-    struct memo_key k = {comm, dt, op, count, root, sendbuf == MPI_IN_PLACE};
-    unsigned gen = memo_begin();
-    int rank = -1, p = small_intra(coll, comm, &rank), tlb_pos = 0;
+    int rank = -1, tlb_pos = 0;
     long long size;
-    if (!p || count < 0 || (size = type_size(dt, &tlb_pos)) < 0 || op == MPI_OP_NULL)
+    *p = small_intra(coll, comm, &rank);
+    if (!*p || count < 0 || (size = type_size(dt, &tlb_pos)) < 0 || op == MPI_OP_NULL)
         return 0;
     /* In place (only the root may pass it to a reduce): pcoll decides. */
     if (coll == G_REDUCE && sendbuf == MPI_IN_PLACE)
@@ -448,22 +447,47 @@ HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI
     if (pcoll_c_logical_op_on_float(op, dt))
         return 0;
 #endif
-    unsigned long long bytes = (unsigned long long)count * (unsigned long long)size;
-    int recv_matters = coll == G_REDUCE ? rank == root : 1;
-    if (count > 0 && (sendbuf == NULL || (recv_matters && recvbuf == NULL)))
+    *bytes = (unsigned long long)count * (unsigned long long)size;
+    *recv = coll == G_REDUCE ? rank == root : 1;
+    if (count > 0 && (sendbuf == NULL || (*recv && recvbuf == NULL)))
         return 0;
-    if (guarded(coll, p, root, bytes, tlb_pos, op, sendbuf) || !native_at(coll, p, bytes, nb))
+    return !guarded(coll, *p, root, *bytes, tlb_pos, op, sendbuf);
+}
+
+/* Reduce and allreduce (root < 0: allreduce): 1 if the call goes native here (counted; `nb`:
+ * the non-blocking form, by its own cells, neither counted nor kept in the memo). */
+HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                       int root, MPI_Comm comm, int nb)
+{
+    struct memo_key k = {comm, dt, op, count, root, sendbuf == MPI_IN_PLACE};
+    unsigned gen = memo_begin();
+    int p, recv_matters;
+    unsigned long long bytes;
+    if (!plain_reduce_like(coll, sendbuf, recvbuf, count, dt, op, root, comm, &p, &bytes, &recv_matters) ||
+        !native_at(coll, p, bytes, nb))
         return 0;
     return going_native(coll, &k, recv_matters, p, bytes, gen, nb);
 }
 
-int pcoll_gate_nb_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
-                              MPI_Op op, int root, MPI_Comm comm)
+unsigned pcoll_gate_memo_gen(void) { return memo_begin(); }
+
+int pcoll_gate_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                           int root, MPI_Comm comm, int keep, unsigned gen)
 {
     if (coll != G_REDUCE && coll != G_ALLREDUCE)
         return 0;
-    return reduce_like(coll, sendbuf, recvbuf, count, dt, op, coll == G_REDUCE ? root : -1, comm, 1);
+    if (coll == G_ALLREDUCE)
+        root = -1;
+    if (!keep)
+        return reduce_like(coll, sendbuf, recvbuf, count, dt, op, root, comm, 1);
+    struct memo_key k = {comm, dt, op, count, root, sendbuf == MPI_IN_PLACE};
+    int p, recv_matters;
+    unsigned long long bytes;
+    if (plain_reduce_like(coll, sendbuf, recvbuf, count, dt, op, root, comm, &p, &bytes, &recv_matters))
+        memo_store(coll, &k, recv_matters, p, bytes, gen);
+    return 0;
 }
+
 
 int pcoll_gate_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                       MPI_Comm comm)

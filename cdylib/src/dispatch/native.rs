@@ -40,6 +40,7 @@ pub(super) fn native_requested(g: &'static Global, a: &Args) -> Option<usize> {
     }
     let bytes = elems as usize * size as usize;
     let call = call_facts(a, p as usize, bytes)?;
+    let gen = crate::gate::memo_gen();
     let learned = learned(g, a.comm, &call)?;
     let unequal = || a.unequal_counts();
     let nf = ArgFacts {
@@ -49,6 +50,11 @@ pub(super) fn native_requested(g: &'static Global, a: &Args) -> Option<usize> {
     };
     let d = decide(g, &call, &nf, learned).ok()?;
     (d.algorithm == Algorithm::Native).then(|| {
+        // A cell decided native for good (a raced rule's, or PCOLL_LEARN's, whose gate is
+        // closed): the next call repeating this one is forwarded from C.
+        if learned.is_some_and(|c| c.alg == Algorithm::Native) {
+            crate::gate::keep_native(a, gen);
+        }
         log_native(g, &call, &d);
         bytes
     })
