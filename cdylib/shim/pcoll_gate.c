@@ -488,7 +488,6 @@ int pcoll_gate_reduce_like(int coll, const void *sendbuf, void *recvbuf, int cou
     return 0;
 }
 
-
 int pcoll_gate_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                       MPI_Comm comm)
 {

@@ -145,9 +145,6 @@ HOT long long sum_counts(const int *c, int p)
 }
 
 
-/* The full gate (pcoll_gate.c), called by the entries when the memo did not match (so it
- * does not check the memo again): forwards a plain call that goes native (and remembers it),
- * else returns PCOLL_GATE_DECLINED. */
 /* The memo's generation now (bumped by every clear), for pcoll_gate_reduce_like's `keep`. */
 unsigned pcoll_gate_memo_gen(void);
 /* MPI_Ireduce / MPI_Iallreduce (`keep` 0): 1 if the call goes native by the non-blocking
@@ -157,6 +154,9 @@ unsigned pcoll_gate_memo_gen(void);
  * at the call's start) or the call is not one the gate would forward; returns 0. */
 int pcoll_gate_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                            int root, MPI_Comm comm, int keep, unsigned gen);
+/* The full gate (pcoll_gate.c), called by the entries when the memo did not match (so it
+ * does not check the memo again): forwards a plain call that goes native (and remembers it),
+ * else returns PCOLL_GATE_DECLINED. */
 int pcoll_gate_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                       MPI_Comm comm);
 int pcoll_gate_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);

@@ -168,10 +168,10 @@ fn new_cell(
 ) -> Option<Cell> {
     call.nodes = st.layout(g).shape();
     call.shm_refused = !crate::shm::enabled();
-    let params = core::Params {
-        extra: if full { g.cfg.learn_params().extra } else { 0 },
-        ..g.cfg.learn_params()
-    };
+    let mut params = g.cfg.learn_params();
+    if !full {
+        params.extra = 0;
+    }
     let pick = |call: &CallFacts| -> Option<Vec<Candidate>> {
         let r = state::resolver(g, call.coll, call.p);
         let d = r.resolve(call, nf).ok()?;
