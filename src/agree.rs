@@ -37,6 +37,7 @@ pub fn steering_vars() -> Vec<&'static str> {
         "PCOLL_LEARN_CALLS",
         "PCOLL_LEARN_MARGIN",
         "PCOLL_RACE",
+        "PCOLL_RACE_AGAIN",
     ]);
     v
 }

@@ -21,6 +21,7 @@
 //! | `PCOLL_LEARN_CALLS` | timed calls per candidate, 1..=100 | 5 |
 //! | `PCOLL_LEARN_MARGIN` | a fraction, 0 <= margin < 1 | 0.10 |
 //! | `PCOLL_RACE` | same as `PCOLL_STATS`: `0` runs a `race = true` rule's algorithm without racing it | on |
+//! | `PCOLL_RACE_AGAIN` | calls of a raced cell's winner before it is raced again (doubling while the winner stays), 0: never | 512 |
 //! | `PCOLL_MPI` | an MPI name ([`crate::mpi::Mpi`]: `openmpi`, `mpich`, `openmpi5`, `mpich5`, `impi`, `other-openmpi`, `other-mpich`) | what `MPI_Get_library_version` names |
 
 use crate::agree::TableRead;
@@ -100,6 +101,9 @@ pub struct Config {
     pub learn_margin: Option<f64>,
     /// `PCOLL_RACE=0`: a table's `race = true` rules run their algorithm unraced.
     pub race_off: bool,
+    /// `PCOLL_RACE_AGAIN`: winner calls before a raced cell is raced again (None: the
+    /// default, [`crate::learn::DEFAULT_RACE_AGAIN`]; 0: never).
+    pub race_again: Option<u64>,
 }
 
 /// The accepted spellings of an on/off variable ([`parse_bool`]).
@@ -116,7 +120,7 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 
 impl Config {
     /// Every variable `Config` reads.
-    pub const VARS: [&'static str; 18] = [
+    pub const VARS: [&'static str; 19] = [
         "PCOLL_TUNING",
         "PCOLL_REDUCE",
         "PCOLL_ALLREDUCE",
@@ -135,6 +139,7 @@ impl Config {
         "PCOLL_LEARN_CALLS",
         "PCOLL_LEARN_MARGIN",
         "PCOLL_RACE",
+        "PCOLL_RACE_AGAIN",
     ];
 
     /// Parses a snapshot given as a lookup function. Returns the config and one warning per
@@ -229,6 +234,11 @@ impl Config {
         }
     }
 
+    /// Winner calls before a raced cell is raced again (0: never).
+    pub fn race_again(&self) -> u64 {
+        self.race_again.unwrap_or(crate::learn::DEFAULT_RACE_AGAIN)
+    }
+
     /// Parses a snapshot given as a map.
     pub fn from_map(env: &HashMap<String, String>) -> (Config, Vec<String>) {
         Config::from_lookup(&|k| env.get(k).cloned())
@@ -303,6 +313,18 @@ fn learn_values(
         match parse_bool(&v) {
             Some(b) => cfg.race_off = !b,
             None => bad("PCOLL_RACE", &v, "", BOOL_ACCEPTED, "1"),
+        }
+    }
+    if let Some(v) = var("PCOLL_RACE_AGAIN") {
+        match v.trim().parse::<u64>() {
+            Ok(n) => cfg.race_again = Some(n),
+            _ => bad(
+                "PCOLL_RACE_AGAIN",
+                &v,
+                "",
+                "a number of calls (0: never)",
+                &crate::learn::DEFAULT_RACE_AGAIN.to_string(),
+            ),
         }
     }
     if let Some(v) = var("PCOLL_LEARN_CALLS") {

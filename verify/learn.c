@@ -6,7 +6,11 @@
  * twice the world's, other octaves: the table merges a cell decided on several communicators
  * into one rule, which the unit tests cover, so a replay could not tell them apart), called
  * round-robin for
- * --iters rounds (so that every cell is explored and then decided while the others are too).
+ * --iters rounds (so that every cell is explored and then decided while the others are too),
+ * each cell --repeat times in a row per round (default 1; repeated calls are what the native
+ * gate's memo and pcoll's served-again path take without deciding again); with --inplace 1
+ * the reduce to the last rank passes MPI_IN_PLACE at its root (whose calls then take other
+ * paths through pcoll than the other ranks' calls do).
  * After every call:
  *   - the result is checked (exact integer-valued sums);
  *   - every rank must have run the same algorithm (pcoll_last_algorithm, compared with one
@@ -36,6 +40,7 @@ static const char *algs[] = {"native", "binomial", "pipeline", "greedy", "greedy
 static const char *(*p_last)(const char *);
 static int rank, size;
 static long wrong, disagree, calls;
+static int inplace;
 
 static int alg_index(const char *s) {
     for (int a = 0; s && a < NALG; a++)
@@ -55,7 +60,14 @@ static int one(int c, long bytes, MPI_Comm comm, double *in, double *out) {
     switch (c) {
     case ALLREDUCE: MPI_Allreduce(in, out, (int)n, MPI_DOUBLE, MPI_SUM, comm); break;
     case REDUCE0:
-    case REDUCEL: MPI_Reduce(in, out, (int)n, MPI_DOUBLE, MPI_SUM, root, comm); break;
+    case REDUCEL:
+        if (c == REDUCEL && inplace && me == root) {
+            memcpy(out, in, n * 8);
+            MPI_Reduce(MPI_IN_PLACE, out, (int)n, MPI_DOUBLE, MPI_SUM, root, comm);
+        } else {
+            MPI_Reduce(in, out, (int)n, MPI_DOUBLE, MPI_SUM, root, comm);
+        }
+        break;
     case BCAST:
         if (me == 0) memcpy(out, in, n * 8);
         MPI_Bcast(out, (int)n, MPI_DOUBLE, 0, comm);
@@ -93,9 +105,12 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int iters = 30;
-    for (int i = 1; i + 1 < argc; i++)
+    int iters = 30, repeat = 1;
+    for (int i = 1; i + 1 < argc; i++) {
         if (!strcmp(argv[i], "--iters")) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--repeat")) repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--inplace")) inplace = atoi(argv[++i]);
+    }
     *(void **)&p_last = dlsym(RTLD_DEFAULT, "pcoll_last_algorithm");
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
@@ -104,8 +119,9 @@ int main(int argc, char **argv) {
     int last[NCOLL + 1][NSIZE];
     for (int it = 0; it < iters; it++)
         for (int s = 0; s < NSIZE; s++) {
-            for (int c = 0; c < NCOLL; c++) last[c][s] = one(c, sizes[s], MPI_COMM_WORLD, in, out);
-            last[NCOLL][s] = one(ALLREDUCE, 2 * sizes[s], dup, in, out);
+            for (int c = 0; c < NCOLL; c++)
+                for (int r = 0; r < repeat; r++) last[c][s] = one(c, sizes[s], MPI_COMM_WORLD, in, out);
+            for (int r = 0; r < repeat; r++) last[NCOLL][s] = one(ALLREDUCE, 2 * sizes[s], dup, in, out);
         }
     if (rank == 0) {
         for (int c = 0; c <= NCOLL; c++)

@@ -15,6 +15,12 @@
 #   race      p = 3, a table whose rules race circulant against native (`race = true`), skewed
 #             timings, no PCOLL_LEARN: one algorithm per call on every rank, the last calls
 #             native or circulant, no table written; PCOLL_RACE=0: circulant, unraced
+#   again     p = 3, the same table, each cell called 40 times in a row (the native gate's
+#             memo and the served-again path take such calls; the reduce to the last rank in
+#             place at its root, whose calls take other paths), PCOLL_RACE_AGAIN=8 and
+#             PCOLL_LEARN_SKEW=2 (every race favours the other candidate): cells raced again
+#             several times, their winner changing each time, still one algorithm per call on
+#             every rank (a path that missed a call would start the next race on another call)
 #   p1        one rank: nothing to learn, an empty table written
 #   bad       PCOLL_LEARN in a directory that does not exist and PCOLL_TUNING a broken file:
 #             a warning for each at start, the table on stderr at the end, the run passes
@@ -46,7 +52,7 @@ run() {
   local name=$1 p=$2
   shift 2
   timeout -k 10 "$TMO" bash -c 'source "$0"; mpi_setup "$1" >/dev/null && shift 2 && mpi_run "$@"' \
-    "$ROOT/scripts/mpi.sh" "$MPI" -- "$p" LD_PRELOAD="$LIB" "$@" -- "$BIN" --iters "$ITERS" \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- "$p" LD_PRELOAD="$LIB" "$@" -- "$BIN" --iters "$ITERS" --repeat "${REPEAT:-1}" --inplace "${INPLACE:-0}" \
     </dev/null >"$OUT/$name.log" 2>&1
   local rc=$?
   check
@@ -151,6 +157,18 @@ if ITERS=60 run race 3 PCOLL_TUNING="$R" PCOLL_LEARN_CALLS=2 PCOLL_LEARN_SKEW=1 
   other=$(awk '$5 != "native" && $5 != "circulant"' "$OUT/race.final" | head -2)
   [ -z "$other" ] || fail "race: cells ran neither native nor the raced circulant: $other"
   echo "    race: $(grep -c 'agreed' "$OUT/race.log") rank-agreements, $differ with a rank whose own winner lost; last calls: $(awk '{print $5}' "$OUT/race.final" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')"
+fi
+# again: PCOLL_LOG=info (not PCOLL_STATS, which closes the native gate and its memo).
+if INPLACE=1 REPEAT=40 ITERS=5 run again 3 PCOLL_TUNING="$R" PCOLL_LEARN_CALLS=2 PCOLL_LEARN_SKEW=2 \
+  PCOLL_RACE_AGAIN=8 PCOLL_LOG=info; then
+  check
+  most=$(grep -oE 'race [a-z_]+ p=3 .*\(race [0-9]+\): (native|circulant)' "$OUT/again.log" |
+    sed -E 's/.*\(race ([0-9]+)\).*/\1/' | sort -n | tail -1)
+  [ "${most:-0}" -ge 4 ] || fail "again: no cell raced 4 times or more (most: ${most:-none})"
+  check
+  flips=$(grep -cE '\(race [0-9]+\): circulant' "$OUT/again.log")
+  [ "$flips" -gt 0 ] || fail "again: no race again changed a cell's winner"
+  echo "    again: up to $most races per cell, $flips races again won by circulant; last calls: $(awk '{print $5}' "$OUT/again.final" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')"
 fi
 if ITERS=30 run norace 3 PCOLL_TUNING="$R" PCOLL_RACE=0; then
   check

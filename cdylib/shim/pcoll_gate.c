@@ -389,7 +389,8 @@ static void memo_clear_all(void)
     }
 }
 
-static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsigned long long bytes, unsigned gen)
+static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsigned long long bytes, unsigned gen,
+                       unsigned long long *tally, unsigned long long limit)
 {
     struct comm_entry *ce = &comm_cache[slot_of(&k->comm, sizeof k->comm)];
     struct type_entry *te = &type_cache[slot_of(&k->dt, sizeof k->dt)];
@@ -413,6 +414,8 @@ static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsi
     __atomic_store_n(&h->memo_recv, (unsigned char)recv, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_p, (unsigned char)p, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_tally, tally, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_limit, limit, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_valid, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_seq, s + 2, __ATOMIC_RELEASE);
 }
@@ -424,7 +427,7 @@ HOT int going_native(int coll, const struct memo_key *k, int recv, int p, unsign
 {
     if (!nb) {
         counted(coll, bytes);
-        memo_store(coll, k, recv, p, bytes, gen);
+        memo_store(coll, k, recv, p, bytes, gen, NULL, 0);
     }
     return 1;
 }
@@ -472,7 +475,8 @@ HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI
 unsigned pcoll_gate_memo_gen(void) { return memo_begin(); }
 
 int pcoll_gate_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
-                           int root, MPI_Comm comm, int keep, unsigned gen)
+                           int root, MPI_Comm comm, int keep, unsigned gen, unsigned long long *tally,
+                           unsigned long long limit)
 {
     if (coll != G_REDUCE && coll != G_ALLREDUCE)
         return 0;
@@ -484,7 +488,7 @@ int pcoll_gate_reduce_like(int coll, const void *sendbuf, void *recvbuf, int cou
     int p, recv_matters;
     unsigned long long bytes;
     if (plain_reduce_like(coll, sendbuf, recvbuf, count, dt, op, root, comm, &p, &bytes, &recv_matters))
-        memo_store(coll, &k, recv_matters, p, bytes, gen);
+        memo_store(coll, &k, recv_matters, p, bytes, gen, tally, limit);
     return 0;
 }
 

@@ -64,6 +64,8 @@ struct gate_hot {
     unsigned char memo_p;              /* communicator size */
     unsigned char held;                /* 1: decline everything (a non-blocking schedule runs) */
     unsigned long long memo_bytes;     /* the call's bytes */
+    unsigned long long *memo_tally;    /* a raced cell's count of calls (NULL: none), +1 a hit */
+    unsigned long long memo_limit;     /* no hit once *memo_tally reaches it */
     unsigned long long calls, bytes;   /* forwarded calls and bytes (pcoll's stats) */
     void (*fwd)(void);                 /* the MPI's own PMPI_<coll> (called on a memo hit) */
     unsigned flags;                    /* PCOLL_GUARD_* (second line: read on misses only) */
@@ -120,11 +122,19 @@ HOT int memo_hit(int coll, const struct memo_key *k, const void *sendbuf, const 
                __atomic_load_n(&h->memo_op, __ATOMIC_RELAXED) == k->op;
     int recv = __atomic_load_n(&h->memo_recv, __ATOMIC_RELAXED);
     unsigned long long bytes = __atomic_load_n(&h->memo_bytes, __ATOMIC_RELAXED);
+    unsigned long long *tally = __atomic_load_n(&h->memo_tally, __ATOMIC_RELAXED);
+    unsigned long long limit = __atomic_load_n(&h->memo_limit, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (!same || __atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED) != s)
         return 0;
     if (k->n > 0 && ((!k->in_place && sendbuf == NULL) || (recv && recvbuf == NULL)))
         return 0;
+    if (tally) { /* a raced cell's call: counted in the cell, none once it is raced again */
+        unsigned long long t = __atomic_load_n(tally, __ATOMIC_RELAXED);
+        if (t >= limit)
+            return 0;
+        __atomic_store_n(tally, t + 1, __ATOMIC_RELAXED);
+    }
     counted(coll, bytes);
     return 1;
 }
@@ -151,9 +161,13 @@ unsigned pcoll_gate_memo_gen(void);
  * cells. A blocking reduce or allreduce the Rust path sent to native for good (`keep` 1: a
  * raced cell of its communicator settled native): kept in the memo, so that the next call
  * repeating it is forwarded from C, unless a clear happened since `gen` (pcoll_gate_memo_gen
- * at the call's start) or the call is not one the gate would forward; returns 0. */
+ * at the call's start) or the call is not one the gate would forward; returns 0. A memo hit
+ * counts the call in `*tally` (the cell's count of its winner's calls, owned by the cell:
+ * the memo is cleared with the communicator) and none is forwarded once `*tally` reaches
+ * `limit` (the cell is raced again: that call reaches the Rust path). */
 int pcoll_gate_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
-                           int root, MPI_Comm comm, int keep, unsigned gen);
+                           int root, MPI_Comm comm, int keep, unsigned gen, unsigned long long *tally,
+                           unsigned long long limit);
 /* The full gate (pcoll_gate.c), called by the entries when the memo did not match (so it
  * does not check the memo again): forwards a plain call that goes native (and remembers it),
  * else returns PCOLL_GATE_DECLINED. */

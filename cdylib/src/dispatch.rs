@@ -94,7 +94,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         Ok(x) => x,
         Err(code) => return badinput::raise(a.comm, code),
     };
-    let (alg, why) = (chosen.alg, chosen.why);
+    let (alg, why, tally) = (chosen.alg, chosen.why, chosen.tally);
     // A call exploring its cell (PCOLL_LEARN) is timed, and never kept to be served again.
     let timer = chosen.explore.as_ref().and_then(|e| e.start());
     let settled = settled && chosen.explore.is_none();
@@ -115,7 +115,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         // Kept for the next call as the programs are (with an empty program; p > 1 only).
         if let (Ok(()), true, true, Some(st)) = (&result, settled, why.is_empty(), known(a)) {
             let empty = std::sync::Arc::new(pcoll::Program::new());
-            again::keep(false, a, &v, (alg, st, &empty), gen);
+            again::keep(false, a, &v, (alg, st, &empty), gen, tally);
         }
         let rc = finish(g, a, (&v, alg), result.map(|()| 0), t0, &why);
         call::recycle(std::mem::take(&mut v.spec.counts));
@@ -127,7 +127,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     }
     // `why` is only written for a warning or the debug log: neither is kept.
     if let (Ok((st, prog)), true, true) = (&result, settled, why.is_empty()) {
-        again::keep(false, a, &v, (alg, st, prog), gen);
+        again::keep(false, a, &v, (alg, st, prog), gen, tally);
     }
     let result = result.map(|(_, prog)| prog.rounds);
     let rc = finish(g, a, (&v, alg), result, t0, &why);

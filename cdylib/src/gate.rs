@@ -64,6 +64,8 @@ extern "C" {
         comm: MPI_Comm,
         keep: c_int,
         gen: c_uint,
+        tally: *mut c_ulonglong,
+        limit: c_ulonglong,
     ) -> c_int;
     pub(crate) fn pcoll_gate_nb_reduce_scatter(
         sendbuf: *const c_void,
@@ -266,6 +268,8 @@ pub fn nb_native(
             comm,
             0,
             0,
+            std::ptr::null_mut(),
+            0,
         ) != 0
     };
     forwarded(coll, native)
@@ -357,7 +361,10 @@ pub fn memo_gen() -> c_uint {
 /// without entering Rust (~0.2 µs). The C side checks what it checks before forwarding any
 /// call (a plain call of a cached communicator and a named type, the guards) and drops the
 /// memo if anything the gate decides by changed since `gen`. Other collectives: nothing.
-pub fn keep_native(a: &crate::dispatch::Args, gen: c_uint) {
+///
+/// The memo counts each call it forwards in the cell's `tally` and forwards none once the
+/// cell is due to be raced again (that call reaches the Rust path, which races it).
+pub fn keep_native(a: &crate::dispatch::Args, gen: c_uint, tally: &crate::learn::Tally) {
     if !matches!(a.coll, Collective::Reduce | Collective::Allreduce) || a.large_count {
         return;
     }
@@ -381,6 +388,8 @@ pub fn keep_native(a: &crate::dispatch::Args, gen: c_uint) {
             a.comm,
             1,
             gen,
+            tally.counter() as *mut c_ulonglong,
+            tally.until as c_ulonglong,
         )
     };
 }

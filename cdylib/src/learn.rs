@@ -21,6 +21,7 @@ use pcoll::learn::table::Record;
 use pcoll::learn::{self as core, Candidate, Cell, CellKey, Step};
 use pcoll::Algorithm;
 use std::os::raw::{c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A raced rule's cell explores native and the rule's algorithm in blocks of this many calls
 /// ([`Cell::blocked`]): 16 calls for a cell of 64 KiB or more, 56 below.
@@ -30,10 +31,48 @@ const RACE_BLOCK: u64 = 4;
 pub enum Verdict {
     /// Not learning, or the call is not the learner's: decide as always.
     Off,
-    /// Its cell is still explored (or not seen yet): the full path.
+    /// Its cell is still explored (or not seen yet, or due to be raced again): the full path.
     Explore,
-    /// Its cell is decided: this candidate.
-    Settled(Candidate),
+    /// Its cell is decided: this candidate; a path that runs it counts the call ([`Tally`]).
+    Settled(Candidate, Tally),
+}
+
+/// A decided cell's count of its winner's calls ([`Cell::settled`]), for the paths that run
+/// such a call without [`step`] (the native fast paths, the served-again path, the gate's
+/// memo): every call of a cell is counted once, whichever path runs it, so that every rank
+/// races the cell again at the same call ([`Cell::racing_again`]).
+#[derive(Clone)]
+pub struct Tally {
+    count: std::sync::Arc<AtomicU64>,
+    /// The count at which the cell is raced again (its call must reach [`step`]).
+    pub until: u64,
+}
+
+impl Tally {
+    /// Count a call the path runs (checked by [`Verdict`] just before, on this thread).
+    pub fn count(&self) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Count the call if the cell is not due to be raced again (`false`: it is; the call
+    /// must take the full path).
+    pub fn take(&self) -> bool {
+        let n = self.count.load(Ordering::Relaxed);
+        if n >= self.until {
+            return false;
+        }
+        self.count.store(n + 1, Ordering::Relaxed);
+        true
+    }
+    /// The counter, for the gate's memo, which counts the calls it forwards itself.
+    pub fn counter(&self) -> *mut u64 {
+        self.count.as_ptr()
+    }
+    fn of(cell: &Cell) -> Tally {
+        Tally {
+            count: cell.settled.clone(),
+            until: cell.until,
+        }
+    }
 }
 
 /// Learning is on (agreed at `MPI_Init`).
@@ -62,13 +101,23 @@ fn cell_of(g: &'static Global, call: &CallFacts) -> Option<(CellKey, bool)> {
     (g.races && core::raced(&r, call)).then_some((key, false))
 }
 
-/// The verdict of the call's cell on `comm` for a fast path (no MPI call, nothing counted).
+/// The verdict of the call's cell on `comm` for a fast path (no MPI call, nothing counted:
+/// a path that runs a settled call counts it with the [`Tally`]).
 pub fn verdict(g: &'static Global, comm: MPI_Comm, call: &CallFacts) -> Verdict {
     let Some((key, _)) = cell_of(g, call) else {
         return Verdict::Off;
     };
-    let decided = comm::existing(comm).and_then(|st| st.learn.lock().get(&key)?.decided());
-    decided.map_or(Verdict::Explore, Verdict::Settled)
+    let Some(st) = comm::existing(comm) else {
+        return Verdict::Explore;
+    };
+    let cells = st.learn.lock();
+    match cells.get(&key) {
+        Some(cell) => match cell.fast() {
+            Some(c) => Verdict::Settled(c, Tally::of(cell)),
+            None => Verdict::Explore,
+        },
+        None => Verdict::Explore,
+    }
 }
 
 /// A timed call of a candidate: [`Timer::stop`] records it in its cell.
@@ -116,14 +165,15 @@ fn wtime() -> f64 {
 /// first call, every rank alike: the communicator's state, nodes and, when `shm` is a
 /// candidate, its window are made here, collectively), then its candidate, and whether it
 /// explores. `call` gets the nodes and the `shm` facts the candidates were chosen with.
-/// `None`: not the learner's call (the resolver decides as without learning).
+/// `None`: not the learner's call (the resolver decides as without learning). A settled
+/// call comes with its cell's [`Tally`], for the served-again path that may run its next ones.
 pub fn step(
     g: &'static Global,
     comm: MPI_Comm,
     rank: usize,
     call: &mut CallFacts,
     nf: &dyn NativeFacts,
-) -> Option<(Candidate, Option<Explore>)> {
+) -> Option<(Candidate, Option<Explore>, Option<Tally>)> {
     let (key, full) = cell_of(g, call)?;
     // A call native must be kept away from is the resolver's (every rank knows the defect).
     if defects::fired(g.mpi, call, nf).is_some() {
@@ -153,7 +203,8 @@ pub fn step(
     if c.alg == Algorithm::Shm {
         call.shm_refused = st.shm().is_none();
     }
-    Some((c, explore))
+    let tally = explore.is_none().then(|| Tally::of(cell));
+    Some((c, explore, tally))
 }
 
 /// A new cell: the communicator's nodes (asked now: every rank is in this call), the
@@ -194,14 +245,18 @@ fn new_cell(
     );
     let timed = CellKey::of(call).map_or(params.timed, |k| params.timed_for(&k));
     let cell = Cell::new(cands, timed);
-    Some(if full { cell } else { cell.blocked(RACE_BLOCK) })
+    Some(if full {
+        cell
+    } else {
+        cell.blocked(RACE_BLOCK).racing_again(g.cfg.race_again())
+    })
 }
 
 /// The agreement of a cell (every rank of the communicator is at this call): each rank's
 /// times (skewed by the test hook, if set), one `MAX` reduction, the winner. Rank 0 of the
 /// communicator keeps the record for the learned table. Returns the winner.
 fn agree(g: &'static Global, st: &'static CommState, key: CellKey, cell: &mut Cell) -> usize {
-    let local = skew(cell.times(), st.rank);
+    let local = skew(cell.times(), st.rank, cell.races);
     let n = local.len();
     // Two check words: a hash of the cell and its complement; after MAX both come back
     // unchanged only if every rank agreed on the same cell and candidates.
@@ -265,8 +320,9 @@ fn agree(g: &'static Global, st: &'static CommState, key: CellKey, cell: &mut Ce
     w
 }
 
-/// The raced cells decided where this process is rank 0 of the communicator, one line each
-/// (at most [`RACE_LINES`]): in the info log at once, in the `PCOLL_STATS` report at the end.
+/// The raced cells decided where this process is rank 0 of the communicator: every race in
+/// the info log at once; in the `PCOLL_STATS` report at the end the first race of each cell
+/// and every later one that changed its winner (at most [`RACE_LINES`] lines).
 static RACES: Mutex<Vec<String>> = parking_lot::const_mutex(Vec::new());
 const RACE_LINES: usize = 1000;
 
@@ -279,10 +335,14 @@ fn race_settled(key: CellKey, cell: &Cell, agreed: &[u64]) {
         .filter(|(_, &t)| t != u64::MAX)
         .map(|(c, &t)| format!("{} {:.1} us", c.alg, t as f64 / 1e3))
         .collect();
-    let line = format!("race {}: {w} ({})", key.describe(), times.join(", "));
+    let again = match cell.races {
+        0 | 1 => String::new(),
+        n => format!(" (race {n})"),
+    };
+    let line = format!("race {}{again}: {w} ({})", key.describe(), times.join(", "));
     log::info!("{line}");
     let mut races = RACES.lock();
-    if races.len() < RACE_LINES {
+    if cell.changed && races.len() < RACE_LINES {
         races.push(line);
     }
 }
@@ -304,17 +364,30 @@ fn check_word(key: &CellKey, cands: &[Candidate]) -> u64 {
 
 /// Test hook `PCOLL_LEARN_SKEW=1` (per rank, deliberately not agreed): this rank's times
 /// made 1000 times slower for every candidate but one, a different one on each rank (rank r
-/// favours candidate r mod k), so that the ranks' own winners differ.
-fn skew(mut times: Vec<u64>, rank: usize) -> Vec<u64> {
-    static ON: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
-        std::env::var("PCOLL_LEARN_SKEW").is_ok_and(|v| !v.is_empty() && v != "0")
+/// favours candidate r mod k), so that the ranks' own winners differ. `PCOLL_LEARN_SKEW=2`:
+/// every rank favours candidate `races mod k` (`races`: the cell's races decided before this
+/// agreement), so that a raced cell's winner changes at every race.
+fn skew(mut times: Vec<u64>, rank: usize, races: u32) -> Vec<u64> {
+    static MODE: once_cell::sync::Lazy<u32> = once_cell::sync::Lazy::new(|| {
+        match std::env::var("PCOLL_LEARN_SKEW")
+            .ok()
+            .as_deref()
+            .map(str::trim)
+        {
+            None | Some("") | Some("0") => 0,
+            Some("2") => 2,
+            Some(_) => 1,
+        }
     });
-    if *ON {
-        let k = times.len();
-        for (i, m) in times.iter_mut().enumerate() {
-            if i != rank % k {
-                *m = m.saturating_mul(1000);
-            }
+    let k = times.len();
+    let favoured = match *MODE {
+        1 => rank % k,
+        2 => races as usize % k,
+        _ => return times,
+    };
+    for (i, m) in times.iter_mut().enumerate() {
+        if i != favoured {
+            *m = m.saturating_mul(1000);
         }
     }
     times

@@ -48,6 +48,8 @@ use crate::algo::{Algorithm, Collective};
 use crate::decide::model::{node_prices, prices};
 use crate::decide::{CallFacts, Resolver};
 use crate::model::nodes::Levels;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Timed rounds per candidate by default: the lower quartile of 5 (the second best) stands
 /// three outliers (a page fault, a descheduled rank), and 4 candidates then cost 24 calls of
@@ -83,6 +85,15 @@ pub const CONFIRM_NATIVE: u64 = 2;
 pub const DEFAULT_MARGIN: f64 = 0.10;
 /// The model's next best pcoll algorithms explored besides native and the current decision.
 pub const DEFAULT_EXTRA: usize = 2;
+/// A raced cell is raced again after this many calls of its winner by default
+/// (`PCOLL_RACE_AGAIN`; [`Cell::racing_again`]): a native or a machine that changes its mode
+/// later in the run (this VM's Intel MPI and its core-to-core transfers do, for seconds at a
+/// time) is caught within a few thousand calls, and a race of 16-56 calls, half of them the
+/// loser's, costs 2-5% of 512 calls at most, less as the period grows.
+pub const DEFAULT_RACE_AGAIN: u64 = 512;
+/// While races keep their winner the period doubles, up to this many times the first one
+/// (8192 calls by default); a race that changes the winner starts from the first again.
+pub const RACE_AGAIN_GROWTH: u64 = 16;
 
 /// How a cell is explored (agreed across ranks: `PCOLL_LEARN_CALLS`, `PCOLL_LEARN_MARGIN`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -334,8 +345,23 @@ pub struct Cell {
     pub cands: Vec<Candidate>,
     /// Timed calls per candidate ([`Params::timed_for`]).
     pub timed: usize,
-    /// Calls of the cell seen so far (the agreements' included).
+    /// Calls of the cell's current race (exploration, agreements, confirmation) so far.
     pub calls: u64,
+    /// Calls of the decided winner so far, over every race of the cell: counted by
+    /// [`Cell::step`] and by the paths that run a decided cell's call without it (the fast
+    /// paths, the gate's memo: [`Cell::fast`]). Only grows; shared with them by address.
+    pub settled: Arc<AtomicU64>,
+    /// The `settled` count at which the cell is raced again (`u64::MAX`: never).
+    pub until: u64,
+    /// Winner calls between races: the first period ([`Cell::racing_again`]; 0: never) and
+    /// the current one.
+    again: (u64, u64),
+    /// Agreements that decided the cell (races: the first and every one after it).
+    pub races: u32,
+    /// The winner of the last race (to reset the period when it changes).
+    last: Option<usize>,
+    /// The last race was the first, or changed the winner.
+    pub changed: bool,
     samples: Vec<Vec<u64>>,
     /// The final outcome (after the confirmation, if the exploration's winner was pcoll's).
     pub outcome: Option<Outcome>,
@@ -367,7 +393,58 @@ impl Cell {
             confirm: None,
             record: None,
             block: 1,
+            settled: Arc::new(AtomicU64::new(0)),
+            until: u64::MAX,
+            again: (0, 0),
+            races: 0,
+            last: None,
+            changed: false,
         }
+    }
+
+    /// The cell raced again after `every` calls of its winner (0: never), the period doubling
+    /// while the winner stays ([`RACE_AGAIN_GROWTH`], [`DEFAULT_RACE_AGAIN`]). Every input is
+    /// agreed: every rank races again at the same call of the cell.
+    pub fn racing_again(mut self, every: u64) -> Cell {
+        self.again = (every, every);
+        self
+    }
+
+    /// The winner a path that does not call [`Cell::step`] may run for the cell's next call:
+    /// the decided one unless the cell is due to be raced again (then the call must reach
+    /// `step`). A path that runs it counts the call (`settled`, +1).
+    pub fn fast(&self) -> Option<Candidate> {
+        let o = self.outcome.as_ref()?;
+        (self.settled.load(Ordering::Relaxed) < self.until).then(|| self.cands[o.winner])
+    }
+
+    /// A decided cell due to be raced again starts over: exploration, agreement (and a pcoll
+    /// winner's confirmation), as its first race.
+    fn restart(&mut self) {
+        self.outcome = None;
+        self.confirm = None;
+        self.calls = 0;
+        self.samples.iter_mut().for_each(|s| s.clear());
+    }
+
+    /// An outcome was agreed: when the cell is raced again.
+    fn decided_now(&mut self, winner: usize) {
+        self.races += 1;
+        let before = self.last.replace(winner);
+        self.changed = before != Some(winner);
+        let (first, cur) = self.again;
+        if first == 0 {
+            return;
+        }
+        let next = match before {
+            Some(w) if w == winner => cur
+                .saturating_mul(2)
+                .min(first.saturating_mul(RACE_AGAIN_GROWTH)),
+            Some(_) => first,
+            None => cur,
+        };
+        self.again.1 = next;
+        self.until = self.settled.load(Ordering::Relaxed).saturating_add(next);
     }
 
     /// The cell explored in blocks of `len` (> 1) consecutive calls per candidate, each
@@ -405,11 +482,16 @@ impl Cell {
     /// agreement; for a pcoll winner then the confirmation (`confirm_calls`) and a second
     /// agreement; then the outcome on every call.
     pub fn step(&mut self) -> Step {
+        if let Some(o) = &self.outcome {
+            let s = self.settled.load(Ordering::Relaxed);
+            if s < self.until {
+                self.settled.store(s + 1, Ordering::Relaxed);
+                return Step::Settled(o.winner);
+            }
+            self.restart();
+        }
         let n = self.calls;
         self.calls += 1;
-        if let Some(o) = &self.outcome {
-            return Step::Settled(o.winner);
-        }
         let k = self.cands.len() as u64;
         let e = self.explore_calls();
         if n < e && self.block > 1 {
@@ -465,6 +547,7 @@ impl Cell {
             o.winner = if kept { w } else { 0 };
             let won = o.winner;
             self.outcome = Some(o);
+            self.decided_now(won);
             return won;
         }
         let w = winner(&agreed, margin);
@@ -477,6 +560,7 @@ impl Cell {
             self.samples.iter_mut().for_each(|s| s.clear());
         } else {
             self.outcome = Some(o);
+            self.decided_now(w);
         }
         w
     }

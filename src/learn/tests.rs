@@ -39,7 +39,8 @@ fn exploration_rotates_warms_up_then_agrees_once() {
     c.settle(vec![100_000, 50_000, 80_000], p.margin, false);
     assert_eq!(c.step(), Step::Settled(1));
     assert_eq!(c.step(), Step::Settled(1));
-    assert_eq!(c.calls, 12);
+    assert_eq!(c.calls, 10, "the exploration's calls and its agreement");
+    assert_eq!(c.settled.load(std::sync::atomic::Ordering::Relaxed), 2);
     // Native alone: decided at once, no agreement.
     let mut one = Cell::new(cands(&[Native]), p.timed);
     assert_eq!(one.step(), Step::Settled(0));
@@ -542,6 +543,81 @@ fn blocked_exploration_times_each_candidate_after_its_own_calls() {
     // Blocks of 1 are the round-robin schedule.
     let rr = Cell::new(cands(&[Native, Shm]), 5).blocked(1);
     assert_eq!(rr.explore_calls(), 12);
+}
+
+/// A raced cell is raced again after `racing_again` calls of its winner, counted by `step`
+/// and by the paths that run it without `step` alike; the period doubles while the winner
+/// stays and starts over when it changes; 0 never races again.
+#[test]
+fn raced_cells_race_again_counting_every_winner_call() {
+    use std::sync::atomic::Ordering::Relaxed;
+    use Algorithm::*;
+    // Runs the cell's calls up to its next agreement (none may be settled), then settles.
+    let race = |c: &mut Cell, agreed: Vec<u64>| -> usize {
+        loop {
+            match c.step() {
+                Step::Agree => break,
+                Step::Run { .. } => {}
+                s => panic!("{s:?} while racing"),
+            }
+        }
+        c.settle(agreed, 0.1, true)
+    };
+    let slow_shm = || vec![100_000, 200_000];
+    let fast_shm = || vec![100_000, 50_000];
+    let mut c = Cell::new(cands(&[Native, Shm]), 5)
+        .blocked(4)
+        .racing_again(8);
+    assert_eq!(race(&mut c, slow_shm()), 0);
+    assert_eq!((c.until, c.races, c.changed), (8, 1, true));
+    // Eight winner calls, half through step, half on a fast path (which counts them itself).
+    for i in 0..8 {
+        if i % 2 == 0 {
+            assert_eq!(c.step(), Step::Settled(0));
+        } else {
+            assert_eq!(c.fast().map(|x| x.alg), Some(Native));
+            c.settled.fetch_add(1, Relaxed);
+        }
+    }
+    assert_eq!(
+        c.fast(),
+        None,
+        "due: the next call must reach step, on every path"
+    );
+    assert_eq!(c.decided().map(|x| x.alg), Some(Native));
+    // The second race keeps native: the period doubles.
+    assert_eq!(race(&mut c, slow_shm()), 0);
+    assert_eq!((c.until, c.races, c.changed), (8 + 16, 2, false));
+    for _ in 0..16 {
+        assert_eq!(c.step(), Step::Settled(0));
+    }
+    // The third: shm wins the exploration, then its confirmation; the period starts over.
+    assert_eq!(race(&mut c, fast_shm()), 1);
+    assert!(
+        c.fast().is_none() && c.decided().is_none(),
+        "being confirmed"
+    );
+    assert_eq!(race(&mut c, fast_shm()), 1);
+    assert_eq!((c.until, c.races, c.changed), (24 + 8, 3, true));
+    assert_eq!(c.step(), Step::Settled(1));
+    // Never raced again without a period (PCOLL_RACE_AGAIN=0), nor a PCOLL_LEARN cell.
+    let mut once = Cell::new(cands(&[Native, Shm]), 5).blocked(4);
+    assert_eq!(race(&mut once, slow_shm()), 0);
+    assert_eq!(once.until, u64::MAX);
+    for _ in 0..10_000 {
+        assert_eq!(once.step(), Step::Settled(0));
+    }
+    // The variable.
+    let env =
+        |v: &str| std::collections::HashMap::from([("PCOLL_RACE_AGAIN".to_string(), v.into())]);
+    assert_eq!(Config::default().race_again(), DEFAULT_RACE_AGAIN);
+    assert_eq!(Config::from_map(&env("0")).0.race_again(), 0);
+    assert_eq!(Config::from_map(&env("100")).0.race_again(), 100);
+    let (c, w) = Config::from_map(&env("often"));
+    assert!(
+        c.race_again() == DEFAULT_RACE_AGAIN && w.len() == 1 && w[0].contains("PCOLL_RACE_AGAIN"),
+        "{w:?}"
+    );
 }
 
 #[test]

@@ -45,6 +45,9 @@ pub(super) struct Entry {
     pub alg: Algorithm,
     pub st: &'static CommState,
     pub prog: Arc<Program>,
+    /// The call's raced (or learned) cell: each call served from the entry is counted in it,
+    /// and none once the cell is due to be raced again (that call takes the full path).
+    tally: Option<crate::learn::Tally>,
 }
 
 // SAFETY: as for `comm::Known`: the state is shared between threads already (its mutable parts
@@ -132,6 +135,9 @@ pub(super) fn again<R>(nb: bool, a: &Args, run: impl FnOnce(&Entry) -> R) -> Opt
     if e.gen != GEN.load(Ordering::Acquire) || !e.is(a) {
         return None;
     }
+    if e.tally.as_ref().is_some_and(|t| !t.take()) {
+        return None;
+    }
     Some(run(e))
 }
 
@@ -141,14 +147,15 @@ pub(super) fn begin() -> u64 {
 }
 
 /// Keep the full path's decision `alg` for `a` (validated as `v`, decided in generation
-/// `gen` with the communicator's nodes known, run as `prog` on the communicator of `st`), if
-/// its handles cannot be reused.
+/// `gen` with the communicator's nodes known, run as `prog` on the communicator of `st`; a
+/// raced cell's `tally`), if its handles cannot be reused.
 pub(super) fn keep(
     nb: bool,
     a: &Args,
     v: &Valid,
     (alg, st, prog): (Algorithm, &'static CommState, &Arc<Program>),
     gen: u64,
+    tally: Option<crate::learn::Tally>,
 ) {
     if log::log_enabled!(log::Level::Debug) || !stable_handles(a) {
         return;
@@ -165,6 +172,7 @@ pub(super) fn keep(
         alg,
         st,
         prog: prog.clone(),
+        tally,
     });
 }
 

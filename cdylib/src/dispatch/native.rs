@@ -7,7 +7,7 @@ use super::call::Args;
 use super::resolve::{call_facts, decide, ArgFacts};
 use super::stat_time;
 use crate::consts;
-use crate::learn::Verdict;
+use crate::learn::{Tally, Verdict};
 use crate::mpi_types;
 use crate::state::{self, Global};
 use mpi_sys::*;
@@ -41,7 +41,7 @@ pub(super) fn native_requested(g: &'static Global, a: &Args) -> Option<usize> {
     let bytes = elems as usize * size as usize;
     let call = call_facts(a, p as usize, bytes)?;
     let gen = crate::gate::memo_gen();
-    let learned = learned(g, a.comm, &call)?;
+    let (learned, tally) = learned(g, a.comm, &call)?;
     let unequal = || a.unequal_counts();
     let nf = ArgFacts {
         dt: a.dt,
@@ -50,24 +50,32 @@ pub(super) fn native_requested(g: &'static Global, a: &Args) -> Option<usize> {
     };
     let d = decide(g, &call, &nf, learned).ok()?;
     (d.algorithm == Algorithm::Native).then(|| {
-        // A cell decided native for good (a raced rule's, or PCOLL_LEARN's, whose gate is
-        // closed): the next call repeating this one is forwarded from C.
-        if learned.is_some_and(|c| c.alg == Algorithm::Native) {
-            crate::gate::keep_native(a, gen);
+        // A cell decided native (a raced rule's, or PCOLL_LEARN's, whose gate is closed):
+        // counted in its cell, and the next call repeating this one is forwarded from C
+        // (counted there) until the cell is due to be raced again.
+        if let Some(t) = tally {
+            t.count();
+            crate::gate::keep_native(a, gen, &t);
         }
         log_native(g, &call, &d);
         bytes
     })
 }
 
-/// `PCOLL_LEARN`'s pick for a fast path: `Some(None)` when the learner does not decide the
-/// call, `Some(Some(winner))` when its cell on `comm` is decided, `None` while it is
-/// explored (the full path counts the call; every rank's call of such a cell goes there).
-fn learned(g: &'static Global, comm: MPI_Comm, call: &CallFacts) -> Option<Option<Candidate>> {
+/// The learner's pick for a fast path (`PCOLL_LEARN`, raced rules): `Some((None, None))` when
+/// the learner does not decide the call, `Some((Some(winner), Some(tally)))` when its cell on
+/// `comm` is decided (a path that runs the call counts it in the tally), `None` while it is
+/// explored or due to be raced again (the full path counts the call; every rank's call of
+/// such a cell goes there).
+fn learned(
+    g: &'static Global,
+    comm: MPI_Comm,
+    call: &CallFacts,
+) -> Option<(Option<Candidate>, Option<Tally>)> {
     match crate::learn::verdict(g, comm, call) {
-        Verdict::Off => Some(None),
+        Verdict::Off => Some((None, None)),
         Verdict::Explore => None,
-        Verdict::Settled(c) => Some(Some(c)),
+        Verdict::Settled(c, t) => Some((Some(c), Some(t))),
     }
 }
 
@@ -244,11 +252,14 @@ fn native_decided(
         node_shm: true,
         nonblocking: false,
     };
-    let learned = learned(g, comm, &call)?;
+    let (learned, tally) = learned(g, comm, &call)?;
     let nf = ArgFacts { dt, op, unequal };
     let d = decide(g, &call, &nf, learned).ok()?;
     if d.algorithm != Algorithm::Native {
         return None;
+    }
+    if let Some(t) = tally {
+        t.count();
     }
     let rc = native();
     state::record(coll, Algorithm::Native, bytes, stat_time(g) - t0);

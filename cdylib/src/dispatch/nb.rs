@@ -70,7 +70,7 @@ pub fn plan(a: Args) -> Option<Planned> {
     let keep = |v: &Valid, prog: &Arc<Program>| {
         let settled = v.spec.p <= 1 || st.known_layout().is_some();
         if settled && chosen.why.is_empty() && g.cfg.learn.is_none() {
-            super::again::keep(true, &a, v, (alg, st, prog), gen);
+            super::again::keep(true, &a, v, (alg, st, prog), gen, None);
         }
     };
     let log = |v: &Valid| {

@@ -59,6 +59,9 @@ pub(super) struct Chosen {
     pub alg: Algorithm,
     pub why: String,
     pub explore: Option<crate::learn::Explore>,
+    /// A decided raced (or learned) cell's count of its winner's calls, for the served-again
+    /// path that may run the next ones.
+    pub tally: Option<crate::learn::Tally>,
 }
 
 /// The facts of a call every rank shares, from its arguments (`None`: an op the MPI rejects;
@@ -116,9 +119,12 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
         op: a.op,
         unequal: &unequal,
     };
-    if let Some((cand, explore)) = crate::learn::step(g, a.comm, spec.rank, &mut call, &nf) {
+    if let Some((cand, explore, tally)) = crate::learn::step(g, a.comm, spec.rank, &mut call, &nf) {
         let d = decided(g, &call, &nf, Some(cand))?;
-        return Ok(chosen(g, spec, &call, d, explore));
+        return Ok(Chosen {
+            tally,
+            ..chosen(g, spec, &call, d, explore)
+        });
     }
     let mut d = decided(g, &call, &nf, None)?;
     // The nodes only refine a decision that is not native without them: a rank can get here
@@ -169,7 +175,7 @@ pub(super) fn choose_nb(
         unequal: &unequal,
     };
     let learned = match crate::learn::verdict(g, a.comm, &call) {
-        crate::learn::Verdict::Settled(c) => Some(c),
+        crate::learn::Verdict::Settled(c, _) => Some(c),
         _ => None,
     };
     // A program that never calls `MPI_Barrier` keeps a wanted window unmade: decide once,
@@ -236,6 +242,7 @@ fn chosen(
         alg: d.algorithm,
         why,
         explore,
+        tally: None,
     }
 }
 
