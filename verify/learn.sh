@@ -15,7 +15,7 @@
 #   race      p = 3, a table whose rules race circulant against native (`race = true`), skewed
 #             timings, no PCOLL_LEARN: one algorithm per call on every rank, the last calls
 #             native or circulant, no table written; PCOLL_RACE=0: circulant, unraced
-#   again     p = 3, the same table, each cell called 40 times in a row (the native gate's
+#   again     p = 2, the same table, each cell called 40 times in a row (the native gate's
 #             memo and the served-again path take such calls; the reduce to the last rank in
 #             place at its root, whose calls take other paths), PCOLL_RACE_AGAIN=8 and
 #             PCOLL_LEARN_SKEW=2 (every race favours the other candidate): cells raced again
@@ -159,10 +159,10 @@ if ITERS=60 run race 3 PCOLL_TUNING="$R" PCOLL_LEARN_CALLS=2 PCOLL_LEARN_SKEW=1 
   echo "    race: $(grep -c 'agreed' "$OUT/race.log") rank-agreements, $differ with a rank whose own winner lost; last calls: $(awk '{print $5}' "$OUT/race.final" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')"
 fi
 # again: PCOLL_LOG=info (not PCOLL_STATS, which closes the native gate and its memo).
-if INPLACE=1 REPEAT=40 ITERS=5 run again 3 PCOLL_TUNING="$R" PCOLL_LEARN_CALLS=2 PCOLL_LEARN_SKEW=2 \
+if INPLACE=1 REPEAT=40 ITERS=5 run again 2 PCOLL_TUNING="$R" PCOLL_LEARN_CALLS=2 PCOLL_LEARN_SKEW=2 \
   PCOLL_RACE_AGAIN=8 PCOLL_LOG=info; then
   check
-  most=$(grep -oE 'race [a-z_]+ p=3 .*\(race [0-9]+\): (native|circulant)' "$OUT/again.log" |
+  most=$(grep -oE 'race [a-z_]+ p=2 .*\(race [0-9]+\): (native|circulant)' "$OUT/again.log" |
     sed -E 's/.*\(race ([0-9]+)\).*/\1/' | sort -n | tail -1)
   [ "${most:-0}" -ge 4 ] || fail "again: no cell raced 4 times or more (most: ${most:-none})"
   check

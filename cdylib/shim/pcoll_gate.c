@@ -414,6 +414,7 @@ static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsi
     __atomic_store_n(&h->memo_recv, (unsigned char)recv, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_p, (unsigned char)p, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_bytes, bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_tallied, (unsigned char)(tally != NULL), __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_tally, tally, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_limit, limit, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_valid, 1, __ATOMIC_RELAXED);

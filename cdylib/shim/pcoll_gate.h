@@ -63,13 +63,14 @@ struct gate_hot {
     unsigned char memo_recv;           /* the receive buffer is written here (reduce: root) */
     unsigned char memo_p;              /* communicator size */
     unsigned char held;                /* 1: decline everything (a non-blocking schedule runs) */
+    unsigned char memo_tallied;        /* memo_tally below is set (read on hits only then) */
     unsigned long long memo_bytes;     /* the call's bytes */
-    unsigned long long *memo_tally;    /* a raced cell's count of calls (NULL: none), +1 a hit */
-    unsigned long long memo_limit;     /* no hit once *memo_tally reaches it */
     unsigned long long calls, bytes;   /* forwarded calls and bytes (pcoll's stats) */
     void (*fwd)(void);                 /* the MPI's own PMPI_<coll> (called on a memo hit) */
     unsigned flags;                    /* PCOLL_GUARD_* (second line: read on misses only) */
     unsigned long long root_above;     /* bytes bound of PCOLL_GUARD_ROOT_NONZERO_ABOVE */
+    unsigned long long *memo_tally;    /* a raced cell's count of its calls, +1 a hit */
+    unsigned long long memo_limit;     /* no hit once *memo_tally reaches it */
 } __attribute__((aligned(128)));
 extern struct gate_hot pcoll_hot[G_NCOLL] __attribute__((visibility("hidden")));
 
@@ -122,8 +123,11 @@ HOT int memo_hit(int coll, const struct memo_key *k, const void *sendbuf, const 
                __atomic_load_n(&h->memo_op, __ATOMIC_RELAXED) == k->op;
     int recv = __atomic_load_n(&h->memo_recv, __ATOMIC_RELAXED);
     unsigned long long bytes = __atomic_load_n(&h->memo_bytes, __ATOMIC_RELAXED);
-    unsigned long long *tally = __atomic_load_n(&h->memo_tally, __ATOMIC_RELAXED);
-    unsigned long long limit = __atomic_load_n(&h->memo_limit, __ATOMIC_RELAXED);
+    unsigned long long *tally = NULL, limit = 0;
+    if (__atomic_load_n(&h->memo_tallied, __ATOMIC_RELAXED)) {
+        tally = __atomic_load_n(&h->memo_tally, __ATOMIC_RELAXED);
+        limit = __atomic_load_n(&h->memo_limit, __ATOMIC_RELAXED);
+    }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (!same || __atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED) != s)
         return 0;
