@@ -30,6 +30,7 @@ pub fn steering_vars() -> Vec<&'static str> {
         "PCOLL_SHM_BYTES",
         "PCOLL_SHM_COMBINE",
         "PCOLL_SHM_REPLICATE",
+        "PCOLL_SHM_SLOTS",
         "PCOLL_HIER_SHM",
         // Learning changes decisions, so whether it is on (and how it explores) is agreed;
         // the path matters only on rank 0, which writes the table.

@@ -214,6 +214,8 @@ if [ $MODE = shm ]; then
   # Copies into cells with streaming stores (PCOLL_SHM_STREAM=1), many chunks and unaligned cells.
   run_one 2 "$CASES" PCOLL_SHM_BYTES=22528 PCOLL_SHM_STREAM=1; shm_served 2 -PCOLL_SHM_BYTES 1
   run_one 3 $(( CASES / 2 )) PCOLL_SHM_STREAM=1; shm_served 3 -PCOLL_SHM_STREAM 1
+  # Five slots (PCOLL_SHM_SLOTS) of 1 KiB cells: chunks wrap around an odd ring.
+  run_one 3 $(( CASES / 2 )) PCOLL_SHM_SLOTS=5 PCOLL_SHM_BYTES=55296; shm_served 3 -PCOLL_SHM_SLOTS 1
   # Fallback: a window larger than /dev/shm, and shm turned off: served by the others.
   # (--may-fall-back: the forced shm falls back, maybe to native: steer around its defects.)
   DIFFTEST_ARGS="$DIFFTEST_ARGS --may-fall-back" run_one 3 $(( CASES / 2 )) PCOLL_SHM_BYTES=1T PCOLL_FALLBACK=silent

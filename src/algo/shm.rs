@@ -3,9 +3,9 @@
 //! out which elements of which chunk, and in which order. The window, its counters and the
 //! moving of bytes are in the C-ABI crate (`cdylib/src/shm/`).
 //!
-//! Per rank the window holds [`SLOTS`] slots, each an input cell and an output cell of
-//! `cell_elems` elements. Chunk `c` (elements `[c·ce, min((c+1)·ce, n))`) uses slot
-//! `c mod SLOTS`, so that copying chunk `c+1` in overlaps reducing chunk `c`:
+//! Per rank the window holds `S` slots (the library's setting, 2 or more), each an input cell
+//! and an output cell of `cell_elems` elements. Chunk `c` (elements `[c·ce, min((c+1)·ce,
+//! n))`) uses slot `c mod S`, so that copying chunk `c+1` in overlaps reducing chunk `c`:
 //!
 //! 1. every rank copies into its input cell the slices of its chunk that others read
 //!    ([`Shape::copies_in`]); then it publishes `filled`;
@@ -24,8 +24,8 @@
 //! root then streams 3m bytes (read two, write one), the one-core `z = x + y` bound, and waits
 //! once per chunk.
 //!
-//! A rank writes slot `c mod SLOTS` only after every rank published `read` for chunk
-//! `c - SLOTS`: the copy-out ranks read only after every owner reduced, and the owners reduce
+//! A rank writes slot `c mod S` only after every rank published `read` for chunk
+//! `c - S`: the copy-out ranks read only after every owner reduced, and the owners reduce
 //! only after every input was filled, so that chunk's cells are no longer read by anybody.
 //!
 //! Order: each slice is folded by one rank as `x_0 ⊕ (x_1 ⊕ (… ⊕ x_{p-1}))` for a
@@ -39,10 +39,6 @@
 //! one cache-line handshake per chunk.
 
 pub mod xfer;
-
-/// Slots (pairs of input and output cells) per rank: two, so that copying the next chunk in
-/// overlaps reducing this one.
-pub const SLOTS: usize = 2;
 
 /// One call's shape, the same on every rank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

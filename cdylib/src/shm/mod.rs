@@ -4,7 +4,7 @@
 //! for communicators alive at the end, at the start of `MPI_Finalize` ([`free_all`]).
 //!
 //! A rank's segment: three counters (`filled`, `reduced`, `read`), each on its own 128-byte
-//! line, in the first page, then [`SLOTS`] pairs of cells (input, output). The owner writes its
+//! line, in the first page, then `PCOLL_SHM_SLOTS` pairs of cells (input, output). The owner writes its
 //! counters and cells first (first touch). Counters only grow (chunks since the window was
 //! made), so no call resets them.
 //!
@@ -13,8 +13,9 @@
 //! much as one 2 MiB reduce (86-163 us measured in issue #30), paid once per communicator,
 //! and communicators whose calls never ask for `shm` never pay it.
 //!
-//! `PCOLL_SHM=0` turns it off; `PCOLL_SHM_BYTES` is the segment of each rank (default
-//! [`DEFAULT_BYTES`]). Any refusal (turned off, ranks on several nodes, `/dev/shm` without
+//! `PCOLL_SHM=0` turns it off; `PCOLL_SHM_BYTES` is the segment of each rank and
+//! `PCOLL_SHM_SLOTS` its slots (defaults: [`default_slots`], 256 KiB cells). Any refusal
+//! (turned off, ranks on several nodes, `/dev/shm` without
 //! room for every rank's segment twice over, the MPI refusing the window) leaves the
 //! communicator without a window, agreed by all its ranks, with one warning per process: the
 //! decision then falls back as for any ineligible algorithm.
@@ -27,13 +28,37 @@ pub mod stream;
 use crate::consts;
 use mpi_sys::*;
 use parking_lot::Mutex;
-use pcoll::algo::shm::SLOTS;
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::AtomicU64;
 
-/// Default segment per rank: two slots of 256 KiB cells (issue #30: 64-256 KiB cells beat
-/// 8 KiB ones at 2 MiB).
-pub const DEFAULT_BYTES: usize = CTRL + 2 * SLOTS * ((256 << 10) + 4096);
+/// Default cell: 256 KiB (issue #30: 64-256 KiB cells beat 8 KiB ones at 2 MiB).
+const DEFAULT_CELL: usize = 256 << 10;
+
+/// Slots (pairs of input and output cells) per rank of a window of `p` ranks by default
+/// (`PCOLL_SHM_SLOTS` sets them): chunk g uses slot g mod slots, so a cell is written again
+/// only after `slots - 1` other chunks. Writing lines the reading core still holds (it read
+/// them one or two chunks ago) waits for their invalidation line by line: on this VM 64 KiB
+/// took 7.1 us that way and 1.7 us once the writer rotated over 2 MiB, twice the reader's
+/// L2 (verify/probes/xcore.c); a forced `shm` reduce at p = 2 took 50 us at 1 MiB with 8
+/// slots against 80-95 with 2 (docs/shm.md, "A longer ring"). 8 slots of 256 KiB cells
+/// (4 MiB per rank) while the node's windows stay within 16 MiB (p <= 4), 4 to p = 8, then 2
+/// (1 MiB per rank, the size before session 24): /dev/shm must hold them twice over, and
+/// containers give it 64 MiB.
+pub fn default_slots(p: usize) -> usize {
+    match p {
+        0..=4 => 8,
+        5..=8 => 4,
+        _ => 2,
+    }
+}
+
+/// Segment per rank for `slots` slots of default cells (each with a page of room to stagger).
+pub const fn default_bytes(slots: usize) -> usize {
+    CTRL + 2 * slots * (DEFAULT_CELL + 4096)
+}
+
+/// Slots of a segment given by `PCOLL_SHM_BYTES` alone (its meaning before session 24).
+const BYTES_SLOTS: usize = 2;
 
 /// Bytes before the first cell: the counters' page.
 const CTRL: usize = 4096;
@@ -55,7 +80,25 @@ pub(crate) const PROBES: [usize; 4] = [1024, 1536, 2048, 2560];
 /// Settings read once from the environment.
 struct Settings {
     on: bool,
-    bytes: usize,
+    /// `PCOLL_SHM_BYTES` (None: the default for the slots).
+    bytes: Option<usize>,
+    /// `PCOLL_SHM_SLOTS` (None: [`default_slots`] of the window's ranks, or [`BYTES_SLOTS`]
+    /// with `PCOLL_SHM_BYTES`).
+    slots: Option<usize>,
+}
+
+impl Settings {
+    /// Segment bytes and slots per rank of a window of `p` ranks (agreed inputs only).
+    fn layout(&self, p: usize) -> (usize, usize) {
+        match (self.bytes, self.slots) {
+            (Some(b), Some(k)) => (b, k),
+            (Some(b), None) => (b, BYTES_SLOTS),
+            (None, k) => {
+                let k = k.unwrap_or_else(|| default_slots(p));
+                (default_bytes(k), k)
+            }
+        }
+    }
 }
 
 fn settings() -> &'static Settings {
@@ -67,21 +110,29 @@ fn settings() -> &'static Settings {
             }),
             None => true,
         };
-        let bytes = match crate::agree::var("PCOLL_SHM_BYTES") {
-            Some(v) => match pcoll::tuning::size::parse_size(&v) {
-                Ok(b) if b > CTRL + 2 * SLOTS * (4096 + 64) => b,
+        let slots =
+            crate::agree::var("PCOLL_SHM_SLOTS").and_then(|v| match v.trim().parse::<usize>() {
+                Ok(n) if (2..=64).contains(&n) => Some(n),
                 _ => {
-                    log::warn!(
-                        "PCOLL_SHM_BYTES={v}: not a size above {} bytes; using {DEFAULT_BYTES}",
-                        CTRL + 2 * SLOTS * (4096 + 64)
-                    );
-                    DEFAULT_BYTES
+                    log::warn!("PCOLL_SHM_SLOTS={v}: not a number of slots 2..=64; the default");
+                    None
                 }
-            },
-            None => DEFAULT_BYTES,
-        };
-        log::debug!("shm: on={on}, {bytes} bytes per rank");
-        Settings { on, bytes }
+            });
+        let least = CTRL + 2 * slots.unwrap_or(BYTES_SLOTS) * (4096 + 64);
+        let bytes =
+            crate::agree::var("PCOLL_SHM_BYTES").and_then(
+                |v| match pcoll::tuning::size::parse_size(&v) {
+                    Ok(b) if b > least => Some(b),
+                    _ => {
+                        log::warn!(
+                            "PCOLL_SHM_BYTES={v}: not a size above {least} bytes; the default"
+                        );
+                        None
+                    }
+                },
+            );
+        log::debug!("shm: on={on}, {bytes:?} bytes per rank, {slots:?} slots");
+        Settings { on, bytes, slots }
     });
     &S
 }
@@ -141,14 +192,17 @@ pub fn node_mode() -> Option<pcoll::algo::hier::NodeSteps> {
     *MODE
 }
 
-/// Bytes of one cell of a segment of `bytes`: each cell has a page of room for its stagger.
-fn cell_of(bytes: usize) -> usize {
-    ((bytes - CTRL) / (2 * SLOTS) - 4096) & !63 // > 0: `settings` checked it
+/// Bytes of one cell of a segment of `bytes` in `slots` slots: each cell has a page of room
+/// for its stagger.
+fn cell_of(bytes: usize, slots: usize) -> usize {
+    ((bytes - CTRL) / (2 * slots) - 4096) & !63 // > 0: `settings` checked it
 }
 
-/// Bytes of one cell of the windows this process makes (`PCOLL_SHM_BYTES`, agreed).
+/// Bytes of one cell of the windows this process makes (`PCOLL_SHM_BYTES`,
+/// `PCOLL_SHM_SLOTS`, agreed; the same for every p: the default slots keep the default cell).
 pub fn cell_bytes() -> usize {
-    cell_of(settings().bytes)
+    let (bytes, slots) = settings().layout(2);
+    cell_of(bytes, slots)
 }
 
 /// `shm` may run (`PCOLL_SHM` is not 0).
@@ -161,6 +215,8 @@ pub struct Win {
     inner: Mutex<Option<Inner>>,
     /// Bytes of one cell.
     pub cell: usize,
+    /// Slots (pairs of input and output cells) per rank: chunk g uses slot g mod slots.
+    pub slots: usize,
     p: usize,
     rank: usize,
     /// The node's communicator (a copy of `Inner::node`, for [`Win::poke`] without the lock).
@@ -225,7 +281,7 @@ impl Win {
     /// fold reads and writes do not share their low address bits (4 KiB aliasing).
     fn cell_ptr(&self, bases: &[*mut u8], rank: usize, slot: usize, out: bool) -> *mut u8 {
         let k = 2 * slot + usize::from(out);
-        let skew = ((rank * (2 * SLOTS) + k) * STAGGER) % 4096;
+        let skew = ((rank * (2 * self.slots) + k) * STAGGER) % 4096;
         bases[rank].wrapping_add(CTRL + k * (self.cell + 4096) + skew)
     }
     /// Free the window (collective over the communicator; idempotent).
@@ -316,7 +372,8 @@ pub fn create(shadow: MPI_Comm, p: usize, rank: usize) -> Option<Box<Win>> {
     let mut nsize: c_int = 0;
     // SAFETY: out-pointer; `node` is valid when the split succeeded.
     let one_node = split && ok(unsafe { PMPI_Comm_size(node, &mut nsize) }) && nsize as usize == p;
-    let local = s.on && one_node && room(p, s.bytes);
+    let (bytes, slots) = s.layout(p);
+    let local = s.on && one_node && room(p, bytes);
     if !agree(shadow, local) {
         warn_once(match (s.on, one_node) {
             (false, _) => "turned off (PCOLL_SHM=0)",
@@ -329,7 +386,7 @@ pub fn create(shadow: MPI_Comm, p: usize, rank: usize) -> Option<Box<Win>> {
         }
         return None;
     }
-    let w = allocate(node, p, rank, s.bytes);
+    let w = allocate(node, p, rank, (bytes, slots));
     if w.is_none() {
         warn_once("the MPI refused a shared window");
     }
@@ -379,7 +436,8 @@ pub fn create_node(
             unsafe { PMPI_Comm_free(&mut c) };
         }
     };
-    let local = s.on && one && (k == 1 || room(k, s.bytes));
+    let (bytes, slots) = s.layout(k);
+    let local = s.on && one && (k == 1 || room(k, bytes));
     if !agree(shadow, local) {
         warn_once(match (s.on, one) {
             (false, _) => "turned off (PCOLL_SHM=0)",
@@ -397,7 +455,7 @@ pub fn create_node(
             Err(())
         };
     }
-    let w = allocate(node, k, me, s.bytes);
+    let w = allocate(node, k, me, (bytes, slots));
     if !agree(shadow, w.is_some()) {
         warn_once("the MPI refused a node's shared window");
         if let Some(w) = w {
@@ -408,9 +466,40 @@ pub fn create_node(
     Ok(w)
 }
 
+/// Map every page of the other ranks' segments into this process now, once, instead of in
+/// the window's first calls: each first read of a peer's page is a minor fault, and with 8
+/// slots the first eight calls read fresh cells (a raced cell times such calls). Forced `shm`
+/// reduce at 256 KiB, Open MPI 4.1, p = 2, the first 8 calls: mean 3 us above the median
+/// mapped, 7-10 us above it unmapped. `MADV_POPULATE_READ` (Linux 5.14), else a read per page.
+fn prefault(bases: &[*mut u8], me: usize, bytes: usize) {
+    const MADV_POPULATE_READ: c_int = 22;
+    const PAGE: usize = 4096;
+    for (k, &b) in bases.iter().enumerate() {
+        if k == me || b.is_null() {
+            continue;
+        }
+        let start = (b as usize) & !(PAGE - 1);
+        let len = b as usize + bytes - start;
+        // SAFETY: the range covers the pages of a segment the MPI mapped here (its first page
+        // from its start); the advice only maps pages, reading nothing.
+        let rc = unsafe { libc::madvise(start as *mut c_void, len, MADV_POPULATE_READ) };
+        if rc != 0 {
+            for off in (0..bytes).step_by(PAGE) {
+                // SAFETY: inside the peer's segment of `bytes` bytes, mapped readable.
+                unsafe { std::ptr::read_volatile(b.add(off)) };
+            }
+        }
+    }
+}
+
 /// `MPI_Win_allocate_shared` of `bytes` per rank over `node` (ranks in the shadow's order),
 /// every segment looked up, the own one first-touched; None if any rank failed.
-fn allocate(node: MPI_Comm, p: usize, rank: usize, bytes: usize) -> Option<Box<Win>> {
+fn allocate(
+    node: MPI_Comm,
+    p: usize,
+    rank: usize,
+    (bytes, slots): (usize, usize),
+) -> Option<Box<Win>> {
     let mut base: *mut u8 = std::ptr::null_mut();
     let mut win: MPI_Win = unsafe { std::mem::zeroed() };
     let mut info: MPI_Info = consts::info_null();
@@ -456,7 +545,8 @@ fn allocate(node: MPI_Comm, p: usize, rank: usize, bytes: usize) -> Option<Box<W
         // A window some rank lacks cannot be freed collectively: leave it.
         return None;
     }
-    let cell = cell_of(bytes);
+    prefault(&bases, rank, bytes);
+    let cell = cell_of(bytes, slots);
     let w = Box::new(Win {
         inner: Mutex::new(Some(Inner {
             win,
@@ -466,6 +556,7 @@ fn allocate(node: MPI_Comm, p: usize, rank: usize, bytes: usize) -> Option<Box<W
             done: 0,
         })),
         cell,
+        slots,
         p,
         rank,
         node,

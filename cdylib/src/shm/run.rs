@@ -13,7 +13,7 @@ use super::call::{combine, dual_stream, dual_to, fold, step, step_len};
 use super::stream::{mark_probes, probe, probe_due, stream_now};
 use super::{Win, FILLED, READ, REDUCED};
 use pcoll::algo::shm::xfer::{Kind, Plan, Step};
-use pcoll::algo::shm::{Shape, SLOTS};
+use pcoll::algo::shm::Shape;
 use pcoll::Error;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -206,11 +206,11 @@ impl Cursor {
         self.made = false;
     }
     /// In phase `Slot` of chunk `g`: is its slot free, every rank (from rank `i` on) having
-    /// read chunk g - SLOTS? Then on to `Fill`.
-    fn slot_free(&mut self, bases: &[*mut u8], p: usize, g: u64) -> bool {
-        if g > SLOTS as u64 {
+    /// read chunk g - slots? Then on to `Fill`.
+    fn slot_free(&mut self, bases: &[*mut u8], (p, slots): (usize, usize), g: u64) -> bool {
+        if g > slots as u64 {
             while self.i < p {
-                if !reached(Win::word(bases, self.i, READ), g - SLOTS as u64) {
+                if !reached(Win::word(bases, self.i, READ), g - slots as u64) {
                     return false;
                 }
                 self.i += 1;
@@ -399,7 +399,7 @@ fn chunk(at: &At, cur: &mut Cursor) -> Result<bool, Error> {
     loop {
         match cur.phase {
             Phase::Slot => {
-                if !cur.slot_free(bases, p, g) {
+                if !cur.slot_free(bases, (p, w.slots), g) {
                     return Ok(false);
                 }
             }
@@ -439,7 +439,7 @@ fn fold_own(at: &At, c: usize, g: u64, cur: &mut Cursor) -> Result<bool, Error> 
     let me = w.rank;
     let (lo, hi) = s.chunk(c);
     let len = hi - lo;
-    let slot = (g as usize) % SLOTS;
+    let slot = (g as usize) % w.slots;
     let mine = s.slice_of(me, len);
     if let Some(j) = mine.filter(|&j| !s.partial_in_input(j)) {
         let (first, rest) = s.fold(me, j);
@@ -500,7 +500,7 @@ fn fill(at: &At, c: usize, g: u64) -> Result<(), Error> {
     let me = w.rank;
     let (lo, hi) = s.chunk(c);
     let len = hi - lo;
-    let my_in = w.cell_ptr(bases, me, (g as usize) % SLOTS, false);
+    let my_in = w.cell_ptr(bases, me, (g as usize) % w.slots, false);
     let streaming = stream_now(bases, len * call.facts.size);
     for j in 0..s.nslices(len) {
         if s.copies_in(me, j, len, call.in_place) {
@@ -523,7 +523,7 @@ fn copy_out(at: &At, c: usize, g: u64, cur: &mut Cursor) -> Result<bool, Error> 
     let me = w.rank;
     let (lo, hi) = s.chunk(c);
     let len = hi - lo;
-    let slot = (g as usize) % SLOTS;
+    let slot = (g as usize) % w.slots;
     while cur.i < s.nslices(len) {
         let j = cur.i;
         let (a, b) = s.slice(len, j);
@@ -580,7 +580,7 @@ fn plan_chunk(
 ) -> Result<bool, Error> {
     let (me, p) = (w.rank, w.p);
     let g = cur.base + cur.c as u64 + 1;
-    let slot = (g as usize) % SLOTS;
+    let slot = (g as usize) % w.slots;
     let counter = |k: usize, off: usize| Win::word(bases, k, off);
     let cell = |k: usize| w.cell_ptr(bases, k, slot, false);
     let bytes = |v: &[Step]| -> usize { v.iter().map(step_len).sum::<usize>() * call.facts.size };
@@ -593,7 +593,7 @@ fn plan_chunk(
                     cur.made = true;
                 }
                 // A chunk this rank copies nothing into needs no free slot.
-                if cur.fills > 0 && !cur.slot_free(bases, p, g) {
+                if cur.fills > 0 && !cur.slot_free(bases, (p, w.slots), g) {
                     return Ok(false);
                 }
                 cur.phase = Phase::Fill;

@@ -1,11 +1,11 @@
 //! `shm` for bcast, allgather(v) and reduce_scatter(_block): the plan, pure integers, over the
 //! same window and counters as reduce and allreduce ([`super`]). Only the input cells are
-//! used: chunk `c` of a call (global number `g`) uses slot `g mod SLOTS` of every rank.
+//! used: chunk `c` of a call (global number `g`) uses slot `g mod S` of every rank.
 //!
 //! Per chunk a rank runs [`Plan::steps`] in order:
 //!
 //! 1. [`Step::In`]: copy parts of its input into its input cell (after every rank published
-//!    `read` for chunk `g - SLOTS`, so that nobody still reads the slot), then publish
+//!    `read` for chunk `g - S`, so that nobody still reads the slot), then publish
 //!    `filled`;
 //! 2. [`Step::Own`], [`Step::Out`], [`Step::Fold`]: copy its own part, copy the parts of other
 //!    ranks out of their input cells (each after that rank's `filled`), or reduce its own
