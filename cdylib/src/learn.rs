@@ -24,8 +24,14 @@ use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A raced rule's cell explores native and the rule's algorithm in blocks of this many calls
-/// ([`Cell::blocked`]): 16 calls for a cell of 64 KiB or more, 56 below.
+/// ([`Cell::blocked`]): 16 calls for a cell of 64 KiB (56 below) ...
 const RACE_BLOCK: u64 = 4;
+/// ... and of this many from [`LONG_BLOCK_BYTES`] (32 calls): `shm` on its ring of 8 slots
+/// runs its first calls after a run of native calls slower than it runs steadily (Open MPI
+/// 4.1, p = 2, 256 KiB: the race measured 31-60 us in blocks of 4, 33-41 in blocks of 8,
+/// 15-19 in blocks of 16, where a loop of `shm` calls takes 16-19).
+const LONG_BLOCK: u64 = 16;
+const LONG_BLOCK_BYTES: usize = 128 << 10;
 
 /// What the fast paths may do with a call.
 pub enum Verdict {
@@ -248,7 +254,9 @@ fn new_cell(
     Some(if full {
         cell
     } else {
-        cell.blocked(RACE_BLOCK).racing_again(g.cfg.race_again())
+        let long = CellKey::of(call).is_some_and(|k| k.bytes().0 >= LONG_BLOCK_BYTES);
+        let block = if long { LONG_BLOCK } else { RACE_BLOCK };
+        cell.blocked(block).racing_again(g.cfg.race_again())
     })
 }
 
