@@ -18,10 +18,10 @@ use mpi_sys::*;
 use parking_lot::Mutex;
 use pcoll::decide::{defects, CallFacts, NativeFacts};
 use pcoll::learn::table::Record;
+pub use pcoll::learn::Tally;
 use pcoll::learn::{self as core, Candidate, Cell, CellKey, Step};
 use pcoll::Algorithm;
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A raced rule's cell explores native and the rule's algorithm in blocks of this many calls
 /// ([`Cell::blocked`]): 16 calls for a cell of 64 KiB (56 below) ...
@@ -39,46 +39,9 @@ pub enum Verdict {
     Off,
     /// Its cell is still explored (or not seen yet, or due to be raced again): the full path.
     Explore,
-    /// Its cell is decided: this candidate; a path that runs it counts the call ([`Tally`]).
+    /// Its cell is decided: this candidate; a path that runs it counts the call
+    /// ([`Tally::take`]).
     Settled(Candidate, Tally),
-}
-
-/// A decided cell's count of its winner's calls ([`Cell::settled`]), for the paths that run
-/// such a call without [`step`] (the native fast paths, the served-again path, the gate's
-/// memo): every call of a cell is counted once, whichever path runs it, so that every rank
-/// races the cell again at the same call ([`Cell::racing_again`]).
-#[derive(Clone)]
-pub struct Tally {
-    count: std::sync::Arc<AtomicU64>,
-    /// The count at which the cell is raced again (its call must reach [`step`]).
-    pub until: u64,
-}
-
-impl Tally {
-    /// Count a call the path runs (checked by [`Verdict`] just before, on this thread).
-    pub fn count(&self) {
-        self.count.fetch_add(1, Ordering::Relaxed);
-    }
-    /// Count the call if the cell is not due to be raced again (`false`: it is; the call
-    /// must take the full path).
-    pub fn take(&self) -> bool {
-        let n = self.count.load(Ordering::Relaxed);
-        if n >= self.until {
-            return false;
-        }
-        self.count.store(n + 1, Ordering::Relaxed);
-        true
-    }
-    /// The counter, for the gate's memo, which counts the calls it forwards itself.
-    pub fn counter(&self) -> *mut u64 {
-        self.count.as_ptr()
-    }
-    fn of(cell: &Cell) -> Tally {
-        Tally {
-            count: cell.settled.clone(),
-            until: cell.until,
-        }
-    }
 }
 
 /// Learning is on (agreed at `MPI_Init`).
@@ -117,11 +80,11 @@ pub fn verdict(g: &'static Global, comm: MPI_Comm, call: &CallFacts) -> Verdict 
         return Verdict::Explore;
     };
     let cells = st.learn.lock();
-    match cells.get(&key) {
-        Some(cell) => match cell.fast() {
-            Some(c) => Verdict::Settled(c, Tally::of(cell)),
-            None => Verdict::Explore,
-        },
+    match cells
+        .get(&key)
+        .and_then(|cell| Some((cell.fast()?, cell.tally())))
+    {
+        Some((c, t)) => Verdict::Settled(c, t),
         None => Verdict::Explore,
     }
 }
@@ -209,7 +172,7 @@ pub fn step(
     if c.alg == Algorithm::Shm {
         call.shm_refused = st.shm().is_none();
     }
-    let tally = explore.is_none().then(|| Tally::of(cell));
+    let tally = explore.is_none().then(|| cell.tally());
     Some((c, explore, tally))
 }
 
@@ -244,17 +207,18 @@ fn new_cell(
         cands = pick(call)?;
     }
     let names: Vec<String> = cands.iter().map(|c| c.alg.to_string()).collect();
+    let key = CellKey::of(call);
     log::debug!(
         "learn: {}: candidates {}",
-        CellKey::of(call).map_or(String::new(), |k| k.describe()),
+        key.map_or(String::new(), |k| k.describe()),
         names.join(", ")
     );
-    let timed = CellKey::of(call).map_or(params.timed, |k| params.timed_for(&k));
+    let timed = key.map_or(params.timed, |k| params.timed_for(&k));
     let cell = Cell::new(cands, timed);
     Some(if full {
         cell
     } else {
-        let long = CellKey::of(call).is_some_and(|k| k.bytes().0 >= LONG_BLOCK_BYTES);
+        let long = key.is_some_and(|k| k.bytes().0 >= LONG_BLOCK_BYTES);
         let block = if long { LONG_BLOCK } else { RACE_BLOCK };
         cell.blocked(block).racing_again(g.cfg.race_again())
     })

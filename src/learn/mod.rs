@@ -308,6 +308,40 @@ pub fn candidates(
     out
 }
 
+/// Count one call of a decided cell's winner on `count`, unless it reached `until` (the cell
+/// is due to be raced again: `false`, the call must reach [`Cell::step`]).
+fn take(count: &AtomicU64, until: u64) -> bool {
+    let n = count.load(Ordering::Relaxed);
+    if n >= until {
+        return false;
+    }
+    count.store(n + 1, Ordering::Relaxed);
+    true
+}
+
+/// A decided cell's count of its winner's calls ([`Cell::settled`]) and the count at which it
+/// is raced again, for the paths that run such a call without [`Cell::step`] (the library's
+/// native fast paths, its served-again path, the gate's memo): every call of a cell is counted
+/// once, whichever path runs it, so that every rank races the cell again at the same call.
+#[derive(Clone, Debug)]
+pub struct Tally {
+    count: Arc<AtomicU64>,
+    /// The count at which the cell is raced again.
+    pub until: u64,
+}
+
+impl Tally {
+    /// Count a call the path runs, if the cell is not due to be raced again (`false`: it is;
+    /// the call must take the full path).
+    pub fn take(&self) -> bool {
+        take(&self.count, self.until)
+    }
+    /// The counter, for the gate's memo, which counts the calls it forwards itself.
+    pub fn counter(&self) -> *mut u64 {
+        self.count.as_ptr()
+    }
+}
+
 /// What a call of a cell does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
@@ -418,6 +452,14 @@ impl Cell {
         (self.settled.load(Ordering::Relaxed) < self.until).then(|| self.cands[o.winner])
     }
 
+    /// The cell's [`Tally`] for the paths that run its winner's calls without `step`.
+    pub fn tally(&self) -> Tally {
+        Tally {
+            count: self.settled.clone(),
+            until: self.until,
+        }
+    }
+
     /// A decided cell due to be raced again starts over: exploration, agreement (and a pcoll
     /// winner's confirmation), as its first race.
     fn restart(&mut self) {
@@ -483,9 +525,7 @@ impl Cell {
     /// agreement; then the outcome on every call.
     pub fn step(&mut self) -> Step {
         if let Some(o) = &self.outcome {
-            let s = self.settled.load(Ordering::Relaxed);
-            if s < self.until {
-                self.settled.store(s + 1, Ordering::Relaxed);
+            if take(&self.settled, self.until) {
                 return Step::Settled(o.winner);
             }
             self.restart();

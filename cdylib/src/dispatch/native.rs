@@ -53,8 +53,8 @@ pub(super) fn native_requested(g: &'static Global, a: &Args) -> Option<usize> {
         // A cell decided native (a raced rule's, or PCOLL_LEARN's, whose gate is closed):
         // counted in its cell, and the next call repeating this one is forwarded from C
         // (counted there) until the cell is due to be raced again.
-        if let Some(t) = tally {
-            t.count();
+        // (`verdict` found it not due to be raced again: `take` counts it.)
+        if let Some(t) = tally.filter(|t| t.take()) {
             crate::gate::keep_native(a, gen, &t);
         }
         log_native(g, &call, &d);
@@ -259,7 +259,7 @@ fn native_decided(
         return None;
     }
     if let Some(t) = tally {
-        t.count();
+        t.take(); // not due to be raced again (`verdict`): counted
     }
     let rc = native();
     state::record(coll, Algorithm::Native, bytes, stat_time(g) - t0);
