@@ -493,7 +493,10 @@ impl Cell {
     /// block's first call a warm-up, until every candidate has at least `timed` timed calls:
     /// each candidate is timed after a call of its own, as the confirmation times them (a
     /// raced rule's cell: `shm` right after a native call measured 4.1 us at 16 KiB where it
-    /// takes 3.0-3.3 back to back, Open MPI 4.1, p = 2).
+    /// takes 3.0-3.3 back to back, Open MPI 4.1, p = 2). The blocks start with the last
+    /// candidate (a raced rule's own algorithm), then native: a cell called fewer times than
+    /// its race lasts runs mostly what the table chose (IMB-MPI1 calls its 2 MiB reduce 20
+    /// times, its 8 MiB one 5: with native's block first they ran native alone).
     pub fn blocked(mut self, len: u64) -> Cell {
         self.block = len.max(1);
         self
@@ -535,8 +538,9 @@ impl Cell {
         let k = self.cands.len() as u64;
         let e = self.explore_calls();
         if n < e && self.block > 1 {
+            // The last candidate's block first (a raced rule's own algorithm; native is 0).
             return Step::Run {
-                cand: ((n / self.block) % k) as usize,
+                cand: ((n / self.block + k - 1) % k) as usize,
                 timed: n % self.block != 0,
             };
         }

@@ -513,13 +513,14 @@ fn c_key() -> CellKey {
 #[test]
 fn blocked_exploration_times_each_candidate_after_its_own_calls() {
     use Algorithm::*;
-    // 5 timed calls in blocks of 4 (one warm-up each): two rounds of blocks, 6 timed calls.
+    // 5 timed calls in blocks of 4 (one warm-up each): two rounds of blocks, 6 timed calls;
+    // the rule's own algorithm (the last candidate) first.
     let mut c = Cell::new(cands(&[Native, Shm]), 5).blocked(4);
     assert_eq!(c.explore_calls(), 16);
     let steps: Vec<Step> = (0..16).map(|_| c.step()).collect();
     for (n, s) in steps.iter().enumerate() {
         let want = Step::Run {
-            cand: (n / 4) % 2,
+            cand: [1, 0][(n / 4) % 2],
             timed: n % 4 != 0,
         };
         assert_eq!(*s, want, "call {n}");
