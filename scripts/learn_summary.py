@@ -2,9 +2,10 @@
 """scripts/learn_summary.py DIR: the summary of a scripts/learn-ab.sh run (DIR =
 build/learn-ab/<mpi>-p<p>): per collective and size the plain run's ratio (pcoll with its
 built-in table / native), the replay's (the learned table / native) and the learned winner
-with the agreed ratio it was learned at; then the geometric mean and the worst cell of each
-run over every collective, and the cells where the plain run's pcoll algorithm measured 1.25x
-or more faster than native (ratio <= 0.8) but the learned table chose native."""
+with the agreed ratio it was learned at ("raced X": the learned rule races X against native
+in the replay); then the geometric mean and the worst cell of each run over every collective,
+and the cells where the plain run's pcoll algorithm measured 1.25x or more faster than native
+(ratio <= 0.8) but the learned table chose native."""
 import math
 import re
 import sys
@@ -41,6 +42,12 @@ def learned(path):
         m = re.match(r"# confirmed over .*: (\S+(?: \(segment \S+\))?) \(([\d.]+)x native\)$", line)
         if m and cells:
             cells[-1][2:] = [m.group(1), float(m.group(2))]
+        # A raced rule (race = true) replays that algorithm raced against native.
+        m = re.match(r"# the table this run used races the cell .*: replayed raced, (\S+(?: \(segment \S+\))?) against native$", line)
+        if m and cells:
+            cells[-1][2] = f"raced {m.group(1)}"
+        if line.startswith("# its confirmation did not finish") and cells:
+            cells[-1][2] = f"raced {cells[-1][2]}"
     return cells
 
 

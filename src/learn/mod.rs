@@ -403,6 +403,9 @@ pub struct Cell {
     pub confirm: Option<Confirm>,
     /// The library's index of the cell's record (kept across the two agreements).
     pub record: Option<usize>,
+    /// The table the run decides with races this cell (a `race = true` rule): a learned
+    /// table keeps racing it ([`table::rule_of`]).
+    pub raced_rule: bool,
     /// Exploration in blocks of this many consecutive calls of one candidate, the first not
     /// timed ([`Cell::blocked`]); 1: the candidates rotate call by call.
     pub block: u64,
@@ -426,6 +429,7 @@ impl Cell {
             outcome,
             confirm: None,
             record: None,
+            raced_rule: false,
             block: 1,
             settled: Arc::new(AtomicU64::new(0)),
             until: u64::MAX,
@@ -487,6 +491,12 @@ impl Cell {
         };
         self.again.1 = next;
         self.until = self.settled.load(Ordering::Relaxed).saturating_add(next);
+    }
+
+    /// The cell is served by a `race = true` rule of the table (see [`Cell::raced_rule`]).
+    pub fn from_raced_rule(mut self, raced: bool) -> Cell {
+        self.raced_rule = raced;
+        self
     }
 
     /// The cell explored in blocks of `len` (> 1) consecutive calls per candidate, each
@@ -649,3 +659,7 @@ pub fn winner(agreed: &[u64], margin: f64) -> usize {
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "table_tests.rs"]
+mod table_tests;

@@ -25,6 +25,11 @@ pub struct Record {
     /// A pcoll winner's confirmation: the exploration's winner and, once agreed, the
     /// confirmation's times of native and of it (ns).
     pub confirm: Option<(usize, Option<[u64; 2]>)>,
+    /// The table the run used races the cell ([`Cell::raced_rule`]; its algorithm is the
+    /// second candidate, the decision without learning).
+    pub raced: bool,
+    /// The cell explored in blocks of this many calls per candidate (1: call by call).
+    pub block: u64,
 }
 
 impl Record {
@@ -52,6 +57,12 @@ impl Record {
             Some((w, None)) => s.push_str(&format!(" confirm:{w}:-:-")),
             None => {}
         }
+        if self.raced {
+            s.push_str(" raced");
+        }
+        if self.block > 1 {
+            s.push_str(&format!(" block:{}", self.block));
+        }
         s
     }
 
@@ -73,6 +84,8 @@ impl Record {
             timed: cell.timed,
             margin,
             confirm: cell.confirm.as_ref().map(|c| (c.explored.winner, c.times)),
+            raced: cell.raced_rule,
+            block: cell.block,
         })
     }
 
@@ -95,8 +108,17 @@ impl Record {
             commutative: flag(3)?,
             root_nonzero: flag(4)?,
         };
-        let (mut cands, mut agreed, mut confirm) = (Vec::new(), Vec::new(), None);
+        let (mut cands, mut agreed, mut confirm, mut raced) = (Vec::new(), Vec::new(), None, false);
+        let mut block = 1;
         for c in &f[9..] {
+            if *c == "raced" {
+                raced = true;
+                continue;
+            }
+            if let Some(b) = c.strip_prefix("block:") {
+                block = b.parse::<u64>().ok().filter(|&b| b > 1)?;
+                continue;
+            }
             if let Some(rest) = c.strip_prefix("confirm:") {
                 let v: Vec<&str> = rest.split(':').collect();
                 let w = v.first()?.parse::<usize>().ok()?;
@@ -125,6 +147,8 @@ impl Record {
             timed: num(7)? as usize,
             margin: f[8].parse().ok()?,
             confirm,
+            raced,
+            block,
         })
     }
 
@@ -144,12 +168,19 @@ impl Record {
             .collect();
         let native = self.agreed[0].max(1) as f64;
         let explored = self.confirm.map_or(self.winner, |(w, _)| w);
+        let how = if self.block > 1 {
+            format!(
+                "in blocks of {} calls, the first of each a warm-up, at least {} timed calls each",
+                self.block, self.timed
+            )
+        } else {
+            format!("1 warm-up + {} timed calls each", self.timed)
+        };
         let mut s = format!(
-            "{}: {} calls explored ({} candidates, 1 warm-up + {} timed calls each); lower quartiles (slowest rank): {}; margin {:.0}% and {:.1} us: {} ({:.2}x native)",
+            "{}: {} calls explored ({} candidates, {how}); lower quartiles (slowest rank): {}; margin {:.0}% and {:.1} us: {} ({:.2}x native)",
             self.key.describe(),
             self.calls,
             self.cands.len(),
-            self.timed,
             meds.join(", "),
             100.0 * self.margin,
             super::MIN_GAIN_NS as f64 / 1e3,
@@ -159,7 +190,11 @@ impl Record {
         match self.confirm {
             Some((w, Some([n, c]))) => s.push_str(&format!(
                 "\nconfirmed over the next {} calls (blocks of {}, the last {} native): native {}, {} {}: {} ({:.2}x native)",
-                super::CONFIRM_ROUNDS * self.timed,
+                if self.block > 1 {
+                    super::CONFIRM_BLOCKED * super::CONFIRM_BLOCK
+                } else {
+                    (super::CONFIRM_ROUNDS * self.timed) as u64
+                },
                 super::CONFIRM_BLOCK,
                 super::CONFIRM_NATIVE,
                 us(n),
@@ -168,12 +203,36 @@ impl Record {
                 label(&self.chosen()),
                 if self.winner == 0 { 1.0 } else { c as f64 / n.max(1) as f64 }
             )),
-            Some((_, None)) => s.push_str(
-                "\nits confirmation did not finish before the run ended: replayed as explored",
-            ),
+            Some((_, None)) => {
+                s.push_str("\nits confirmation did not finish before the run ended")
+            }
+            None => {}
+        }
+        match self.raced_alg() {
+            Some(c) if self.raced => s.push_str(&format!(
+                "\nthe table this run used races the cell: replayed raced, {} against native",
+                label(&c)
+            )),
+            Some(c) => s.push_str(&format!(
+                "\nreplayed raced, {} against native (race = true; PCOLL_RACE=0: unraced)",
+                label(&c)
+            )),
             None => {}
         }
         s
+    }
+
+    /// The algorithm the cell's rule races against native where it is replayed: a pcoll
+    /// winner (the replay keeps it only where it still beats native in its own process), and
+    /// for a cell the table the run used races, where native won here, that rule's algorithm.
+    /// `None`: native, replayed unraced.
+    pub fn raced_alg(&self) -> Option<Candidate> {
+        let w = self.chosen();
+        if w.alg != Algorithm::Native {
+            return Some(w);
+        }
+        let rule = self.cands.get(1).filter(|c| c.alg != Algorithm::Native);
+        self.raced.then_some(rule.copied()).flatten()
     }
 }
 
@@ -217,7 +276,8 @@ pub fn merge(mut records: Vec<Record>) -> Vec<(Record, Vec<Algorithm>)> {
 /// never explored.
 pub fn rule_of(r: &Record, learned: &[CellKey]) -> Rule {
     let (lo, hi) = r.key.bytes();
-    let w = r.chosen();
+    let raced = r.raced_alg();
+    let w = raced.unwrap_or(r.chosen());
     let native = w.alg == Algorithm::Native;
     let k = &r.key;
     let other = |f: &dyn Fn(&CellKey) -> bool| {
@@ -235,7 +295,12 @@ pub fn rule_of(r: &Record, learned: &[CellKey]) -> Rule {
     if w.segment > 0 {
         rule = rule.segment(w.segment);
     }
-    rule
+    // Raced where replayed (`Record::raced_alg`): a pcoll winner is a measurement of one
+    // process, and on this VM another process of the same program may find it slower than
+    // native (Open MPI 4.1 p = 4, oversubscribed: `binomial` bcast at 64 B confirmed at 0.15x
+    // native, replayed at 26.6x; `shm` reduce at 32 KiB explored at 0.63x, replayed at 1.24x);
+    // and a cell the table races, whose winner is a property of the process.
+    rule.race(raced.is_some())
 }
 
 /// The learned table as `tuning.toml` text: `header` lines as comments, the `[model]`
