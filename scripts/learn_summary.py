@@ -43,11 +43,9 @@ def learned(path):
         if m and cells:
             cells[-1][2:] = [m.group(1), float(m.group(2))]
         # A raced rule (race = true) replays that algorithm raced against native.
-        m = re.match(r"# the table this run used races the cell .*: replayed raced, (\S+(?: \(segment \S+\))?) against native$", line)
+        m = re.match(r"# (?:the table this run used races the cell: )?replayed raced, (\S+(?: \(segment \S+\))?) against native", line)
         if m and cells:
             cells[-1][2] = f"raced {m.group(1)}"
-        if line.startswith("# its confirmation did not finish") and cells:
-            cells[-1][2] = f"raced {cells[-1][2]}"
     return cells
 
 
