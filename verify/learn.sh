@@ -141,7 +141,7 @@ for p in 2 3; do
   diff -q "$OUT/replay$p.final" "$OUT/relearn$p.final" >/dev/null || fail "relearn$p: other algorithms than the replay's"
 done
 
-ITERS=30 run skew 3 PCOLL_LEARN="$OUT/skew.toml" PCOLL_LEARN_CALLS=2 PCOLL_LEARN_SKEW=1 PCOLL_LOG=pcoll_mpi::learn=debug
+ITERS=60 run skew 3 PCOLL_LEARN="$OUT/skew.toml" PCOLL_LEARN_CALLS=2 PCOLL_LEARN_SKEW=1 PCOLL_LOG=pcoll_mpi::learn=debug
 check
 differ=$(grep -E 'own winner ([a-z_]+)\), agreed .*: ([a-z_]+)$' "$OUT/skew.log" |
   sed -E 's/.*own winner ([a-z_]+)\), agreed .*: ([a-z_]+)$/\1 \2/' | awk '$1 != $2' | wc -l)

@@ -602,7 +602,14 @@ impl Cell {
     /// confirmation if the winner is pcoll's and `confirm` is on; the confirmation's keeps
     /// that winner only if it still beats native ([`winner`] of the two).
     pub fn settle(&mut self, agreed: Vec<u64>, margin: f64, confirm: bool) -> usize {
-        let pick = if self.incumbent { race_winner } else { winner };
+        let incumbent = self.incumbent;
+        let pick = |a: &[u64], m: f64| {
+            if incumbent {
+                race_winner(a)
+            } else {
+                winner(a, m)
+            }
+        };
         if let Some(c) = &mut self.confirm {
             let w = c.explored.winner;
             let (nat, cand) = (agreed[0], agreed.get(w).copied().unwrap_or(u64::MAX));
@@ -647,14 +654,19 @@ pub fn lower_quartile(v: &[u64]) -> u64 {
     s[(s.len() - 1) / 4]
 }
 
-/// A race's winner ([`Cell::incumbent`]): the rule's algorithm (index 1), unless it is
-/// slower than `(1 + margin)` × native's agreed time. No [`MIN_GAIN_NS`]: native reached from a raced
-/// cell costs the Rust path, 0.2-0.45 us a call (MPICH 5 allgatherv 8 B: a race kept native
-/// over `butterfly` at 1.8 against 1.6-1.7 us, and the calls took 2.17 us where the rule's
-/// algorithm took 1.7).
-pub fn race_winner(agreed: &[u64], margin: f64) -> usize {
+/// What a call of a raced cell decided native costs beyond native's own time: the Rust path
+/// (0.2-0.45 us measured, MPICH 5 and Intel MPI, p = 2, 8 B-16 KiB).
+pub const RACE_NATIVE_COST_NS: u64 = 300;
+
+/// A race's winner ([`Cell::incumbent`]): the faster, counting [`RACE_NATIVE_COST_NS`] on
+/// native's side (index 1, the rule's algorithm, unless native plus that is faster). No
+/// margin: a race decides between its rule's algorithm and native alone, and a margin on
+/// either side sends it to the slower one (with pcoll's 10% + 0.5 us, a race at MPICH 5's
+/// allgatherv 8 B kept native at 1.8 us against `butterfly`'s 1.6-1.7, and its calls then
+/// took 2.17; with native's 10%, MPICH 5's reduce at 16 KiB cold kept `shm` at 1.23x).
+pub fn race_winner(agreed: &[u64]) -> usize {
     match agreed {
-        [native, rule, ..] if (*rule as f64) <= (1.0 + margin) * *native as f64 => 1,
+        [native, rule, ..] if *rule <= native.saturating_add(RACE_NATIVE_COST_NS) => 1,
         _ => 0,
     }
 }

@@ -85,18 +85,15 @@ fn quartiles_and_margin() {
     assert_eq!(winner(&[2000, 1500], 0.1), 1);
     assert_eq!(winner(&[2000, 1501], 0.1), 0);
     assert_eq!(winner(&[1100, 900], 0.1), 0);
-    // A race keeps the rule's algorithm (index 1) unless it is slower than (1 + margin) x
-    // native.
-    assert_eq!(
-        race_winner(&[1800, 1650], 0.1),
-        1,
-        "the MPICH 5 allgatherv 8 B race"
-    );
-    assert_eq!(race_winner(&us(&[100, 105]), 0.1), 1);
-    assert_eq!(race_winner(&us(&[100, 110]), 0.1), 1);
-    assert_eq!(race_winner(&us(&[100, 111]), 0.1), 0);
-    assert_eq!(race_winner(&[390, 10_355], 0.1), 0, "the 26.6x bcast");
-    assert_eq!(race_winner(&[100], 0.1), 0);
+    // A race: the faster, native paying RACE_NATIVE_COST_NS (its Rust path).
+    assert_eq!(race_winner(&[1800, 1650]), 1, "MPICH 5 allgatherv 8 B");
+    assert_eq!(race_winner(&[4100, 4800]), 0, "MPICH 5 reduce 16 KiB cold");
+    assert_eq!(race_winner(&[1000, 1300]), 1);
+    assert_eq!(race_winner(&[1000, 1301]), 0);
+    assert_eq!(race_winner(&us(&[100, 99])), 1);
+    assert_eq!(race_winner(&us(&[100, 101])), 0);
+    assert_eq!(race_winner(&[390, 10_355]), 0, "the 26.6x bcast");
+    assert_eq!(race_winner(&[100]), 0);
 }
 
 /// Ranks that measured differently (here: each prefers another candidate by far) agree on
