@@ -147,7 +147,7 @@ fn write_table(g: &Global, records: Vec<Record>) {
             g.table.origin()
         ),
         format!(
-            "{n} cells decided: {pcoll_cells} by one of pcoll's algorithms, the rest native; {} timed calls per candidate after one warm-up call ({} below {}), margin {:.0}% and {:.1} us",
+            "{n} cells decided: {pcoll_cells} by one of pcoll's algorithms (raced against native where replayed), the rest native; at least {} timed calls per candidate ({} below {}) in blocks whose first call is a warm-up, margin {:.0}% and {:.1} us",
             p.timed,
             p.timed_small(),
             pcoll::tuning::size::format_size(pcoll::learn::SMALL_CELL),

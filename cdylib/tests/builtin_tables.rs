@@ -46,11 +46,11 @@ fn the_unmeasured_mpis_table_has_no_rules_and_a_wide_margin() {
     assert!(t.margin() >= 0.25, "margin {}", t.margin());
 }
 
-/// The non-blocking rules (`form = "nonblocking"`) steer only those forms: Intel MPI's
+/// The non-blocking rules (`form = "nonblocking"`) steer only those forms: MPICH 5's
 /// `MPI_Ireduce` of 8 KiB at p = 2 takes `shm` where `MPI_Reduce` stays native.
 #[test]
 fn nonblocking_rules_apply_to_the_nonblocking_forms_only() {
-    let t = load("tables/tuning.impi.toml");
+    let t = load("tables/tuning.mpich5.toml");
     let alg = |nb| {
         t.lookup_call(Collective::Reduce, 2, 8 << 10, true, 0, nb)
             .unwrap()
