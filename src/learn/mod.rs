@@ -514,7 +514,7 @@ impl Cell {
     /// each candidate is timed after a call of its own, as the confirmation times them (a
     /// raced rule's cell: `shm` right after a native call measured 4.1 us at 16 KiB where it
     /// takes 3.0-3.3 back to back, Open MPI 4.1, p = 2). The blocks start with the last
-    /// candidate (a raced rule's own algorithm), then native: a cell called fewer times than
+    /// candidate (in a race the rule's own algorithm), then native: a race called fewer times than
     /// its race lasts runs mostly what the table chose (IMB-MPI1 calls its 2 MiB reduce 20
     /// times, its 8 MiB one 5: with native's block first they ran native alone).
     pub fn blocked(mut self, len: u64) -> Cell {
@@ -537,10 +537,7 @@ impl Cell {
     /// call, or for a cell explored in blocks (each candidate already timed after its own
     /// calls) [`CONFIRM_BLOCKED`] blocks.
     pub fn confirm_calls(&self) -> u64 {
-        if self.block > 1 {
-            return CONFIRM_BLOCKED * CONFIRM_BLOCK;
-        }
-        (CONFIRM_ROUNDS * self.timed) as u64
+        confirm_calls(self.block, self.timed)
     }
 
     /// The next call: counted, and what it does. Exploration (`explore_calls`), the
@@ -600,7 +597,8 @@ impl Cell {
     /// Fix the outcome of an agreement from the agreed times (the same on every rank); the
     /// winner's index (the candidate this call runs). The exploration's agreement starts the
     /// confirmation if the winner is pcoll's and `confirm` is on; the confirmation's keeps
-    /// that winner only if it still beats native ([`winner`] of the two).
+    /// that winner only if it still beats native ([`winner`] of the two; a race's cell,
+    /// [`Cell::incumbent`], decides both by [`race_winner`]).
     pub fn settle(&mut self, agreed: Vec<u64>, margin: f64, confirm: bool) -> usize {
         let incumbent = self.incumbent;
         let pick = |a: &[u64], m: f64| {
@@ -652,6 +650,15 @@ pub fn lower_quartile(v: &[u64]) -> u64 {
     let mut s = v.to_vec();
     s.sort_unstable();
     s[(s.len() - 1) / 4]
+}
+
+/// [`Cell::confirm_calls`] of a cell explored in blocks of `block` with `timed` timed calls
+/// per candidate (also what a learned table's note says of it).
+pub fn confirm_calls(block: u64, timed: usize) -> u64 {
+    if block > 1 {
+        return CONFIRM_BLOCKED * CONFIRM_BLOCK;
+    }
+    (CONFIRM_ROUNDS * timed) as u64
 }
 
 /// What a call of a raced cell decided native costs beyond native's own time: the Rust path

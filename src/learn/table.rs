@@ -190,11 +190,7 @@ impl Record {
         match self.confirm {
             Some((w, Some([n, c]))) => s.push_str(&format!(
                 "\nconfirmed over the next {} calls (blocks of {}, the last {} native): native {}, {} {}: {} ({:.2}x native)",
-                if self.block > 1 {
-                    super::CONFIRM_BLOCKED * super::CONFIRM_BLOCK
-                } else {
-                    (super::CONFIRM_ROUNDS * self.timed) as u64
-                },
+                super::confirm_calls(self.block, self.timed),
                 super::CONFIRM_BLOCK,
                 super::CONFIRM_NATIVE,
                 us(n),
@@ -231,8 +227,11 @@ impl Record {
         if w.alg != Algorithm::Native {
             return Some(w);
         }
-        let rule = self.cands.get(1).filter(|c| c.alg != Algorithm::Native);
-        self.raced.then_some(rule.copied()).flatten()
+        let rule = self
+            .cands
+            .get(1)
+            .filter(|c| self.raced && c.alg != Algorithm::Native);
+        rule.copied()
     }
 }
 
