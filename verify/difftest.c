@@ -1425,6 +1425,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--near") && v) { near_bytes = atol(v); i++; }
         else if (!strcmp(a, "--may-fall-back")) may_fall_back = 1;
         else if (!strcmp(a, "--same-alg")) same_alg = 1;
+        else if (!strcmp(a, "--full-range")) full_range = 1;
         else if (!strcmp(a, "--coll") && v) {
             char list[256];
             snprintf(list, sizeof list, "%s", v);
