@@ -119,29 +119,6 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 }
 
 impl Config {
-    /// Every variable `Config` reads.
-    pub const VARS: [&'static str; 19] = [
-        "PCOLL_TUNING",
-        "PCOLL_REDUCE",
-        "PCOLL_ALLREDUCE",
-        "PCOLL_REDUCE_SCATTER",
-        "PCOLL_ALLGATHERV",
-        "PCOLL_SEGMENT",
-        "PCOLL_CHUNK",
-        "PCOLL_CHUNK_MAX",
-        "PCOLL_FALLBACK",
-        "PCOLL_LOG",
-        "PCOLL_STATS",
-        "PCOLL_DISABLE",
-        "PCOLL_NODES",
-        "PCOLL_MPI",
-        "PCOLL_LEARN",
-        "PCOLL_LEARN_CALLS",
-        "PCOLL_LEARN_MARGIN",
-        "PCOLL_RACE",
-        "PCOLL_RACE_AGAIN",
-    ];
-
     /// Parses a snapshot given as a lookup function. Returns the config and one warning per
     /// bad value (each naming the variable, the value and the accepted values).
     pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> (Config, Vec<String>) {

@@ -9,6 +9,7 @@ pub mod algo;
 pub mod config;
 pub mod decide;
 pub mod elide;
+pub mod envvars;
 pub mod error;
 pub mod exec;
 pub mod learn;

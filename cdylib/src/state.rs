@@ -87,6 +87,12 @@ pub fn global() -> &'static Global {
         init_logger(world_rank, cfg.log.as_deref());
         let (mpi, mpi_warnings) = choose_mpi(&cfg);
         warnings.extend(mpi_warnings);
+        // A `PCOLL_` name the library does not read (a misspelling), from this rank's own
+        // environment: a warning only, nothing decides by it.
+        let names: Vec<String> = std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .collect();
+        warnings.extend(pcoll::envvars::unknown(names.iter().map(String::as_str)));
         log::info!(
             "running {} ({}; {}), table: {}",
             mpi.describe(),
