@@ -116,8 +116,9 @@ head = f"# {'IMB-NBC' if nbc else 'IMB-MPI1'} {mpi} p={np} {'cold (-off_cache -1
 if nbc:
     nat, pc = runs_by(lambda f: (float(f[3]), float(f[5])))
     print(f"{head}: t_pure usec and overlap[%], {runs} runs per side alternated")
-    print("# paired = median over runs of pcoll t_pure run r / native run r; best t_pure of each side; median overlap of each side")
-    print(f"{'collective':14} {'bytes':>9} {'paired':>7} {'native':>10} {'pcoll':>10} {'ovl nat':>8} {'ovl pcoll':>9}")
+    print("# paired = median over runs of pcoll t_pure run r / native run r; best t_pure of each side; median overlap of each side;")
+    print("# ovl diff = median over runs of pcoll overlap run r - native overlap run r (points)")
+    print(f"{'collective':14} {'bytes':>9} {'paired':>7} {'native':>10} {'pcoll':>10} {'ovl nat':>8} {'ovl pcoll':>9} {'ovl diff':>8}")
     for (name, b) in sorted(nat):
         if (name, b) not in pc or b == 0:
             continue
@@ -127,7 +128,8 @@ if nbc:
             continue
         tn, tp = min(v[0] for v in nr.values()), min(v[0] for v in cr.values())
         on, op = median([v[1] for v in nr.values()]), median([v[1] for v in cr.values()])
-        print(f"{name:14} {b:9d} {rp:7.3f} {tn:10.2f} {tp:10.2f} {on:8.1f} {op:9.1f}")
+        od = median([cr[r][1] - nr[r][1] for r in nr if r in cr])
+        print(f"{name:14} {b:9d} {rp:7.3f} {tn:10.2f} {tp:10.2f} {on:8.1f} {op:9.1f} {od:8.1f}")
     sys.exit(0)
 nat, pc = runs_by(lambda f: float(f[4]))
 print(f"{head}: t_avg usec, {runs} runs per side alternated")
