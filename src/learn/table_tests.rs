@@ -275,3 +275,75 @@ fn pcoll_winners_and_raced_cells_are_written_raced() {
         "{text}"
     );
 }
+
+/// A native winner whose best pcoll candidate came within `NEAR_FACTOR` of it, where native
+/// took at least `NEAR_MIN_NS`, is replayed raced with that candidate (the confirmation's
+/// times where a confirmation sent the cell back to native); a clear native win, a short call
+/// and a candidate never timed stay native, unraced.
+#[test]
+fn near_native_winners_are_written_raced() {
+    use super::table::{NEAR_FACTOR, NEAR_MIN_NS};
+    let n = NEAR_MIN_NS;
+    let with = |octave: u8, agreed: Vec<u64>, confirm| Record {
+        agreed,
+        confirm,
+        ..record(Collective::Reduce, 4, octave, 0, 60)
+    };
+    let close = (n as f64 * NEAR_FACTOR) as u64;
+    let recs = vec![
+        // explored: circulant (third) 1.15x native, pipeline 1.5x: circulant, raced
+        with(20, vec![2 * n, 3 * n, 2 * n + 3 * n / 10], None),
+        // exactly at the factor: raced
+        with(21, vec![n, 2 * n, close], None),
+        // just beyond it: native
+        with(22, vec![n, 2 * n, close + 1], None),
+        // native below NEAR_MIN_NS: native
+        with(23, vec![n - 1, n, n], None),
+        // a candidate never timed (u64::MAX) and one far off: native
+        with(24, vec![n, u64::MAX, 3 * n], None),
+        // explored as a pcoll win, sent back by its confirmation at 1.1x: raced with it
+        with(
+            25,
+            vec![4 * n, 2 * n, 3 * n],
+            Some((1, Some([2 * n, 2 * n + n / 5]))),
+        ),
+        // ... at 1.5x: native
+        with(
+            26,
+            vec![4 * n, 2 * n, 3 * n],
+            Some((1, Some([2 * n, 3 * n]))),
+        ),
+    ];
+    let want = [
+        Some(Algorithm::Circulant),
+        Some(Algorithm::Circulant),
+        None,
+        None,
+        None,
+        Some(Algorithm::Pipeline),
+        None,
+    ];
+    for (r, w) in recs.iter().zip(want) {
+        assert_eq!(r.near().map(|(c, _)| c.alg), w, "{}", r.to_line());
+        assert_eq!(r.raced_alg().map(|c| c.alg), w, "{}", r.to_line());
+    }
+    assert!(
+        recs[0]
+            .note()
+            .contains("measured 1.15x native (within 1.2x)"),
+        "{}",
+        recs[0].note()
+    );
+    let text = learned_table(recs, &Table::parse("", "u").unwrap(), true, &[]).unwrap();
+    let t = Table::parse(&text, "learned.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    for (octave, w) in (20..).zip(want) {
+        let got = t
+            .lookup_call(Collective::Reduce, 4, 1 << octave, true, 0, false)
+            .map(|c| (c.algorithm, c.race, c.segment));
+        let expect = match w {
+            Some(a) => (a.into(), true, (a == Algorithm::Circulant).then_some(8192)),
+            None => (Algorithm::Native.into(), false, None),
+        };
+        assert_eq!(got, Some(expect), "octave {octave}\n{text}");
+    }
+}
