@@ -5,7 +5,8 @@ built-in table / native), the replay's (the learned table / native) and the lear
 with the agreed ratio it was learned at ("raced X": the learned rule races X against native
 in the replay); then the geometric mean and the worst cell of each run over every collective,
 and the cells where the plain run's pcoll algorithm measured 1.25x or more faster than native
-(ratio <= 0.8) but the learned table chose native."""
+(ratio <= 0.8) but the learned table chose native ("missed"), or took it raced (or another
+algorithm) and the replay measured above 0.9 ("not kept")."""
 import math
 import re
 import sys
@@ -43,7 +44,8 @@ def learned(path):
         if m and cells:
             cells[-1][2:] = [m.group(1), float(m.group(2))]
         # A raced rule (race = true) replays that algorithm raced against native.
-        m = re.match(r"# (?:the table this run used races the cell: )?replayed raced, (\S+(?: \(segment \S+\))?) against native", line)
+        # Also a native winner whose best candidate came close ("native won, X measured ...").
+        m = re.match(r"# (?:the table this run used races the cell: |native won, .*: )?replayed raced, (\S+(?: \(segment \S+\))?) against native", line)
         if m and cells:
             cells[-1][2] = f"raced {m.group(1)}"
     return cells
@@ -53,7 +55,7 @@ def main():
     d = Path(sys.argv[1])
     colls = sorted({p.name.split(".")[0] for p in d.glob("*.plain.txt")})
     runs = {"plain": [], "replay": []}
-    misses = []
+    misses, lost = [], []
     print(f"{'collective':22} {'bytes':>9} {'plain':>6} {'replay':>6}  learned (ratio in the exploration)")
     for c in colls:
         plain, replay = ab(d / f"{c}.plain.txt"), ab(d / f"{c}.replay.txt")
@@ -67,6 +69,8 @@ def main():
             runs["replay"].append((replay[b], c, b))
             if plain[b] <= 0.8 and w[0] == "native":
                 misses.append((c, b, plain[b], replay[b]))
+            elif plain[b] <= 0.8 and replay[b] > 0.9:
+                lost.append((c, b, plain[b], replay[b], w[0]))
     for name, v in runs.items():
         if v:
             g = math.exp(sum(math.log(r) for r, _, _ in v) / len(v))
@@ -74,6 +78,8 @@ def main():
             print(f"{name}: geomean {g:.3f} over {len(v)} cells, worst {worst[0]:.3f} ({worst[1]} {worst[2]} B)")
     for c, b, p, r in misses:
         print(f"missed: {c} {b} B: the built-in table's pcoll algorithm {p:.3f}, learned native, replay {r:.3f}")
+    for c, b, p, r, w in lost:
+        print(f"not kept: {c} {b} B: the built-in table's pcoll algorithm {p:.3f}, learned {w}, replay {r:.3f}")
     if not misses:
         print("missed: none (every cell the plain run served 1.25x faster than native was learned by a pcoll algorithm)")
 
