@@ -45,7 +45,9 @@ static int mode;
 
 /* MPICH 4.0's in-place reduce defect is routed around here: MPICH-ABI MPIs other than MPICH
  * 5.0 and Intel MPI 2021, which were checked free of it (`absent` in pcoll::decide::defects). */
+#if !(defined(OPEN_MPI) && OPEN_MPI)
 static int root_defect;
+#endif
 
 static void find_root_defect(void)
 {
