@@ -281,6 +281,17 @@ if [ $NATIVE = 0 ]; then
   # worth on the node, up to PCOLL_CHUNK_MAX between nodes); both sides must agree.
   run_one 3 $(( CASES / 5 )) PCOLL_NODES=2 PCOLL_CHUNK=40
   [ $MODE = quick ] && for alg in binary fibonacci; do trees_run 3 $(( CASES / 5 )) "$alg"; done
+  # PCOLL_DISABLE=1: a pure passthrough (the blocking calls forwarded by the C entry from
+  # the first one on): right results, and pcoll served none of the calls.
+  if [ $MODE = quick ]; then
+    run_one 3 $(( CASES / 5 )) PCOLL_DISABLE=1
+    served=$(grep -E '^difftest: served' "$OUTDIR/logs/difftest-$MPI-p3-PCOLL_DISABLE.log")
+    algs=$(echo "$served" | grep -oE '[a-z_]+=[0-9]+' | cut -d= -f1 | sort -u | tr '\n' ' ')
+    if [ "$algs" != "none " ]; then
+      failed=$((failed + 1))
+      echo "    PCOLL_DISABLE=1: pcoll served calls: $served"
+    fi
+  fi
 fi
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

@@ -48,6 +48,7 @@ fn wtime() -> f64 {
 /// Serve one collective call. `native` performs the same call with `PMPI_`.
 pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
     if state::disabled() {
+        crate::gate::passthrough();
         return native();
     }
     crate::nbc::before_blocking(a.comm);

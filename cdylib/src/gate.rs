@@ -31,6 +31,7 @@ const MODE_NATIVE: c_int = 1;
 const MODE_DECLINE: c_int = 2;
 
 extern "C" {
+    fn pcoll_gate_passthrough();
     fn pcoll_gate_close();
     fn pcoll_gate_open();
     fn pcoll_gate_hold(held: c_int);
@@ -346,6 +347,13 @@ mod tests {
         assert_eq!(abi(31), MODE_NATIVE as i64);
         assert_eq!(abi(32), MODE_DECLINE as i64);
     }
+}
+
+/// `PCOLL_DISABLE=1`: the gate functions of the seven blocking collectives forward every call
+/// to the MPI from now on, without entering Rust.
+pub fn passthrough() {
+    // SAFETY: an atomic store in the gate's own state.
+    unsafe { pcoll_gate_passthrough() };
 }
 
 /// The gate memo's generation, read at the start of a call the Rust path decides (for
