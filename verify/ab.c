@@ -18,10 +18,10 @@
  * on rank 0 alone while the others wait at a barrier, same buffer temperature; x_floor =
  * mpi_us / floor_us. The first seven fields are as they always were. With AB_MEAN=1 in the
  * environment two more columns, the means over every timed call of each side (what a run
- * pays in total, outliers and PCOLL_LEARN's exploration included). A sample is one call, or
- * for calls under 2 us (native's fastest warm-up call) a batch of up to 16 calls back to back
- * after the barrier, its time divided by the batch, unless a node has more ranks than cores
- * (AB_BATCH=n forces n; 1: one call). */
+ * pays in total, outliers and PCOLL_LEARN's exploration included). A sample is one call;
+ * AB_BATCH=n times n calls back to back after the barrier (the batch's time / n), AB_BATCH=auto
+ * batches calls under 2 us (native's fastest warm-up call) up to 16, unless a node has more
+ * ranks than cores. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -358,16 +358,20 @@ int main(int argc, char **argv)
             fastest = t < fastest ? t : fastest;
             timed(c, 0, &b, rank, p);
         }
-        /* Calls under 2 us are timed in batches of up to 16 back to back (>= 2 us a sample):
-         * one call of MPICH's 0.2 us bcast is 20 ticks of a 10 ns clock, and the barrier's
-         * exit skew is as large as the call. The same ranks' maximum on every rank: one batch.
+        /* AB_BATCH=auto: calls under 2 us timed in batches of up to 16 back to back (>= 2 us a
+         * sample): one call of MPICH's 0.2 us bcast is 20 ticks of a 10 ns clock, and the
+         * barrier's exit skew is as large as the call. Off by default: back to back, calls
+         * overlap, and a batch measures throughput where a single call after a barrier (and
+         * PCOLL_LEARN's timing) measures latency (Open MPI allreduce 4 KiB: `shm` 0.72x native
+         * in batches, 0.83x from a barrier). The same ranks' maximum on every rank: one batch.
          * Not with more ranks on the node than cores: back to back, such calls measure how the
          * scheduler interleaves the ranks (Open MPI, 4 ranks on 2 cores: native bcast 8 B
          * 0.11 us a call in batches, 3.5 us alone), not what a call costs. */
-        if (getenv("AB_BATCH"))
+        if (getenv("AB_BATCH") && !strcmp(getenv("AB_BATCH"), "auto")) {
+            if (fastest < 2e-6 && !oversubscribed)
+                batch = fastest * 16 < 2e-6 ? 16 : (int)(2e-6 / fastest) + 1;
+        } else if (getenv("AB_BATCH"))
             batch = atoi(getenv("AB_BATCH")) > 0 ? atoi(getenv("AB_BATCH")) : 1;
-        else if (fastest < 2e-6 && !oversubscribed)
-            batch = fastest * 16 < 2e-6 ? 16 : (int)(2e-6 / fastest) + 1;
         int nn = 0, np = 0;
         for (int i = 0; i < iters; i++) {
             /* ABBA: native, mpi, mpi, native */
