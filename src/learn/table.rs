@@ -209,13 +209,12 @@ impl Record {
                 "\nthe table this run used races the cell: replayed raced, {} against native",
                 label(&c)
             )),
-            Some(c) if self.winner == 0 => s.push_str(&format!(
-                "\nnative won, {} measured {:.2}x native (within {NEAR_FACTOR}x): replayed raced, {} against native (race = true; PCOLL_RACE=0: {}, unraced)",
-                label(&c),
-                self.near().map_or(0.0, |(_, r)| r),
-                label(&c),
-                label(&c)
-            )),
+            Some(c) if self.winner == 0 => {
+                let (l, r) = (label(&c), self.near().map_or(0.0, |(_, r)| r));
+                s.push_str(&format!(
+                    "\nnative won, {l} measured {r:.2}x native (within {NEAR_FACTOR}x): replayed raced, {l} against native (race = true; PCOLL_RACE=0: {l}, unraced)"
+                ))
+            }
             Some(c) => s.push_str(&format!(
                 "\nreplayed raced, {} against native (race = true; PCOLL_RACE=0: unraced)",
                 label(&c)
@@ -226,11 +225,10 @@ impl Record {
     }
 
     /// The algorithm the cell's rule races against native where it is replayed: a pcoll
-    /// winner (the replay keeps it only where it still beats native in its own process), and
-    /// for a cell the table the run used races, where native won here, that rule's algorithm.
-    /// `None`: native, replayed unraced.
-    /// And for a native winner whose best pcoll candidate came close ([`Record::near`]),
-    /// that candidate.
+    /// winner (the replay keeps it only where it still beats native in its own process); for
+    /// a cell the table the run used races, where native won here, that rule's algorithm; for
+    /// another native winner whose best pcoll candidate came close ([`Record::near`]), that
+    /// candidate. `None`: native, replayed unraced.
     pub fn raced_alg(&self) -> Option<Candidate> {
         let w = self.chosen();
         if w.alg != Algorithm::Native {
@@ -262,9 +260,10 @@ impl Record {
                 (self.agreed[0], best, self.agreed[best])
             }
         };
+        // `cand` is pcoll's: the exploration's winner that was confirmed, or filtered above.
         let ratio = t as f64 / native.max(1) as f64;
         let ok = native >= NEAR_MIN_NS && t != u64::MAX && ratio <= NEAR_FACTOR;
-        (ok && self.cands[cand].alg != Algorithm::Native).then_some((self.cands[cand], ratio))
+        ok.then_some((self.cands[cand], ratio))
     }
 }
 
