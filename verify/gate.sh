@@ -17,6 +17,16 @@ out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run
   "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_TUNING="$OUT/nbagain.toml" -- \
   "$OUT/nbagain-$MPI" $([ "$MPI" = mpich ] && echo kept) </dev/null 2>&1)
 echo "$out" | grep -q '^nbagain: PASS' || { echo "$out" | tail -8; echo "gate: FAIL (nbagain)"; exit 1; }
+# Kept decisions over several shapes of a call (verify/again.c: roots rotating, two sizes, two
+# communicators, periods shorter and longer than what is kept, blocking and non-blocking),
+# forced to `shm` and to `circulant`, p = 3: closed-form results, the forced algorithm ran.
+$MPICC -O2 -Wall -o "$OUT/again-$MPI" "$ROOT/verify/again.c" -ldl || { echo "gate: FAIL (build again)"; exit 1; }
+for alg in shm circulant; do
+  out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_REDUCE=$alg PCOLL_ALLREDUCE=$alg \
+    PCOLL_BCAST=$alg PCOLL_ALLGATHERV=$alg -- "$OUT/again-$MPI" $alg </dev/null 2>&1)
+  echo "$out" | grep -q '^again: PASS' || { echo "$out" | tail -8; echo "gate: FAIL (again, $alg)"; exit 1; }
+done
 # verify/gate.c's table: native at p = 2 below 1 KiB and at p = 4 (a reduce there only at
 # root 0), a pcoll algorithm elsewhere;
 # for the I-forms (form = "nonblocking") native at p = 3 and the pcoll algorithm at p = 4

@@ -1,5 +1,5 @@
-//! The last call pcoll served itself, per collective: a loop that calls the same collective
-//! with the same arguments (buffers aside) is served from it, without the fast path's
+//! The last calls pcoll served itself, [`KEPT`] per collective: a loop that calls the same
+//! collective with the same arguments (buffers aside) is served from them, without the fast path's
 //! queries, the bad-input checks, the validation, the decision and the program lookup, which
 //! together cost more than the messages of a small call (a forced 8 B bcast at p = 2 spent
 //! ~0.75 us in pcoll besides its one send; ~0.25 us when served again).
@@ -20,6 +20,11 @@
 //! only without `PCOLL_LEARN` (whose verdicts change a cell's decision over time). What else
 //! their decision reads changes only in collective calls that forget every entry: a
 //! communicator's window or nodes' windows made (at a blocking call or `MPI_Barrier`).
+//!
+//! Several entries, not one: programs alternate between a few shapes of a call, and with one
+//! entry each call of such a loop misses it. A reduce whose root rotates (IMB-NBC's overlap
+//! loop, `i % p`) paid the full path at every call: MPICH 5, p = 2, `MPI_Ireduce` of 4 KiB
+//! through `shm`, 1.1 us to start with the root fixed, 2.0-2.1 rotating (session 28).
 
 use super::call::Args;
 use super::validate::Valid;
@@ -110,11 +115,16 @@ fn bufs(a: &Args) -> [bool; 5] {
 /// Bumped by everything that may change a decision or free a handle an entry holds.
 static GEN: AtomicU64 = AtomicU64::new(0);
 
-/// The entries per collective: `[false]` the blocking calls', `[true]` those of the
-/// non-blocking and persistent forms (`MPI_Ireduce`, ...; a `shm` entry's program is empty,
-/// as the blocking one's).
-static LAST: [[Mutex<Option<Entry>>; Collective::ALL.len()]; 2] =
-    [const { [const { Mutex::new(None) }; Collective::ALL.len()] }; 2];
+/// Entries kept per collective and form: the calls of a loop over the roots of four ranks,
+/// or a solver's few sizes on a couple of communicators, each served again; looking through
+/// them costs a few comparisons of scalars where a miss costs the full path (~0.5-1 us).
+pub(super) const KEPT: usize = 4;
+
+/// The entries per collective, the most recently used first: `[false]` the blocking calls',
+/// `[true]` those of the non-blocking and persistent forms (`MPI_Ireduce`, ...; a `shm`
+/// entry's program is empty, as the blocking one's).
+static LAST: [[Mutex<Vec<Entry>>; Collective::ALL.len()]; 2] =
+    [const { [const { Mutex::new(Vec::new()) }; Collective::ALL.len()] }; 2];
 
 /// Entries made before this call are not used again (an override changed, or a communicator
 /// pcoll served is being freed).
@@ -122,23 +132,23 @@ pub fn forget_all() {
     GEN.fetch_add(1, Ordering::AcqRel);
 }
 
-/// Serve `a` with `run` if it is the same call as the last one pcoll served of its kind,
-/// blocking or (`nb`) non-blocking and persistent (`None`: it is not; take the full path).
-/// The entry stays locked while the call runs: a second thread in the same collective
+/// Serve `a` with `run` if it is the same call as one of the last [`KEPT`] pcoll served of
+/// its kind, blocking or (`nb`) non-blocking and persistent (`None`: it is not; take the full
+/// path). The entries stay locked while the call runs: a second thread in the same collective
 /// meanwhile takes the full path.
 pub(super) fn again<R>(nb: bool, a: &Args, run: impl FnOnce(&Entry) -> R) -> Option<R> {
     if log::log_enabled!(log::Level::Debug) {
         return None;
     }
-    let slot = LAST[usize::from(nb)][a.coll.index()].try_lock()?;
-    let e = slot.as_ref()?;
-    if e.gen != GEN.load(Ordering::Acquire) || !e.is(a) {
+    let mut kept = LAST[usize::from(nb)][a.coll.index()].try_lock()?;
+    let gen = GEN.load(Ordering::Acquire);
+    let i = kept.iter().position(|e| e.gen == gen && e.is(a))?;
+    if kept[i].tally.as_ref().is_some_and(|t| !t.take()) {
         return None;
     }
-    if e.tally.as_ref().is_some_and(|t| !t.take()) {
-        return None;
-    }
-    Some(run(e))
+    // Most recently used first: a loop of one call finds it at once.
+    kept[..=i].rotate_right(1);
+    Some(run(&kept[0]))
 }
 
 /// The generation a decision starts in (see [`keep`]).
@@ -160,20 +170,28 @@ pub(super) fn keep(
     if log::log_enabled!(log::Level::Debug) || !stable_handles(a) {
         return;
     }
-    let Some(mut slot) = LAST[usize::from(nb)][a.coll.index()].try_lock() else {
+    let Some(mut kept) = LAST[usize::from(nb)][a.coll.index()].try_lock() else {
         return;
     };
-    *slot = Some(Entry {
-        key: Key::of(a),
-        counts: a.counts.to_vec(),
-        displs: a.displs.to_vec(),
-        gen,
-        v: v.clone(),
-        alg,
-        st,
-        prog: prog.clone(),
-        tally,
-    });
+    // Entries of an earlier generation are never used again, nor one of the same call (a
+    // raced cell's, due to be raced again); the least recently used goes.
+    let now = GEN.load(Ordering::Acquire);
+    kept.retain(|e| e.gen == now && !e.is(a));
+    kept.truncate(KEPT - 1);
+    kept.insert(
+        0,
+        Entry {
+            key: Key::of(a),
+            counts: a.counts.to_vec(),
+            displs: a.displs.to_vec(),
+            gen,
+            v: v.clone(),
+            alg,
+            st,
+            prog: prog.clone(),
+            tally,
+        },
+    );
 }
 
 /// The call's datatypes are named and its op predefined (neither can be freed).
