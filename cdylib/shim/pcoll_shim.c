@@ -27,6 +27,7 @@ const MPI_Op pcoll_c_max = MPI_MAX;
 const MPI_Op pcoll_c_min = MPI_MIN;
 const MPI_Op pcoll_c_prod = MPI_PROD;
 const MPI_Op pcoll_c_band = MPI_BAND;
+const MPI_Op pcoll_c_bor = MPI_BOR;
 const MPI_Op pcoll_c_minloc = MPI_MINLOC;
 const MPI_Op pcoll_c_maxloc = MPI_MAXLOC;
 const MPI_Op pcoll_c_replace = MPI_REPLACE;

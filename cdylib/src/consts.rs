@@ -36,6 +36,7 @@ extern "C" {
     static pcoll_c_min: MPI_Op;
     static pcoll_c_prod: MPI_Op;
     static pcoll_c_band: MPI_Op;
+    static pcoll_c_bor: MPI_Op;
     static pcoll_c_minloc: MPI_Op;
     static pcoll_c_maxloc: MPI_Op;
     static pcoll_c_replace: MPI_Op;
@@ -98,6 +99,7 @@ getter! {
     op_min: MPI_Op = pcoll_c_min;
     op_prod: MPI_Op = pcoll_c_prod;
     op_band: MPI_Op = pcoll_c_band;
+    op_bor: MPI_Op = pcoll_c_bor;
     op_minloc: MPI_Op = pcoll_c_minloc;
     op_maxloc: MPI_Op = pcoll_c_maxloc;
     op_replace: MPI_Op = pcoll_c_replace;

@@ -64,7 +64,9 @@ fn cell_of(g: &'static Global, call: &CallFacts) -> Option<(CellKey, bool)> {
     }
     let r = state::resolver(g, call.coll, call.p);
     let key = CellKey::of(call)?;
-    if on(g) && core::learnable(&r, call, user_table(g)) {
+    // A crowded node's small cells keep the table's decision (the flag is agreed).
+    let timed_fairly = !crate::nodes::crowded() || core::learned_when_crowded(&key);
+    if on(g) && timed_fairly && core::learnable(&r, call, user_table(g)) {
         return Some((key, true));
     }
     (g.races && core::raced(&r, call)).then_some((key, false))

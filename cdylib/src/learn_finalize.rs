@@ -23,6 +23,14 @@ pub fn at_init() {
         return;
     }
     let g = state::global();
+    if let (Some(c), 0) = (crate::nodes::crowding().filter(|c| c.any), g.world_rank) {
+        crate::state::say(format_args!(
+            "pcoll: PCOLL_LEARN: a node runs more ranks than cores (this one: {} ranks on {} cores): cells below {} keep the table's decision (their timings would be the scheduler's)",
+            c.ranks,
+            c.cores,
+            pcoll::tuning::size::format_size(pcoll::learn::CROWDED_MIN_BYTES)
+        ));
+    }
     if let (Some(path), 0) = (&g.cfg.learn, g.world_rank) {
         if let Err(e) = writable(path) {
             crate::state::say(format_args!(
@@ -69,7 +77,13 @@ pub fn at_finalize() {
         return;
     }
     let text = String::from_utf8_lossy(&all);
-    let records: Vec<Record> = text.lines().filter_map(Record::from_line).collect();
+    // A crowded node's small native winners are not raced, however close (`Record::crowded`).
+    let crowded = crate::nodes::crowded();
+    let records: Vec<Record> = text
+        .lines()
+        .filter_map(Record::from_line)
+        .map(|r| Record { crowded, ..r })
+        .collect();
     write_table(g, records);
 }
 
@@ -138,7 +152,7 @@ fn write_table(g: &Global, records: Vec<Record>) {
     let n = records.len();
     let pcoll_cells = records.iter().filter(|r| r.winner != 0).count();
     let p = g.cfg.learn_params();
-    let header = [
+    let mut header = vec![
         format!(
             "learned by pcoll {} (PCOLL_LEARN) on {} ({}), from the table {}",
             env!("CARGO_PKG_VERSION"),
@@ -156,6 +170,13 @@ fn write_table(g: &Global, records: Vec<Record>) {
         ),
         "replay: PCOLL_TUNING=<this file> (a cell not learned: the rules after the learned ones, then the model)".to_string(),
     ];
+    if crate::nodes::crowded() {
+        header.push(format!(
+            "learned with more ranks than cores on a node: cells below {} not learned, native winners below {} not raced",
+            pcoll::tuning::size::format_size(pcoll::learn::CROWDED_MIN_BYTES),
+            pcoll::tuning::size::format_size(pcoll::learn::SMALL_CELL)
+        ));
+    }
     let text = match learned_table(records, &g.table, user_table(g), &header) {
         Ok(t) => t,
         Err(e) => {

@@ -26,10 +26,66 @@ use std::os::raw::{c_int, c_void};
 /// `MPI_COMM_WORLD`'s layout, gathered at `MPI_Init` ([`at_init`]): the same on every rank.
 static WORLD: OnceCell<Layout> = OnceCell::new();
 
+/// How crowded the nodes are, found at `MPI_Init` ([`at_init`]).
+static CROWDING: OnceCell<Crowding> = OnceCell::new();
+
+/// More ranks on a node than the cores they may run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Crowding {
+    /// Some node of `MPI_COMM_WORLD` is crowded: the same on every rank (agreed).
+    pub any: bool,
+    /// This rank's node (its own view, for messages): its ranks, and the cores they may run
+    /// on (the union of their affinity masks; a rank bound to one core counts that core).
+    pub ranks: usize,
+    pub cores: usize,
+}
+
+/// Some node of `MPI_COMM_WORLD` has more ranks than cores (agreed at `MPI_Init`; false
+/// without it).
+pub fn crowded() -> bool {
+    CROWDING.get().is_some_and(|c| c.any)
+}
+
+/// [`Crowding`] as found at `MPI_Init` (`None`: not found).
+pub fn crowding() -> Option<Crowding> {
+    CROWDING.get().copied()
+}
+
 /// At `MPI_Init`, once `PCOLL_NODES` is agreed (`agree.rs`, which passes this process's
-/// world rank and size): `MPI_COMM_WORLD`'s layout (collective over it, as `MPI_Init` is).
+/// world rank and size): `MPI_COMM_WORLD`'s layout (collective over it, as `MPI_Init` is),
+/// and how crowded its nodes are (the shared-memory node of the default `PCOLL_NODES`
+/// gives it; other modes split `MPI_COMM_WORLD` by shared memory for it).
 pub fn at_init(mode: NodeMode, rank: usize, size: usize) {
-    let _ = WORLD.set(layout(consts::comm_world(), size.max(1), rank, mode));
+    let world = consts::comm_world();
+    let mut load = None;
+    let _ = WORLD.set(layout_and_load(world, size.max(1), rank, mode, &mut load));
+    if mode != NodeMode::Shared {
+        load = shared_node(world).and_then(|mut node| {
+            let l = node_load(node);
+            // SAFETY: the node communicator made just now, freed once.
+            unsafe { PMPI_Comm_free(&mut node) };
+            l
+        });
+    }
+    let mine = load.is_some_and(|(ranks, cores)| ranks > cores) as c_int;
+    let mut any: c_int = 0;
+    // SAFETY: one int each way on MPI_COMM_WORLD, collective as MPI_Init is.
+    let rc = unsafe {
+        PMPI_Allreduce(
+            &mine as *const c_int as *const c_void,
+            &mut any as *mut c_int as *mut c_void,
+            1,
+            consts::dt_int(),
+            consts::op_max(),
+            world,
+        )
+    };
+    let (ranks, cores) = load.unwrap_or((0, 0));
+    let any = rc == consts::SUCCESS() && any != 0;
+    let _ = CROWDING.set(Crowding { any, ranks, cores });
+    if any {
+        log::info!("a node runs more ranks than cores (this one: {ranks} ranks on {cores} cores)");
+    }
 }
 
 /// The layout of `comm` (an intracommunicator of `size` ranks) read from the world's through
@@ -72,9 +128,22 @@ const NAME_BYTES: usize = 256;
 
 /// The layout of `shadow` (a communicator of `size` ranks; this process is `rank`).
 pub fn layout(shadow: MPI_Comm, size: usize, rank: usize, mode: NodeMode) -> Layout {
+    layout_and_load(shadow, size, rank, mode, &mut None)
+}
+
+/// [`layout`], and in mode `shared` the load of this rank's node ([`node_load`]).
+fn layout_and_load(
+    shadow: MPI_Comm,
+    size: usize,
+    rank: usize,
+    mode: NodeMode,
+    load: &mut Option<(usize, usize)>,
+) -> Layout {
     let keys = match mode {
         NodeMode::Hostname => names(shadow, size),
-        NodeMode::Shared => shared_key(shadow, rank).and_then(|k| gather_keys(shadow, size, k)),
+        NodeMode::Shared => {
+            shared_key(shadow, rank, load).and_then(|k| gather_keys(shadow, size, k))
+        }
         NodeMode::Block(k) => world_rank().and_then(|w| gather_keys(shadow, size, (w / k) as u64)),
     };
     match keys {
@@ -97,20 +166,70 @@ fn world_rank() -> Option<usize> {
     Some(r as usize)
 }
 
-/// The lowest rank (in `shadow`) of this rank's shared-memory group.
-fn shared_key(shadow: MPI_Comm, rank: usize) -> Option<u64> {
+/// This rank's shared-memory group of `comm` (collective over `comm`; the caller frees it).
+fn shared_node(comm: MPI_Comm) -> Option<MPI_Comm> {
     let mut node: MPI_Comm = consts::comm_null();
-    let (me, mut low) = (rank as c_int, 0 as c_int);
-    // SAFETY: collective split of a valid communicator, out-pointers to locals; the node
-    // communicator is freed here and nowhere else.
-    unsafe {
-        ok(PMPI_Comm_split_type(
-            shadow,
+    // SAFETY: collective split of a valid communicator into a local.
+    ok(unsafe {
+        PMPI_Comm_split_type(
+            comm,
             consts::COMM_TYPE_SHARED(),
             0,
             consts::info_null(),
             &mut node,
+        )
+    })?;
+    Some(node)
+}
+
+/// Words of a CPU mask (`cpu_set_t`: 1024 CPUs).
+const MASK_WORDS: usize = 16;
+
+/// The ranks of the shared-memory node `node` and the cores they may run on: the union of
+/// their affinity masks (collective over `node`). Binding-proof: ranks bound one per core
+/// count one core each, unbound ranks the node's cores, a cpuset its CPUs.
+fn node_load(node: MPI_Comm) -> Option<(usize, usize)> {
+    let mut mine = [0u64; MASK_WORDS];
+    // SAFETY: a cpu_set_t is MASK_WORDS u64 (1024 bits) on Linux; this thread's mask.
+    let got = unsafe {
+        libc::sched_getaffinity(
+            0,
+            std::mem::size_of::<libc::cpu_set_t>().min(8 * MASK_WORDS),
+            mine.as_mut_ptr() as *mut libc::cpu_set_t,
+        )
+    } == 0;
+    if !got {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for c in 0..n.min(64 * MASK_WORDS) {
+            mine[c / 64] |= 1 << (c % 64);
+        }
+    }
+    let (mut all, mut ranks) = ([0u64; MASK_WORDS], 0 as c_int);
+    // SAFETY: MASK_WORDS u64 each way on a valid communicator; out-pointer to a local.
+    unsafe {
+        ok(PMPI_Comm_size(node, &mut ranks))?;
+        ok(PMPI_Allreduce(
+            mine.as_ptr() as *const c_void,
+            all.as_mut_ptr() as *mut c_void,
+            MASK_WORDS as c_int,
+            consts::dt_uint64(),
+            consts::op_bor(),
+            node,
         ))?;
+    }
+    let cores = all.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+    Some((ranks.max(1) as usize, cores.max(1)))
+}
+
+/// The lowest rank (in `shadow`) of this rank's shared-memory group, and the group's
+/// [`node_load`] into `load`.
+fn shared_key(shadow: MPI_Comm, rank: usize, load: &mut Option<(usize, usize)>) -> Option<u64> {
+    let mut node = shared_node(shadow)?;
+    let (me, mut low) = (rank as c_int, 0 as c_int);
+    *load = node_load(node);
+    // SAFETY: collective allreduce on the node communicator made above, out-pointers to
+    // locals; the node communicator is freed here and nowhere else.
+    unsafe {
         let rc = PMPI_Allreduce(
             &me as *const c_int as *const c_void,
             &mut low as *mut c_int as *mut c_void,

@@ -98,6 +98,20 @@ pub const DEFAULT_RACE_AGAIN: u64 = 512;
 /// (8192 calls by default); a race that changes the winner starts from the first again.
 pub const RACE_AGAIN_GROWTH: u64 = 16;
 
+/// With more ranks on a node than cores (agreed at `MPI_Init`), cells below this many bytes
+/// are not learned: they keep the table's decision. Their calls take a few microseconds, and
+/// with ranks taking turns on the cores a candidate's time is where the time slices fell:
+/// Open MPI 4.1, 4 ranks on 2 cores, bcast 8 B measured native at 0.2, 3.3 and 4.9 us and
+/// `binomial` at 0.4-3.0 in three processes, and the same native call on both sides of an
+/// A/B read 1.12-3.56x at 8-64 B (session 27): such a cell's winner is noise written down.
+pub const CROWDED_MIN_BYTES: usize = 4 << 10;
+
+/// Is the cell `key` learned on a node with more ranks than cores? From
+/// [`CROWDED_MIN_BYTES`] on.
+pub fn learned_when_crowded(key: &CellKey) -> bool {
+    key.bytes().0 >= CROWDED_MIN_BYTES
+}
+
 /// How a cell is explored (agreed across ranks: `PCOLL_LEARN_CALLS`, `PCOLL_LEARN_MARGIN`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Params {

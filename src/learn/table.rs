@@ -30,6 +30,15 @@ pub struct Record {
     pub raced: bool,
     /// The cell explored in blocks of this many calls per candidate (1: call by call).
     pub block: u64,
+    /// Learned where a node has more ranks than cores (a fact of the run, not of the line:
+    /// set when the table is written): a native winner below [`super::SMALL_CELL`] is not
+    /// raced however close its best pcoll candidate came ([`Record::near`]). There two
+    /// candidates' times of some 20-40 us are where the time slices fell: Open MPI 4.1, 4
+    /// ranks on 2 cores, allgather 32 KiB learned native at 23.3 us against `shm`'s 21.7,
+    /// raced in the replay, which chose `shm` and measured 1.13x native in its A/B; larger
+    /// cells keep their races, without which 256 KiB-1 MiB reduces that `shm` serves at
+    /// 0.6x native were replayed native (session 28).
+    pub crowded: bool,
 }
 
 impl Record {
@@ -86,6 +95,7 @@ impl Record {
             confirm: cell.confirm.as_ref().map(|c| (c.explored.winner, c.times)),
             raced: cell.raced_rule,
             block: cell.block,
+            crowded: false,
         })
     }
 
@@ -149,6 +159,7 @@ impl Record {
             confirm,
             raced,
             block,
+            crowded: false,
         })
     }
 
@@ -245,9 +256,10 @@ impl Record {
     /// native, where native took at least [`NEAR_MIN_NS`] (the confirmation's times where a
     /// confirmation sent the cell back to native, else the exploration's), with its time over
     /// native's. A decision that close is a property of the process on this VM: the replay
-    /// races the two in its own process rather than trusting the learning run's.
+    /// races the two in its own process rather than trusting the learning run's. Not for a
+    /// small cell learned on a crowded node ([`Record::crowded`]).
     pub fn near(&self) -> Option<(Candidate, f64)> {
-        if self.winner != 0 {
+        if self.winner != 0 || (self.crowded && self.key.bytes().0 < super::SMALL_CELL) {
             return None;
         }
         let (native, cand, t) = match self.confirm {

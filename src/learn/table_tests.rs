@@ -32,6 +32,7 @@ fn record(coll: Collective, p: usize, octave: u8, winner: usize, calls: u64) -> 
         confirm: None,
         raced: false,
         block: 1,
+        crowded: false,
     }
 }
 
@@ -346,4 +347,43 @@ fn near_native_winners_are_written_raced() {
         };
         assert_eq!(got, Some(expect), "octave {octave}\n{text}");
     }
+}
+
+#[test]
+fn near_native_winners_of_a_crowded_run_stay_native() {
+    let n = super::table::NEAR_MIN_NS;
+    let near = Record {
+        agreed: vec![2 * n, 3 * n, 2 * n + n / 10],
+        ..record(Collective::Allgather, 4, 15, 0, 85)
+    };
+    assert!(near.near().is_some());
+    let crowded = Record {
+        crowded: true,
+        ..near.clone()
+    };
+    assert_eq!(crowded.near(), None);
+    assert_eq!(crowded.raced_alg(), None);
+    assert!(!crowded.note().contains("within"), "{}", crowded.note());
+    // From 64 KiB (octave 16) a crowded run's close native winners are raced as anywhere.
+    let large = Record {
+        crowded: true,
+        key: CellKey {
+            octave: 16,
+            ..near.key
+        },
+        ..near.clone()
+    };
+    assert!(large.near().is_some());
+    // A pcoll winner and a cell the table races are raced there as anywhere.
+    let won = Record {
+        crowded: true,
+        ..record(Collective::Allgather, 4, 14, 2, 85)
+    };
+    assert_eq!(won.raced_alg().map(|c| c.alg), Some(Algorithm::Circulant));
+    let raced = Record {
+        crowded: true,
+        raced: true,
+        ..record(Collective::Allgather, 4, 13, 0, 85)
+    };
+    assert_eq!(raced.raced_alg().map(|c| c.alg), Some(Algorithm::Pipeline));
 }

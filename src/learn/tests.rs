@@ -201,6 +201,17 @@ fn cells_key_what_every_rank_shares() {
 }
 
 #[test]
+fn crowded_nodes_learn_cells_from_4_kib() {
+    let key = |bytes| CellKey::of(&CallFacts::new(Collective::Bcast, 4, bytes)).unwrap();
+    for b in [8, 64, 512, 2048, 4095] {
+        assert!(!learned_when_crowded(&key(b)), "{b} B");
+    }
+    for b in [4096, 8191, 1 << 20] {
+        assert!(learned_when_crowded(&key(b)), "{b} B");
+    }
+}
+
+#[test]
 fn learnable_unless_forced_or_measured_by_the_users_table() {
     let (mut cfg, table) = resolver_parts(Mpi::Mpich);
     let call = CallFacts::new(Collective::Reduce, 2, 1 << 20);
