@@ -13,6 +13,7 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(pcoll_mpich)");
     println!("cargo::rustc-check-cfg=cfg(pcoll_large_count)");
     println!("cargo::rustc-check-cfg=cfg(pcoll_persistent)");
+    println!("cargo::rustc-check-cfg=cfg(pcoll_get_status_multi)");
     let mpicc = env::var("MPICC").unwrap_or_else(|_| "mpicc".to_string());
     // The family is read from the MPI's own header, not from the wrapper's command line:
     // Intel MPI's `mpicc -show` names no "mpich", yet its ABI is MPICH's (I_MPI_VERSION and
@@ -34,6 +35,11 @@ fn main() {
     // and Intel MPI 2021 declare them, Open MPI 4.1 does not.
     if probe.contains("PMPI_Allreduce_init") {
         println!("cargo:rustc-cfg=pcoll_persistent");
+    }
+    // MPI-4.1's MPI_Request_get_status_all / _any / _some: MPICH 5.0 and Intel MPI 2021
+    // declare them, MPICH 4.0 and both Open MPIs do not.
+    if probe.contains("PMPI_Request_get_status_all") {
+        println!("cargo:rustc-cfg=pcoll_get_status_multi");
     }
     cc::Build::new()
         .compiler(&mpicc)
@@ -89,6 +95,14 @@ fn header_probe(mpicc: &str) -> String {
     .expect("write the header probe");
     if run(&["-c", "-o", "/dev/null"]).status.success() {
         out.push_str("\nPMPI_Allreduce_init\n");
+    }
+    std::fs::write(
+        &src,
+        "#include <mpi.h>\nvoid *pcoll_probe = (void *)&PMPI_Request_get_status_all;\n",
+    )
+    .expect("write the header probe");
+    if run(&["-c", "-o", "/dev/null"]).status.success() {
+        out.push_str("\nPMPI_Request_get_status_all\n");
     }
     out
 }

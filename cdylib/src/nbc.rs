@@ -302,7 +302,7 @@ fn finish(e: &mut Entry, rc: c_int) {
     }
 }
 
-fn null() -> MPI_Request {
+pub(crate) fn null() -> MPI_Request {
     // SAFETY: a constant of the MPI.
     unsafe { RSMPI_REQUEST_NULL }
 }

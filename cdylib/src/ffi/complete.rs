@@ -358,6 +358,166 @@ pub unsafe extern "C" fn MPI_Request_get_status(
     })
 }
 
+/// MPI-4.1's `MPI_Request_get_status_all`, `_any` and `_some`, where the MPI declares them:
+/// each request answered as [`MPI_Request_get_status`] answers it (pcoll's from its table,
+/// which a native call would see as an inactive stand-in, complete at once: MPICH's
+/// `coll/nonblocking3` then freed a running `MPI_Iallreduce` and read its buffer unwritten).
+#[cfg(pcoll_get_status_multi)]
+mod get_status_multi {
+    use super::*;
+    use std::mem::MaybeUninit;
+
+    /// One request's status (`flag`), its status written to `status`.
+    fn one(r: MPI_Request, status: *mut MPI_Status) -> (c_int, bool) {
+        let mut f = 0;
+        let rc = nbc::get_status(r, &mut f, status);
+        (rc, f != 0)
+    }
+
+    /// A status nobody reads.
+    fn scratch() -> MaybeUninit<MPI_Status> {
+        MaybeUninit::zeroed()
+    }
+
+    // The array is `const` in MPICH 5's header and not in Intel MPI's: the same ABI.
+    #[no_mangle]
+    pub unsafe extern "C" fn MPI_Request_get_status_all(
+        n: c_int,
+        reqs: *mut MPI_Request,
+        flag: *mut c_int,
+        statuses: *mut MPI_Status,
+    ) -> c_int {
+        // SAFETY: the caller's array of n requests (read only).
+        let arr = if nbc::none() || flag.is_null() {
+            None
+        } else {
+            unsafe { array(n, reqs) }
+        };
+        let Some(arr) = arr else {
+            // SAFETY: forwarded unchanged.
+            return unsafe { PMPI_Request_get_status_all(n, reqs as _, flag, statuses) };
+        };
+        guard("MPI_Request_get_status_all", || {
+            let mut rc = consts::SUCCESS();
+            let mut all = true;
+            for r in arr.iter() {
+                let mut s = scratch();
+                let (c, f) = one(*r, s.as_mut_ptr());
+                if c != consts::SUCCESS() && rc == consts::SUCCESS() {
+                    rc = c;
+                }
+                all &= f;
+            }
+            // Statuses only once every request is complete (complete stays complete).
+            if all {
+                for (i, r) in arr.iter().enumerate() {
+                    one(*r, nth(statuses, i));
+                }
+            }
+            // SAFETY: non-null out-pointer.
+            unsafe { *flag = all as c_int };
+            rc
+        })
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn MPI_Request_get_status_any(
+        n: c_int,
+        reqs: *mut MPI_Request,
+        index: *mut c_int,
+        flag: *mut c_int,
+        status: *mut MPI_Status,
+    ) -> c_int {
+        // SAFETY: the caller's array of n requests (read only).
+        let arr = if nbc::none() || flag.is_null() || index.is_null() {
+            None
+        } else {
+            unsafe { array(n, reqs) }
+        };
+        let Some(arr) = arr else {
+            // SAFETY: forwarded unchanged.
+            return unsafe { PMPI_Request_get_status_any(n, reqs as _, index, flag, status) };
+        };
+        guard("MPI_Request_get_status_any", || {
+            let mut active = false;
+            for (i, r) in arr.iter().enumerate() {
+                if *r == nbc::null() {
+                    continue;
+                }
+                active = true;
+                let (rc, f) = one(*r, status);
+                if f || rc != consts::SUCCESS() {
+                    // SAFETY: non-null out-pointers.
+                    unsafe {
+                        *index = i as c_int;
+                        *flag = f as c_int;
+                    }
+                    return rc;
+                }
+            }
+            // No active request: flag set, index undefined, status empty (as Testany).
+            // SAFETY: non-null out-pointers; the caller's status.
+            unsafe {
+                *index = consts::UNDEFINED();
+                *flag = (!active) as c_int;
+                if !active {
+                    one(nbc::null(), status);
+                }
+            }
+            consts::SUCCESS()
+        })
+    }
+
+    #[no_mangle]
+    pub unsafe extern "C" fn MPI_Request_get_status_some(
+        n: c_int,
+        reqs: *mut MPI_Request,
+        outcount: *mut c_int,
+        indices: *mut c_int,
+        statuses: *mut MPI_Status,
+    ) -> c_int {
+        // SAFETY: the caller's array of n requests (read only).
+        let arr = if nbc::none() || outcount.is_null() || (n > 0 && indices.is_null()) {
+            None
+        } else {
+            unsafe { array(n, reqs) }
+        };
+        let Some(arr) = arr else {
+            // SAFETY: forwarded unchanged.
+            return unsafe {
+                PMPI_Request_get_status_some(n, reqs as _, outcount, indices, statuses)
+            };
+        };
+        guard("MPI_Request_get_status_some", || {
+            let (mut rc, mut k, mut active) = (consts::SUCCESS(), 0usize, false);
+            for (i, r) in arr.iter().enumerate() {
+                if *r == nbc::null() {
+                    continue;
+                }
+                active = true;
+                let (c, f) = one(*r, nth(statuses, k));
+                if c != consts::SUCCESS() && rc == consts::SUCCESS() {
+                    rc = c;
+                }
+                if f {
+                    // SAFETY: the caller's indices hold n entries.
+                    unsafe { *indices.add(k) = i as c_int };
+                    k += 1;
+                }
+            }
+            // SAFETY: non-null out-pointer.
+            unsafe {
+                *outcount = if active {
+                    k as c_int
+                } else {
+                    consts::UNDEFINED()
+                }
+            };
+            rc
+        })
+    }
+}
+
 /// `PMPI_Start` with the MPI's own non-blocking collectives inside it kept native
 /// ([`nbc::in_native`]).
 ///
