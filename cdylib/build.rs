@@ -58,7 +58,7 @@ fn main() {
 }
 
 /// The MPI header as the wrapper preprocesses it, with its macros (`-E -dM` lists the
-/// macros only; the declarations come from a second pass that names `PMPI_Reduce_c`).
+/// macros only; the declarations come from one more pass per symbol it names).
 fn header_probe(mpicc: &str) -> String {
     let dir = std::path::PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
     let src = dir.join("pcoll_probe.c");
@@ -84,25 +84,20 @@ fn header_probe(mpicc: &str) -> String {
         );
     }
     let mut out = String::from_utf8_lossy(&macros.stdout).to_string();
-    // Compiles only where PMPI_Reduce_c is declared.
-    if run(&["-c", "-o", "/dev/null"]).status.success() {
-        out.push_str("\nPMPI_Reduce_c\n");
-    }
-    std::fs::write(
-        &src,
-        "#include <mpi.h>\nvoid *pcoll_probe = (void *)&PMPI_Allreduce_init;\n",
-    )
-    .expect("write the header probe");
-    if run(&["-c", "-o", "/dev/null"]).status.success() {
-        out.push_str("\nPMPI_Allreduce_init\n");
-    }
-    std::fs::write(
-        &src,
-        "#include <mpi.h>\nvoid *pcoll_probe = (void *)&PMPI_Request_get_status_all;\n",
-    )
-    .expect("write the header probe");
-    if run(&["-c", "-o", "/dev/null"]).status.success() {
-        out.push_str("\nPMPI_Request_get_status_all\n");
+    // Each symbol compiles only where mpi.h declares it.
+    for sym in [
+        "PMPI_Reduce_c",
+        "PMPI_Allreduce_init",
+        "PMPI_Request_get_status_all",
+    ] {
+        std::fs::write(
+            &src,
+            format!("#include <mpi.h>\nvoid *pcoll_probe = (void *)&{sym};\n"),
+        )
+        .expect("write the header probe");
+        if run(&["-c", "-o", "/dev/null"]).status.success() {
+            out.push_str(&format!("\n{sym}\n"));
+        }
     }
     out
 }

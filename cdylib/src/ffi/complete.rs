@@ -27,6 +27,23 @@ unsafe fn array<'a>(n: c_int, reqs: *mut MPI_Request) -> Option<&'a mut [MPI_Req
     Some(unsafe { std::slice::from_raw_parts_mut(reqs, n as usize) })
 }
 
+/// The caller's array when pcoll has requests of its own and the out-pointers are usable
+/// (`args_ok`); `None`: forward the call unchanged.
+///
+/// # Safety
+/// As [`array`].
+unsafe fn ours<'a>(
+    n: c_int,
+    reqs: *mut MPI_Request,
+    args_ok: bool,
+) -> Option<&'a mut [MPI_Request]> {
+    if nbc::none() || !args_ok {
+        return None;
+    }
+    // SAFETY: the caller's guarantee.
+    unsafe { array(n, reqs) }
+}
+
 /// `Some(list)` of every index of `c` with its status (Waitall, Testall).
 fn every(c: &[MPI_Request], statuses: *mut MPI_Status) -> Done {
     Some((0..c.len()).map(|i| (i, nth(statuses, i))).collect())
@@ -124,11 +141,7 @@ pub unsafe extern "C" fn MPI_Testall(
     statuses: *mut MPI_Status,
 ) -> c_int {
     // SAFETY: the caller's array of n requests.
-    let arr = if nbc::none() || flag.is_null() {
-        None
-    } else {
-        unsafe { array(n, reqs) }
-    };
+    let arr = unsafe { ours(n, reqs, !flag.is_null()) };
     let Some(arr) = arr else {
         // SAFETY: forwarded unchanged.
         return unsafe { PMPI_Testall(n, reqs, flag, statuses) };
@@ -165,11 +178,7 @@ pub unsafe extern "C" fn MPI_Waitany(
     status: *mut MPI_Status,
 ) -> c_int {
     // SAFETY: the caller's array of n requests.
-    let arr = if nbc::none() || idx.is_null() {
-        None
-    } else {
-        unsafe { array(n, reqs) }
-    };
+    let arr = unsafe { ours(n, reqs, !idx.is_null()) };
     let Some(arr) = arr else {
         // SAFETY: forwarded unchanged.
         return unsafe { PMPI_Waitany(n, reqs, idx, status) };
@@ -202,11 +211,7 @@ pub unsafe extern "C" fn MPI_Testany(
 ) -> c_int {
     let bad = idx.is_null() || flag.is_null();
     // SAFETY: the caller's array of n requests.
-    let arr = if nbc::none() || bad {
-        None
-    } else {
-        unsafe { array(n, reqs) }
-    };
+    let arr = unsafe { ours(n, reqs, !bad) };
     let Some(arr) = arr else {
         // SAFETY: forwarded unchanged.
         return unsafe { PMPI_Testany(n, reqs, idx, flag, status) };
@@ -387,12 +392,8 @@ mod get_status_multi {
         flag: *mut c_int,
         statuses: *mut MPI_Status,
     ) -> c_int {
-        // SAFETY: the caller's array of n requests (read only).
-        let arr = if nbc::none() || flag.is_null() {
-            None
-        } else {
-            unsafe { array(n, reqs) }
-        };
+        // SAFETY: the caller's array of n requests.
+        let arr = unsafe { ours(n, reqs, !flag.is_null()) };
         let Some(arr) = arr else {
             // SAFETY: forwarded unchanged.
             return unsafe { PMPI_Request_get_status_all(n, reqs as _, flag, statuses) };
@@ -428,12 +429,8 @@ mod get_status_multi {
         flag: *mut c_int,
         status: *mut MPI_Status,
     ) -> c_int {
-        // SAFETY: the caller's array of n requests (read only).
-        let arr = if nbc::none() || flag.is_null() || index.is_null() {
-            None
-        } else {
-            unsafe { array(n, reqs) }
-        };
+        // SAFETY: the caller's array of n requests.
+        let arr = unsafe { ours(n, reqs, !(flag.is_null() || index.is_null())) };
         let Some(arr) = arr else {
             // SAFETY: forwarded unchanged.
             return unsafe { PMPI_Request_get_status_any(n, reqs as _, index, flag, status) };
@@ -476,11 +473,13 @@ mod get_status_multi {
         indices: *mut c_int,
         statuses: *mut MPI_Status,
     ) -> c_int {
-        // SAFETY: the caller's array of n requests (read only).
-        let arr = if nbc::none() || outcount.is_null() || (n > 0 && indices.is_null()) {
-            None
-        } else {
-            unsafe { array(n, reqs) }
+        // SAFETY: the caller's array of n requests.
+        let arr = unsafe {
+            ours(
+                n,
+                reqs,
+                !(outcount.is_null() || (n > 0 && indices.is_null())),
+            )
         };
         let Some(arr) = arr else {
             // SAFETY: forwarded unchanged.
