@@ -51,8 +51,22 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
         crate::gate::passthrough();
         return native();
     }
+    if !state::world_model() {
+        return outside_world(a.coll, native);
+    }
     crate::nbc::before_blocking(a.comm);
     serve_call(state::global(), a, native)
+}
+
+/// A call without the world model (an MPI-4 sessions program before `MPI_Init`, or after
+/// `MPI_Finalize`: [`state::world_model`]): forwarded, and `pcoll_last_algorithm` says so.
+pub(crate) fn outside_world(
+    coll: pcoll::algo::Collective,
+    native: &mut dyn FnMut() -> c_int,
+) -> c_int {
+    let rc = native();
+    state::record(coll, Algorithm::Native, 0, 0.0);
+    rc
 }
 
 /// [`collective`] with the process context.

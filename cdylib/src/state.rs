@@ -58,6 +58,48 @@ pub fn disabled() -> bool {
     *D
 }
 
+/// pcoll's `MPI_Init` exports saw the world model start (set before its settings are agreed).
+static INIT_SEEN: AtomicBool = AtomicBool::new(false);
+/// pcoll's `MPI_Finalize` returned: the world model has ended.
+static WORLD_ENDED: AtomicBool = AtomicBool::new(false);
+
+pub fn init_seen() {
+    INIT_SEEN.store(true, Ordering::Release);
+}
+
+pub fn world_ended() {
+    WORLD_ENDED.store(true, Ordering::Release);
+}
+
+/// Whether the world model is initialised: `MPI_COMM_WORLD` and `MPI_COMM_SELF` exist. Not in
+/// an MPI-4 sessions program (`MPI_Session_init`, communicators from
+/// `MPI_Comm_create_from_group`) that never called `MPI_Init`, nor after `MPI_Finalize` (a
+/// session may outlive it). pcoll needs both (its settings are agreed over the world, its
+/// windows are freed from a hook on `MPI_COMM_SELF`), so there it forwards every call to the
+/// MPI; once `MPI_Init` comes it serves every communicator, the sessions' ones too.
+/// `MPI_Initialized` is asked only when pcoll's own `MPI_Init` was not seen (a library loaded
+/// after it).
+pub fn world_model() -> bool {
+    if WORLD_ENDED.load(Ordering::Acquire) {
+        return false;
+    }
+    if INIT_SEEN.load(Ordering::Acquire) {
+        return true;
+    }
+    let (mut init, mut fin): (c_int, c_int) = (0, 0);
+    // SAFETY: out-pointers to locals; both calls are allowed at any time.
+    unsafe {
+        PMPI_Initialized(&mut init);
+        PMPI_Finalized(&mut fin);
+    }
+    init != 0 && fin == 0
+}
+
+/// pcoll stays out of a call: `PCOLL_DISABLE=1`, or no world model ([`world_model`]).
+pub fn bypassed() -> bool {
+    disabled() || !world_model()
+}
+
 fn world_rank() -> usize {
     let mut r: c_int = 0;
     // SAFETY: out-pointer; MPI is initialised (we are inside a collective call).
@@ -489,6 +531,9 @@ unsafe extern "C" fn on_self_delete(
     // Collective over MPI_COMM_WORLD when learning (every rank installed this hook at init).
     let _ = std::panic::catch_unwind(crate::learn::at_finalize);
     let _ = std::panic::catch_unwind(crate::shm::free_all);
+    // The world model ends here (also for Fortran's `MPI_FINALIZE`, which Open MPI's bindings
+    // send to `PMPI_Finalize` past pcoll's C export).
+    world_ended();
     consts::SUCCESS()
 }
 

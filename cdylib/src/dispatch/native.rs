@@ -169,6 +169,9 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
     if state::disabled() {
         return Some(native());
     }
+    if !state::world_model() {
+        return Some(super::outside_world(coll, native));
+    }
     crate::nbc::before_blocking(comm);
     if comm == consts::comm_null() || recvcounts.is_null() {
         return None;
@@ -208,6 +211,9 @@ pub fn regular_native(
     ));
     if state::disabled() {
         return Some(native());
+    }
+    if !state::world_model() {
+        return Some(super::outside_world(coll, native));
     }
     crate::nbc::before_blocking(comm);
     if comm == consts::comm_null() || count < 0 {

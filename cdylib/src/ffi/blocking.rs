@@ -257,7 +257,7 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
     if nbc::running() || crate::comm::any_wanted() {
         guard("MPI_Barrier", || {
             nbc::before_blocking(comm);
-            if crate::comm::any_wanted() && !crate::state::disabled() {
+            if crate::comm::any_wanted() && !crate::state::bypassed() {
                 if let Some(st) = crate::comm::existing(comm) {
                     st.make_wanted(crate::state::global());
                 }

@@ -297,7 +297,9 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     guard("MPI_Finalize", || {
         state::finalize_report();
         // SAFETY: plain forward.
-        unsafe { PMPI_Finalize() }
+        let rc = unsafe { PMPI_Finalize() };
+        state::world_ended();
+        rc
     })
 }
 

@@ -10,6 +10,7 @@ use std::os::raw::{c_char, c_int};
 
 fn settle(rc: c_int) -> c_int {
     if rc == consts::SUCCESS() {
+        crate::state::init_seen();
         agree::at_init();
         crate::state::prepare();
     }
