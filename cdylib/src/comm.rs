@@ -449,8 +449,18 @@ fn keyval() -> Result<c_int, c_int> {
 }
 
 /// Size of an intracommunicator and this process's rank in it; `Err(code)` for an invalid
-/// communicator, `Ok(None)` for an intercommunicator (served natively).
+/// communicator, `Ok(None)` for an intercommunicator or one with processes from outside
+/// `MPI_COMM_WORLD` (`crate::nodes::outside_world`; both served natively).
 pub fn facts(comm: MPI_Comm) -> Result<Option<(usize, usize)>, c_int> {
+    if let Some(st) = known(comm) {
+        return Ok(Some((st.size, st.rank)));
+    }
+    Ok(intra(comm)?.filter(|&(size, _)| size <= 1 || !crate::nodes::outside_world(comm, size)))
+}
+
+/// [`facts`] for any intracommunicator, from outside the world too (bad input is checked
+/// there alike: the MPI's checks are the same).
+pub fn intra(comm: MPI_Comm) -> Result<Option<(usize, usize)>, c_int> {
     if comm == consts::comm_null() {
         return Err(consts::ERR_COMM());
     }

@@ -91,13 +91,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         return refuse(g, a, e);
     }
     let Some(mut v) = validate::validate(g, a) else {
-        if let Some(code) = badinput::op_type_error(a) {
-            // Every rank passes the same op and type, so every rank returns here.
-            log::error!("{}: the op is not defined for this datatype", a.coll);
-            return badinput::raise(a.comm, code);
-        }
-        log::debug!("{}: arguments pcoll does not serve; native call", a.coll);
-        return native();
+        return unserved(g, a, native, t0);
     };
     let bytes = v.spec.bytes();
     // The decision may be kept for the next call only if it had the communicator's nodes to
@@ -148,6 +142,21 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     let rc = finish(g, a, (&v, alg), result, t0, &why);
     call::recycle(std::mem::take(&mut v.spec.counts));
     call::recycle(std::mem::take(&mut v.spec.displs));
+    rc
+}
+
+/// A call whose arguments pcoll does not serve (an intercommunicator, one with processes from
+/// outside `MPI_COMM_WORLD`, a type or count it cannot run): an op undefined for the type is
+/// reported, anything else goes to the MPI.
+fn unserved(g: &Global, a: &Args, native: &mut dyn FnMut() -> c_int, t0: f64) -> c_int {
+    if let Some(code) = badinput::op_type_error(a) {
+        // Every rank passes the same op and type, so every rank returns here.
+        log::error!("{}: the op is not defined for this datatype", a.coll);
+        return badinput::raise(a.comm, code);
+    }
+    log::debug!("{}: arguments pcoll does not serve; native call", a.coll);
+    let rc = native();
+    state::record(a.coll, Algorithm::Native, 0, stat_time(g) - t0);
     rc
 }
 

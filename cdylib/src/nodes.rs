@@ -93,6 +93,20 @@ pub fn at_init(mode: NodeMode, rank: usize, size: usize) {
 /// world's layout or when a rank of `comm` is not in `MPI_COMM_WORLD` (spawned, connected).
 pub fn from_world(comm: MPI_Comm, size: usize) -> Option<Layout> {
     let world = WORLD.get()?;
+    let keys = world_ranks(comm, size)?
+        .iter()
+        .map(|&w| {
+            usize::try_from(w)
+                .ok()
+                .and_then(|w| world.node_of.get(w).copied())
+        })
+        .collect::<Option<Vec<usize>>>()?;
+    Some(Layout::from_keys(&keys))
+}
+
+/// The `MPI_COMM_WORLD` rank of each rank of `comm` (`MPI_UNDEFINED` for one outside it);
+/// local MPI calls only. None if the MPI cannot translate them.
+fn world_ranks(comm: MPI_Comm, size: usize) -> Option<Vec<c_int>> {
     let ranks: Vec<c_int> = (0..size as c_int).collect();
     let mut in_world = vec![consts::UNDEFINED(); size];
     // SAFETY: groups of two valid communicators into locals, freed here; `size` ranks
@@ -112,15 +126,72 @@ pub fn from_world(comm: MPI_Comm, size: usize) -> Option<Layout> {
         PMPI_Group_free(&mut wg);
         ok(rc)?;
     }
-    let keys = in_world
-        .iter()
-        .map(|&w| {
-            usize::try_from(w)
-                .ok()
-                .and_then(|w| world.node_of.get(w).copied())
-        })
-        .collect::<Option<Vec<usize>>>()?;
-    Some(Layout::from_keys(&keys))
+    Some(in_world)
+}
+
+/// Whether `comm` (an intracommunicator of `size` ranks) has a rank outside this process's
+/// `MPI_COMM_WORLD`: processes spawned (`MPI_Comm_spawn`) or connected (`MPI_Comm_connect` /
+/// `accept` / `join`) and merged into it. pcoll forwards every call on such a communicator:
+/// its other processes may not run pcoll (Open MPI 5's `prterun -x LD_PRELOAD` does not reach
+/// spawned processes: a parent ran a pcoll algorithm, a child the MPI's, and both hung) or
+/// may have agreed other settings in their own world. Every process of it that runs pcoll
+/// finds a rank outside its own world, so all forward alike. The answer is kept on the
+/// communicator (an attribute, dropped with it; not copied by `MPI_Comm_dup`, whose copy is
+/// asked again): one attribute query per call after the first.
+pub fn outside_world(comm: MPI_Comm, size: usize) -> bool {
+    const INSIDE: usize = 1;
+    const OUTSIDE: usize = 2;
+    let Some(kv) = verdict_keyval() else {
+        return false;
+    };
+    let (mut val, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
+    // SAFETY: out-pointers to locals; the attribute, if set, is one of the two constants.
+    let rc = unsafe {
+        PMPI_Comm_get_attr(
+            comm,
+            kv,
+            &mut val as *mut *mut c_void as *mut c_void,
+            &mut flag,
+        )
+    };
+    if rc == consts::SUCCESS() && flag != 0 {
+        return val as usize == OUTSIDE;
+    }
+    // A communicator the MPI cannot translate counts as inside (as before this check).
+    let outside = world_ranks(comm, size).is_some_and(|w| w.contains(&consts::UNDEFINED()));
+    if outside {
+        log::info!("a communicator of {size} ranks with processes from outside MPI_COMM_WORLD (spawned or connected): its collectives go to the MPI");
+    }
+    // SAFETY: a plain value stored as the attribute (nothing to free).
+    unsafe {
+        PMPI_Comm_set_attr(
+            comm,
+            kv,
+            (if outside { OUTSIDE } else { INSIDE }) as *mut c_void,
+        )
+    };
+    outside
+}
+
+/// The keyval of [`outside_world`]'s answer (`None` if the MPI refuses one: no check).
+fn verdict_keyval() -> Option<c_int> {
+    static KV: OnceCell<Option<c_int>> = OnceCell::new();
+    unsafe extern "C" fn keep(_: MPI_Comm, _: c_int, _: *mut c_void, _: *mut c_void) -> c_int {
+        consts::SUCCESS()
+    }
+    *KV.get_or_init(|| {
+        let mut kv = consts::KEYVAL_INVALID();
+        // SAFETY: registers a copy function of the MPI's and a no-op delete function.
+        let rc = unsafe {
+            PMPI_Comm_create_keyval(
+                consts::comm_null_copy_fn(),
+                Some(keep),
+                &mut kv,
+                std::ptr::null_mut(),
+            )
+        };
+        (rc == consts::SUCCESS()).then_some(kv)
+    })
 }
 
 /// Bytes of a host name as gathered (names are cut there).

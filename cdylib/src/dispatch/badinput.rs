@@ -27,7 +27,7 @@ pub(super) struct OwnError {
 /// the communicator's error handler, instead of passing it on. Only for a valid
 /// intracommunicator; everything else is left to the MPI.
 pub(super) fn own_error(a: &Args) -> Option<OwnError> {
-    let (p, rank) = comm::facts(a.comm).ok()??;
+    let (p, rank) = comm::intra(a.comm).ok()??;
     if let Some(e) = negative_count(a) {
         return Some(e);
     }
@@ -162,7 +162,7 @@ pub(super) fn op_type_error(a: &Args) -> Option<c_int> {
     if !a.coll.reduces() {
         return None;
     }
-    comm::facts(a.comm).ok()??;
+    comm::intra(a.comm).ok()??;
     let facts = mpi_types::type_facts(a.dt).ok()?;
     if facts.size == 0 || facts.extent <= 0 {
         return None;
