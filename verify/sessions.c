@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "last_alg.h"
+
 /* Open MPI 5 has sessions but says MPI 3.1 in mpi.h. */
 #if MPI_VERSION < 4 && !(defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
 int main(int argc, char **argv)
@@ -36,8 +38,6 @@ int main(int argc, char **argv)
 }
 #else
 
-typedef const char *(*last_fn)(const char *);
-
 static double val(int r, int i) { return (double)((r + 1) * 3 + i % 13); }
 
 /* The collectives on `c`; returns the number of wrong elements, and names the first call
@@ -47,14 +47,8 @@ static long run(MPI_Comm c, const char *want, const char **odd)
     int r, p;
     MPI_Comm_rank(c, &r);
     MPI_Comm_size(c, &p);
-    last_fn last = (last_fn)dlsym(RTLD_DEFAULT, "pcoll_last_algorithm");
     long bad = 0;
-#define CHECK_ALG(name)                                                                     \
-    do {                                                                                    \
-        const char *got = last ? last(name) : NULL;                                         \
-        if (want && got && strcmp(got, want) && !*odd) *odd = name;                         \
-        if (want && !last && !*odd) *odd = "pcoll_last_algorithm (not preloaded?)";        \
-    } while (0)
+#define CHECK_ALG(name) check_alg(name, want, 1, odd)
     for (int n = 1; n <= 32768; n *= 8) {
         double *x = malloc(sizeof(double) * n * p), *y = malloc(sizeof(double) * n * p);
         int *counts = malloc(sizeof(int) * p), *displs = malloc(sizeof(int) * p);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef const char *(*last_fn)(const char *);
+#include "last_alg.h"
 
 /* Wrong elements of the collectives on `c`; *odd names the first whose algorithm was not
  * `want` (NULL: no check; no check either where pcoll is not loaded). */
@@ -25,13 +25,8 @@ static long run(MPI_Comm c, const char *want, const char **odd)
     int r, p;
     MPI_Comm_rank(c, &r);
     MPI_Comm_size(c, &p);
-    last_fn last = (last_fn)dlsym(RTLD_DEFAULT, "pcoll_last_algorithm");
     long bad = 0;
-#define CHECK_ALG(name)                                                                      \
-    do {                                                                                     \
-        const char *got = last ? last(name) : NULL;                                          \
-        if (want && got && strcmp(got, want) && !*odd) *odd = name;                          \
-    } while (0)
+#define CHECK_ALG(name) check_alg(name, want, 0, odd)
     for (int n = 1; n <= 1 << 18; n *= 8) {
         double *x = malloc(sizeof(double) * n * p), *y = malloc(sizeof(double) * n * p);
         int *counts = malloc(sizeof(int) * p), *displs = malloc(sizeof(int) * p);

@@ -489,11 +489,11 @@ pub fn intra(comm: MPI_Comm) -> Result<Option<(usize, usize)>, c_int> {
     Ok(Some((size as usize, rank as usize)))
 }
 
-/// The state pcoll attached to `comm` under `kv`, if any (one attribute query).
-fn attached(comm: MPI_Comm, kv: c_int) -> Result<Option<&'static CommState>, c_int> {
+/// The value of `comm`'s attribute `kv`, if set (one attribute query).
+pub fn get_attr(comm: MPI_Comm, kv: c_int) -> Result<Option<*mut c_void>, c_int> {
     let mut val: *mut c_void = std::ptr::null_mut();
     let mut flag: c_int = 0;
-    // SAFETY: out-pointers; for an attribute set by us `val` is a `*mut CommState`.
+    // SAFETY: out-pointers to locals.
     let rc = unsafe {
         PMPI_Comm_get_attr(
             comm,
@@ -505,9 +505,15 @@ fn attached(comm: MPI_Comm, kv: c_int) -> Result<Option<&'static CommState>, c_i
     if rc != consts::SUCCESS() {
         return Err(rc);
     }
-    if flag == 0 || val.is_null() {
+    Ok((flag != 0).then_some(val))
+}
+
+/// The state pcoll attached to `comm` under `kv`, if any (one attribute query).
+fn attached(comm: MPI_Comm, kv: c_int) -> Result<Option<&'static CommState>, c_int> {
+    // For an attribute set by us the value is a `*mut CommState`.
+    let Some(val) = get_attr(comm, kv)?.filter(|v| !v.is_null()) else {
         return Ok(None);
-    }
+    };
     // SAFETY: the attribute lives until the delete callback runs, which happens only when
     // the communicator is freed; the user may not use a freed communicator.
     Ok(Some(unsafe { &*(val as *const CommState) }))

@@ -144,17 +144,8 @@ pub fn outside_world(comm: MPI_Comm, size: usize) -> bool {
     let Some(kv) = verdict_keyval() else {
         return false;
     };
-    let (mut val, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
-    // SAFETY: out-pointers to locals; the attribute, if set, is one of the two constants.
-    let rc = unsafe {
-        PMPI_Comm_get_attr(
-            comm,
-            kv,
-            &mut val as *mut *mut c_void as *mut c_void,
-            &mut flag,
-        )
-    };
-    if rc == consts::SUCCESS() && flag != 0 {
+    // The attribute, if set, is one of the two constants.
+    if let Ok(Some(val)) = crate::comm::get_attr(comm, kv) {
         return val as usize == OUTSIDE;
     }
     // A communicator the MPI cannot translate counts as inside (as before this check).
