@@ -71,6 +71,16 @@ case $MPI in openmpi | openmpi5 | mpich5)
   done
   ;;
 esac
+# MPI_BOTTOM on some ranks only in bcast and allgather(v) (verify/bottom.c: a type of absolute
+# addresses on one rank, plain doubles on the others), forced `binomial` and `shm`, p = 3:
+# every rank runs the forced algorithm (the MPI_BOTTOM rank went native and the job hung).
+$MPICC -O2 -Wall -o "$OUT/bottom-$MPI" "$ROOT/verify/bottom.c" -ldl || { echo "gate: FAIL (build bottom)"; exit 1; }
+for alg in binomial shm; do
+  out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_BCAST=$alg PCOLL_ALLGATHERV=$alg \
+    PCOLL_ALLGATHER=$alg -- "$OUT/bottom-$MPI" $alg </dev/null 2>&1)
+  [ "$(echo "$out" | grep -c '^bottom: PASS')" = 3 ] || { echo "$out" | tail -8; echo "gate: FAIL (bottom, $alg)"; exit 1; }
+done
 # verify/gate.c's table: native at p = 2 below 1 KiB and at p = 4 (a reduce there only at
 # root 0), a pcoll algorithm elsewhere;
 # for the I-forms (form = "nonblocking") native at p = 3 and the pcoll algorithm at p = 4

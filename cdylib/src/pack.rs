@@ -32,10 +32,42 @@ pub unsafe fn pack(
 ) -> Result<(), Error> {
     let mut pos: c_int = 0;
     // SAFETY: the caller's guarantee; `pos` is an out-pointer to a local.
-    check(
-        unsafe { PMPI_Pack(src, n, t, dst, bytes, &mut pos, comm) },
-        "MPI_Pack",
-    )
+    from_bottom(src as *mut c_void, n, t, |src, n, t| {
+        check(
+            unsafe { PMPI_Pack(src, n, t, dst, bytes, &mut pos, comm) },
+            "MPI_Pack",
+        )
+    })
+}
+
+/// Run `f` on a user buffer (`buf`, `n` elements of `t`), where `buf` may be `MPI_BOTTOM`
+/// (NULL in both ABIs, with a type of absolute addresses): MPICH 4.0's `MPI_Pack` and
+/// `MPI_Unpack` refuse a NULL buffer ("Null pointer in parameter inbuf"), so there the same
+/// data are described from a non-NULL base `B` by a type holding the `n` elements at `-B`.
+fn from_bottom(
+    buf: *mut c_void,
+    n: c_int,
+    t: MPI_Datatype,
+    f: impl FnOnce(*mut c_void, c_int, MPI_Datatype) -> Result<(), Error>,
+) -> Result<(), Error> {
+    if !buf.is_null() || n == 0 {
+        return f(buf, n, t);
+    }
+    const B: MPI_Aint = 4096;
+    let mut shifted = std::mem::MaybeUninit::<MPI_Datatype>::uninit();
+    // SAFETY: one block of `n` elements of the valid type `t` at displacement -B, committed,
+    // used, freed here.
+    unsafe {
+        check(
+            PMPI_Type_create_hindexed(1, &n, &-B, t, shifted.as_mut_ptr()),
+            "MPI_Type_create_hindexed",
+        )?;
+        let mut shifted = shifted.assume_init();
+        let out = check(PMPI_Type_commit(&mut shifted), "MPI_Type_commit")
+            .and_then(|()| f(B as usize as *mut c_void, 1, shifted));
+        PMPI_Type_free(&mut shifted);
+        out
+    }
 }
 
 /// `MPI_Unpack` the `bytes` bytes at `src` into `n` elements of `t` at `dst` (no call for
@@ -57,10 +89,12 @@ pub unsafe fn unpack(
     }
     let mut pos: c_int = 0;
     // SAFETY: the caller's guarantee; `pos` is an out-pointer to a local.
-    check(
-        unsafe { PMPI_Unpack(src, bytes, &mut pos, dst, n, t, comm) },
-        "MPI_Unpack",
-    )
+    from_bottom(dst, n, t, |dst, n, t| {
+        check(
+            unsafe { PMPI_Unpack(src, bytes, &mut pos, dst, n, t, comm) },
+            "MPI_Unpack",
+        )
+    })
 }
 
 /// Bytes `MPI_Pack` needs for `n` elements of `t`.

@@ -134,17 +134,20 @@ fn again(a: Args) -> Result<Planned, Args> {
     })
 }
 
-/// `shm` serves a call whose element fits a cell (every rank has the same type), that
-/// `MPI_Reduce_local` can reduce if it reduces (asked on every rank alike), and whose data
-/// need no staging buffer (bcast and allgather(v) of a type with holes, or beyond an int count
-/// of bytes, run as the blocking call would not: point-to-point).
+/// `shm` serves a call whose element fits a cell (every rank has the same type for the
+/// reductions; bcast and allgather(v) run in bytes), that `MPI_Reduce_local` can reduce if it
+/// reduces (asked on every rank alike), and, for bcast and allgather(v), within an int count of
+/// bytes (the same total on every rank). Nothing a rank alone knows: ranks may describe a
+/// bcast's or allgather(v)'s data with different types, and a rank whose type has holes is
+/// staged (`Planned::staged`) as in the blocking call. Until session 29 such a rank declined
+/// `shm` while the others took it (an `MPI_Ibcast` from `MPI_BOTTOM` at the root hung).
 fn shm_ok(a: &Args, v: &Valid) -> bool {
     crate::shm::enabled()
         && crate::shm::run::cell_elems(crate::shm::cell_bytes(), &v.facts).is_some()
         && if a.coll.reduces() {
             crate::shm::run::reducible(a.dt, a.op).is_ok()
         } else {
-            v.bytes == Some(false)
+            v.bytes.is_some()
         }
 }
 
@@ -158,7 +161,10 @@ pub enum Active {
         run: Run<Req>,
         staged: Option<Scratch>,
     },
-    Shm(Option<crate::shm::run::Op>),
+    Shm {
+        op: Option<crate::shm::run::Op>,
+        staged: Option<Scratch>,
+    },
 }
 
 impl Planned {
@@ -172,23 +178,14 @@ impl Planned {
     pub fn start(&self, tag: c_int) -> Result<Active, Error> {
         let (a, v, st) = (&self.a, &self.v, self.st);
         let Some(prog) = self.prog.clone() else {
-            let mut act = Active::Shm(self.start_shm()?);
+            let (staged, bases) = self.staged(|| serve::plan_bases(a, v, st))?;
+            let op = self.start_shm(bases);
+            let mut act = Active::Shm { op: op?, staged };
             act.advance(self)?;
             return Ok(act);
         };
         let g = state::global();
-        let (staged, bases): (Option<Scratch>, Bases) = match (v.bytes, v.spec.coll.base()) {
-            (Some(true), Collective::Bcast) => {
-                let mut buf = serve::stage_bcast(a, v, st)?;
-                let base = buf.ptr() as *mut c_void;
-                (Some(buf), (base as *const c_void, base))
-            }
-            (Some(true), Collective::Allgatherv) => {
-                let (buf, bases) = serve::stage(a, v, st)?;
-                (Some(buf), bases)
-            }
-            _ => (None, serve::bases(a, v, st)?),
-        };
+        let (staged, bases) = self.staged(|| serve::bases(a, v, st))?;
         let t = serve::transport(g, a, v, st, bases).with_tag(tag);
         let mut act = Active::Program {
             prog,
@@ -202,8 +199,30 @@ impl Planned {
 }
 
 impl Planned {
-    /// Start `shm` on the communicator's window (None: p = 1, done here).
-    fn start_shm(&self) -> Result<Option<crate::shm::run::Op>, Error> {
+    /// A bcast or allgather(v) of a type with holes (or `MPI_BOTTOM`): the staging buffer,
+    /// this rank's data packed into it, and its bases; else no buffer and `plain`'s bases.
+    fn staged(
+        &self,
+        plain: impl FnOnce() -> Result<Bases, Error>,
+    ) -> Result<(Option<Scratch>, Bases), Error> {
+        let (a, v, st) = (&self.a, &self.v, self.st);
+        Ok(match (v.bytes, v.spec.coll.base()) {
+            (Some(true), Collective::Bcast) => {
+                let mut buf = serve::stage_bcast(a, v, st)?;
+                let base = buf.ptr() as *mut c_void;
+                (Some(buf), (base as *const c_void, base))
+            }
+            (Some(true), Collective::Allgatherv) => {
+                let (buf, bases) = serve::stage(a, v, st)?;
+                (Some(buf), bases)
+            }
+            _ => (None, plain()?),
+        })
+    }
+
+    /// Start `shm` on the communicator's window with `bases` (a bcast's or allgather(v)'s,
+    /// staged or the user's buffers) (None: p = 1, done here).
+    fn start_shm(&self, bases: Bases) -> Result<Option<crate::shm::run::Op>, Error> {
         use crate::shm::run::{cell_elems, run_plan, Op};
         let (a, v, st) = (&self.a, &self.v, self.st);
         let spec = &v.spec;
@@ -223,7 +242,7 @@ impl Planned {
             };
             return Op::start(w, call).map(Some);
         }
-        let call = serve::plan_call(a, v, serve::plan_bases(a, v, st)?);
+        let call = serve::plan_call(a, v, bases);
         let plan = pcoll::algo::shm::xfer::Plan {
             kind: serve::plan_kind(spec),
             p: spec.p,
@@ -244,20 +263,20 @@ impl Planned {
 impl Active {
     /// Advance without blocking; `Ok(true)` once complete (then unstaged).
     pub fn advance(&mut self, p: &Planned) -> Result<bool, Error> {
-        let (prog, t, run, staged) = match self {
-            Active::Shm(None) => return Ok(true),
-            Active::Shm(Some(op)) => return op.advance(),
+        let (r, staged) = match self {
+            Active::Shm { op: None, staged } => (Ok(true), staged),
+            Active::Shm {
+                op: Some(op),
+                staged,
+            } => (op.advance(), staged),
+            Active::Program { run, .. } if run.done() => return Ok(true),
             Active::Program {
                 prog,
                 t,
                 run,
                 staged,
-            } => (prog, t, run, staged),
+            } => (run.advance(prog, t), staged),
         };
-        if run.done() {
-            return Ok(true);
-        }
-        let r = run.advance(prog, t);
         if !matches!(r, Ok(false)) {
             if let Some(buf) = staged.take() {
                 let out = match (&r, p.v.spec.coll.base()) {

@@ -135,7 +135,9 @@ fn buffers_ok(a: &Args, p: usize, rank: usize, counts: &[usize], facts: &TypeFac
         }
     }
     match a.coll.base() {
-        Collective::Bcast => (0..p as i64).contains(&a.root) && !null(a.recvbuf, counts[0]),
+        Collective::Bcast => {
+            (0..p as i64).contains(&a.root) && !unplaced(a.recvbuf, counts[0], facts)
+        }
         Collective::Reduce => {
             if a.root < 0 || a.root >= p as i64 {
                 return false;
@@ -159,21 +161,31 @@ fn buffers_ok(a: &Args, p: usize, rank: usize, counts: &[usize], facts: &TypeFac
     }
 }
 
+/// A NULL buffer with data that the type does not place elsewhere: an error, which the MPI
+/// reports. NULL is `MPI_BOTTOM` in both ABIs, and with a type whose data start away from 0
+/// (absolute addresses, `MPI_Get_address`) it is a valid buffer, which bcast and
+/// allgather(v) serve through `MPI_Pack` / `MPI_Unpack` (such a type has holes or an offset,
+/// so it is staged). Those two must: their ranks may describe the data with different types,
+/// so one rank's `MPI_BOTTOM` sent to native while the others ran a pcoll algorithm hung.
+fn unplaced(buf: *const c_void, n: usize, f: &TypeFacts) -> bool {
+    buf.is_null() && n > 0 && f.true_lb == 0
+}
+
 /// Allgatherv's buffers, and its send block matching this rank's receive block.
 fn allgatherv_ok(a: &Args, rank: usize, counts: &[usize], facts: &TypeFacts) -> bool {
     let total: usize = counts.iter().sum();
-    if total > 0 && a.recvbuf.is_null() {
+    if unplaced(a.recvbuf, total, facts) {
         return false;
     }
     if a.in_place() {
         return true;
     }
-    if a.sendcount < 0 || (a.sendbuf.is_null() && a.sendcount > 0) {
-        return false;
-    }
     let Ok(sf) = mpi_types::type_facts(a.sendtype) else {
         return false;
     };
+    if a.sendcount < 0 || unplaced(a.sendbuf, a.sendcount as usize, &sf) {
+        return false;
+    }
     // Type signatures that differ: the MPI reports it.
     (a.sendcount as usize) * sf.size == counts[rank] * facts.size
 }
