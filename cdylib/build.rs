@@ -55,6 +55,45 @@ fn main() {
     // The name the library is installed and preloaded under (the Makefile copies
     // libpcoll_mpi.so to libpcoll.so): programs linked with -lpcoll record it.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libpcoll.so");
+    // The MPI's library directories as the library's RUNPATH, as the MPI's wrapper gives its
+    // programs: `LD_PRELOAD=libpcoll.so mpirun ...` preloads it into `mpirun` too, which has
+    // no libmpi of its own, and there libpcoll's `libmpi.so.40` resolved to Debian's Open MPI
+    // 4.1 instead of the Open MPI 5 it was built against ("undefined symbol:
+    // PMPI_Bcast_init": mpirun did not start). `LD_LIBRARY_PATH` still comes first.
+    let dirs = mpi_lib_dirs(&mpicc);
+    if !dirs.is_empty() {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,--enable-new-dtags");
+    }
+    for d in dirs {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,{d}");
+    }
+}
+
+/// The `-L` directories of the wrapper's link line (`-show`, MPICH and Intel MPI; Open MPI's
+/// wrappers accept it too), but the system's own, which the loader searches anyway.
+fn mpi_lib_dirs(mpicc: &str) -> Vec<String> {
+    const SYSTEM: [&str; 6] = [
+        "/lib",
+        "/lib64",
+        "/usr/lib",
+        "/usr/lib64",
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+    ];
+    let Ok(out) = Command::new(mpicc).arg("-show").output() else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<String> = Vec::new();
+    for word in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+        let Some(d) = word.strip_prefix("-L") else {
+            continue;
+        };
+        let d = d.trim_matches('"').trim_end_matches('/').to_string();
+        if !d.is_empty() && !SYSTEM.contains(&d.as_str()) && !dirs.contains(&d) {
+            dirs.push(d);
+        }
+    }
+    dirs
 }
 
 /// The MPI header as the wrapper preprocesses it, with its macros (`-E -dM` lists the

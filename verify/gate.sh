@@ -74,9 +74,14 @@ esac
 # MPI_BOTTOM on some ranks only in bcast and allgather(v) (verify/bottom.c: a type of absolute
 # addresses on one rank, plain doubles on the others), forced `binomial` and `shm`, p = 3:
 # every rank runs the forced algorithm (the MPI_BOTTOM rank went native and the job hung).
+# The `binomial` run has LD_PRELOAD exported to the launcher too, as users write it
+# (`LD_PRELOAD=libpcoll.so mpirun ...`): pcoll is then loaded into mpirun, where its libmpi
+# comes from the library's RUNPATH (Open MPI 5's mpirun failed on Debian's libmpi.so.40).
 $MPICC -O2 -Wall -o "$OUT/bottom-$MPI" "$ROOT/verify/bottom.c" -ldl || { echo "gate: FAIL (build bottom)"; exit 1; }
 for alg in binomial shm; do
-  out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+  pre=()
+  [ $alg = binomial ] && pre=(env LD_PRELOAD="$LIB")
+  out=$("${pre[@]}" timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
     "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_BCAST=$alg PCOLL_ALLGATHERV=$alg \
     PCOLL_ALLGATHER=$alg -- "$OUT/bottom-$MPI" $alg </dev/null 2>&1)
   [ "$(echo "$out" | grep -c '^bottom: PASS')" = 3 ] || { echo "$out" | tail -8; echo "gate: FAIL (bottom, $alg)"; exit 1; }
