@@ -489,6 +489,23 @@ pub fn intra(comm: MPI_Comm) -> Result<Option<(usize, usize)>, c_int> {
     Ok(Some((size as usize, rank as usize)))
 }
 
+/// `f` with `comm`'s error handler set to `MPI_ERRORS_RETURN`, restored after: an MPI call
+/// of pcoll's own on the user's communicator whose failure pcoll handles itself.
+pub fn errors_returned<R>(comm: MPI_Comm, f: impl FnOnce() -> R) -> R {
+    let mut saved: MPI_Errhandler = consts::errors_return();
+    // SAFETY: errhandler get/set on a valid communicator with valid handles; restored below.
+    // (The saved handler's reference is not freed: freeing a predefined handler is an error
+    // in some MPIs, and a reference count is all it costs.)
+    unsafe {
+        PMPI_Comm_get_errhandler(comm, &mut saved);
+        PMPI_Comm_set_errhandler(comm, consts::errors_return());
+    }
+    let r = f();
+    // SAFETY: as above.
+    unsafe { PMPI_Comm_set_errhandler(comm, saved) };
+    r
+}
+
 /// The value of `comm`'s attribute `kv`, if set (one attribute query).
 pub fn get_attr(comm: MPI_Comm, kv: c_int) -> Result<Option<*mut c_void>, c_int> {
     let mut val: *mut c_void = std::ptr::null_mut();
@@ -581,13 +598,15 @@ fn find_or_make(
         } else if nonblocking {
             // SAFETY: a constant of the MPI.
             let mut req = RSMPI_REQUEST_NULL;
-            let rc = PMPI_Comm_idup(comm, shadow.0.get(), &mut req);
+            let rc = errors_returned(comm, || PMPI_Comm_idup(comm, shadow.0.get(), &mut req));
             if rc != consts::SUCCESS() {
                 return Err(rc);
             }
             dup = Some(Making::Idup(req));
         } else {
-            let rc = PMPI_Comm_dup(comm, shadow.0.get());
+            // A failure (the MPI's context ids used up) is returned, not raised on the user's
+            // communicator: the call then goes native (`dispatch`).
+            let rc = errors_returned(comm, || PMPI_Comm_dup(comm, shadow.0.get()));
             if rc != consts::SUCCESS() {
                 return Err(rc);
             }

@@ -104,6 +104,9 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         Err(code) => return badinput::raise(a.comm, code),
     };
     let (alg, why, tally) = (chosen.alg, chosen.why, chosen.tally);
+    if alg != Algorithm::Native && no_shadow(a, &v) {
+        return unserved(g, a, native, t0);
+    }
     // A call exploring its cell (PCOLL_LEARN) is timed, and never kept to be served again.
     let timer = chosen.explore.as_ref().and_then(|e| e.start());
     let settled = settled && chosen.explore.is_none();
@@ -158,6 +161,30 @@ fn unserved(g: &Global, a: &Args, native: &mut dyn FnMut() -> c_int, t0: f64) ->
     let rc = native();
     state::record(a.coll, Algorithm::Native, 0, stat_time(g) - t0);
     rc
+}
+
+/// pcoll could not make its shadow of the call's communicator (the first call pcoll serves
+/// on it makes it; the MPI's context ids may be used up: MPICH has 2048): the call and every
+/// later one on the communicator go to the MPI, on every rank alike (the dup is collective
+/// and fails everywhere), with one warning per process. Natively such a program runs.
+fn no_shadow(a: &Args, v: &Valid) -> bool {
+    let spec = &v.spec;
+    if spec.p <= 1 {
+        return false;
+    }
+    let Err(rc) = crate::comm::state(a.comm, spec.p, spec.rank) else {
+        return false;
+    };
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        log::warn!(
+            "{}: pcoll could not duplicate a communicator of {} ranks (MPI error {rc}; too many communicators?): its collectives go to the MPI",
+            a.coll,
+            spec.p
+        );
+    }
+    crate::nodes::forward_always(a.comm);
+    true
 }
 
 /// The communicator's state if it has one and more than one rank.

@@ -226,24 +226,11 @@ fn probe_reduce_local(op: MPI_Op, dt: MPI_Datatype, f: &TypeFacts) -> c_int {
     let mut a = vec![0u64; span.div_ceil(8)];
     let mut b = vec![0u64; span.div_ceil(8)];
     let off = -f.true_lb;
-    let world = consts::comm_world();
-    let mut saved: MPI_Errhandler = consts::errors_return();
-    // SAFETY: errhandler get/set on MPI_COMM_WORLD with valid handles; restored below.
-    unsafe {
-        PMPI_Comm_get_errhandler(world, &mut saved);
-        PMPI_Comm_set_errhandler(world, consts::errors_return());
-    }
     // SAFETY: both buffers hold one element's full true extent; the base pointer is shifted
     // by -true_lb so that the element's data lies inside the allocation.
-    let rc = unsafe {
+    crate::comm::errors_returned(consts::comm_world(), || unsafe {
         let pa = (a.as_mut_ptr() as *mut u8).wrapping_offset(off) as *const std::os::raw::c_void;
         let pb = (b.as_mut_ptr() as *mut u8).wrapping_offset(off) as *mut std::os::raw::c_void;
         PMPI_Reduce_local(pa, pb, 1, dt, op)
-    };
-    // SAFETY: restores the handler read above. (Its reference is not freed: freeing a
-    // predefined handler is an error in some MPIs, and a reference count is all it costs.)
-    unsafe {
-        PMPI_Comm_set_errhandler(world, saved);
-    }
-    rc
+    })
 }

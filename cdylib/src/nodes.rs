@@ -129,6 +129,10 @@ fn world_ranks(comm: MPI_Comm, size: usize) -> Option<Vec<c_int>> {
     Some(in_world)
 }
 
+/// [`outside_world`]'s answers as kept on a communicator.
+const INSIDE: usize = 1;
+const OUTSIDE: usize = 2;
+
 /// Whether `comm` (an intracommunicator of `size` ranks) has a rank outside this process's
 /// `MPI_COMM_WORLD`: processes spawned (`MPI_Comm_spawn`) or connected (`MPI_Comm_connect` /
 /// `accept` / `join`) and merged into it. pcoll forwards every call on such a communicator:
@@ -139,8 +143,6 @@ fn world_ranks(comm: MPI_Comm, size: usize) -> Option<Vec<c_int>> {
 /// communicator (an attribute, dropped with it; not copied by `MPI_Comm_dup`, whose copy is
 /// asked again): one attribute query per call after the first.
 pub fn outside_world(comm: MPI_Comm, size: usize) -> bool {
-    const INSIDE: usize = 1;
-    const OUTSIDE: usize = 2;
     let Some(kv) = verdict_keyval() else {
         return false;
     };
@@ -162,6 +164,16 @@ pub fn outside_world(comm: MPI_Comm, size: usize) -> bool {
         )
     };
     outside
+}
+
+/// Every later call on `comm` goes to the MPI, as on a communicator outside the world
+/// ([`outside_world`] says so from now on): pcoll could not make its shadow of `comm` (the
+/// MPI's context ids used up; the dup fails on every rank alike, as the MPI agrees on them).
+pub fn forward_always(comm: MPI_Comm) {
+    if let Some(kv) = verdict_keyval() {
+        // SAFETY: a plain value stored as the attribute (nothing to free).
+        unsafe { PMPI_Comm_set_attr(comm, kv, OUTSIDE as *mut c_void) };
+    }
 }
 
 /// The keyval of [`outside_world`]'s answer (`None` if the MPI refuses one: no check).
