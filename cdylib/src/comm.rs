@@ -31,6 +31,8 @@ pub struct CommState {
     dup: Mutex<Option<Making>>,
     /// The shadow is made.
     ready: AtomicBool,
+    /// Making it failed (the MPI's context ids used up): [`CommState::shadow_failed`].
+    failed: AtomicBool,
     /// What the next `MPI_Barrier` on the communicator makes ([`CommState::make_wanted`]):
     /// [`WANT_SHADOW`] (made later), [`WANT_WINDOW`] (a non-blocking call would have run
     /// `shm` had the window been made). Set at the same call on every rank (the decisions are
@@ -154,7 +156,9 @@ impl CommState {
             if let Some(Making::Later(parent)) = *d {
                 // SAFETY: collective dup of the user's communicator (every rank is in the same
                 // blocking call) into the boxed handle.
-                let rc = unsafe { PMPI_Comm_dup(parent, self.shadow.0.get()) };
+                let rc = errors_returned(parent, || unsafe {
+                    PMPI_Comm_dup(parent, self.shadow.0.get())
+                });
                 self.made(&mut d, rc, "MPI_Comm_dup");
                 return;
             }
@@ -199,10 +203,24 @@ impl CommState {
             // SAFETY: the dup is done: the handle is valid.
             unsafe { PMPI_Comm_set_errhandler(*self.shadow.0.get(), consts::errors_return()) };
         } else {
-            log::error!("{call} of pcoll's shadow communicator failed (code {rc})");
+            static SAID: AtomicBool = AtomicBool::new(false);
+            if !SAID.swap(true, Ordering::Relaxed) {
+                log::warn!("{call} of pcoll's shadow communicator failed (code {rc}; too many communicators?): the calls on it go to the MPI");
+            }
+            // SAFETY: no MPI call writes the handle any more.
+            unsafe { *self.shadow.0.get() = consts::comm_null() };
+            self.failed.store(true, Ordering::Release);
         }
         *d = None;
         self.ready.store(true, Ordering::Release);
+    }
+
+    /// The shadow could not be made (after it was tried: [`CommState::dup_done`] or
+    /// [`CommState::shadow`]). It fails on every rank alike (the MPI agrees on context ids):
+    /// the calls on the communicator go to the MPI (`crate::nodes::forward_always`), and one
+    /// that was started on the shadow finishes with the dup's error.
+    pub fn shadow_failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
     }
 
     /// Mark the window wanted by a non-blocking call that could not make it
@@ -411,7 +429,7 @@ unsafe extern "C" fn delete_state(
             }
             // Made (waited for if its idup runs: MPI_Comm_free is collective), unless left
             // for later and never made.
-            if !st.shadow_later() {
+            if !st.shadow_later() && st.shadow() != consts::comm_null() {
                 let mut shadow = st.shadow();
                 // SAFETY: made by PMPI_Comm_(i)dup, freed exactly once here.
                 unsafe { PMPI_Comm_free(&mut shadow) };
@@ -619,6 +637,7 @@ fn find_or_make(
         shadow,
         dup: Mutex::new(dup),
         ready,
+        failed: AtomicBool::new(false),
         want: Default::default(),
         size,
         rank,

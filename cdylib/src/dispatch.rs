@@ -172,8 +172,12 @@ fn no_shadow(a: &Args, v: &Valid) -> bool {
     if spec.p <= 1 {
         return false;
     }
-    let Err(rc) = crate::comm::state(a.comm, spec.p, spec.rank) else {
-        return false;
+    // The shadow is made here (a dup left for later, or an idup still running, completes:
+    // every rank is in this call) and may fail: the MPI's context ids used up.
+    let rc = match crate::comm::state(a.comm, spec.p, spec.rank) {
+        Ok(st) if st.shadow() != consts::comm_null() && !st.shadow_failed() => return false,
+        Ok(_) => consts::ERR_INTERN(),
+        Err(rc) => rc,
     };
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {

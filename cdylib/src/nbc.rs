@@ -243,8 +243,17 @@ fn begin(e: &mut Entry) -> Result<(), c_int> {
     r
 }
 
-/// Start a running entry's schedule on the made shadow.
+/// Start a running entry's schedule on the made shadow (an error if it could not be made:
+/// the call finishes with it on every rank alike, and later calls go to the MPI).
 fn launch(e: &mut Entry) -> Result<(), c_int> {
+    if e.planned.st.shadow_failed() {
+        crate::nodes::forward_always(e.planned.a.comm);
+        log::error!(
+            "{} (non-blocking): pcoll's shadow communicator could not be made (the MPI's communicators used up?): this call fails, later ones go to the MPI",
+            e.planned.a.coll
+        );
+        return Err(consts::ERR_INTERN());
+    }
     match e.planned.start(e.tag) {
         Ok(act) => {
             e.act = Some(act);
