@@ -88,12 +88,15 @@ for alg in binomial shm; do
 done
 # More live communicators than pcoll can shadow (verify/manycomms.c: 2100 dups made first,
 # then an allreduce forced to `binomial` on each; MPICH's 2048 context ids run out): the calls
-# whose shadow cannot be made go to the MPI, none fails, none aborts.
+# whose shadow cannot be made go to the MPI, none fails, none aborts; with "nb" two
+# MPI_Iallreduce on each, the first allowed to fail (docs/known-gaps.md), the second served.
 $MPICC -O2 -Wall -o "$OUT/manycomms-$MPI" "$ROOT/verify/manycomms.c" || { echo "gate: FAIL (build manycomms)"; exit 1; }
-out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
-  "$ROOT/scripts/mpi.sh" "$MPI" -- 2 LD_PRELOAD="$LIB" PCOLL_ALLREDUCE=binomial -- \
-  "$OUT/manycomms-$MPI" 2100 </dev/null 2>&1)
-[ "$(echo "$out" | grep -c '^manycomms: PASS')" = 2 ] || { echo "$out" | tail -8; echo "gate: FAIL (manycomms)"; exit 1; }
+for form in blocking nb; do
+  out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- 2 LD_PRELOAD="$LIB" PCOLL_ALLREDUCE=binomial -- \
+    "$OUT/manycomms-$MPI" 2100 $form </dev/null 2>&1)
+  [ "$(echo "$out" | grep -c '^manycomms: PASS')" = 2 ] || { echo "$out" | tail -8; echo "gate: FAIL (manycomms $form)"; exit 1; }
+done
 # verify/gate.c's table: native at p = 2 below 1 KiB and at p = 4 (a reduce there only at
 # root 0), a pcoll algorithm elsewhere;
 # for the I-forms (form = "nonblocking") native at p = 3 and the pcoll algorithm at p = 4

@@ -210,6 +210,8 @@ impl CommState {
             // SAFETY: no MPI call writes the handle any more.
             unsafe { *self.shadow.0.get() = consts::comm_null() };
             self.failed.store(true, Ordering::Release);
+            // Calls kept to be served again on this state are not any more.
+            crate::dispatch::forget_served();
         }
         *d = None;
         self.ready.store(true, Ordering::Release);
@@ -471,7 +473,8 @@ fn keyval() -> Result<c_int, c_int> {
 /// `MPI_COMM_WORLD` (`crate::nodes::outside_world`; both served natively).
 pub fn facts(comm: MPI_Comm) -> Result<Option<(usize, usize)>, c_int> {
     if let Some(st) = known(comm) {
-        return Ok(Some((st.size, st.rank)));
+        // A state whose shadow could not be made serves nothing more.
+        return Ok((!st.shadow_failed()).then_some((st.size, st.rank)));
     }
     Ok(intra(comm)?.filter(|&(size, _)| size <= 1 || !crate::nodes::outside_world(comm, size)))
 }
