@@ -611,3 +611,28 @@ fn model_picks_shm_on_one_node_only() {
         }
     }
 }
+
+/// `shm` refused for a non-blocking call says the window is made by a blocking call or a
+/// barrier (its common reason there); a blocking call's refusal does not.
+#[test]
+fn shm_refusal_names_the_window_not_made_for_a_nonblocking_call() {
+    let refused = CallFacts {
+        shm_refused: true,
+        ..CallFacts::new(Collective::Bcast, 3, 4096)
+    };
+    let blocking = refused.eligible(Algorithm::Shm).unwrap_err();
+    assert!(!blocking.contains("not made yet"), "{blocking}");
+    let nb = CallFacts {
+        nonblocking: true,
+        ..refused
+    }
+    .eligible(Algorithm::Shm)
+    .unwrap_err();
+    assert!(
+        nb.contains("not made yet") && nb.contains("MPI_Barrier"),
+        "{nb}"
+    );
+    assert!(CallFacts::new(Collective::Bcast, 3, 4096)
+        .eligible(Algorithm::Shm)
+        .is_ok());
+}

@@ -150,7 +150,7 @@ pub fn settings(builtin: &dyn Fn(&Config) -> Table) -> (Config, Table, Vec<Strin
             let (i, dropped) = read_local().without_settings();
             if !dropped.is_empty() {
                 warns.push(format!(
-                    "MPI_Init was not seen by pcoll, so the settings could not be compared across ranks: {} ignored (every rank uses the built-in table, nothing forced)",
+                    "MPI_Init was not seen by pcoll (the MPI was started past it: by PMPI_Init, or by Intel MPI's first MPI-4 session), so the settings could not be compared across ranks: {} ignored (every rank uses the built-in table, nothing forced)",
                     dropped.join(", ")
                 ));
             }

@@ -95,8 +95,15 @@ impl CallFacts {
             ));
         }
         if alg == Algorithm::Shm && !self.shm_ok() {
+            // A non-blocking call never makes the window (making it blocks): say so, as it is
+            // the common reason there.
+            let made = if self.nonblocking {
+                "not made yet: the next blocking call or MPI_Barrier on the communicator makes it; "
+            } else {
+                ""
+            };
             return Err(format!(
-                "{} shm: no shared window for this communicator (refused, or its ranks on {} nodes)",
+                "{} shm: no shared window for this communicator ({made}refused, or its ranks on {} nodes)",
                 self.coll, self.nodes.nodes
             ));
         }
