@@ -51,22 +51,26 @@ pub fn collective(a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
         crate::gate::passthrough();
         return native();
     }
-    if !state::world_model() {
-        return outside_world(a.coll, native);
+    if let Some(rc) = no_world(a.coll, native) {
+        return rc;
     }
     crate::nbc::before_blocking(a.comm);
     serve_call(state::global(), a, native)
 }
 
 /// A call without the world model (an MPI-4 sessions program before `MPI_Init`, or after
-/// `MPI_Finalize`: [`state::world_model`]): forwarded, and `pcoll_last_algorithm` says so.
-pub(crate) fn outside_world(
+/// `MPI_Finalize`: [`state::world_model`]) is forwarded, and `pcoll_last_algorithm` says so
+/// (`Some`: its return code); `None` with the world model.
+pub(crate) fn no_world(
     coll: pcoll::algo::Collective,
     native: &mut dyn FnMut() -> c_int,
-) -> c_int {
+) -> Option<c_int> {
+    if state::world_model() {
+        return None;
+    }
     let rc = native();
     state::record(coll, Algorithm::Native, 0, 0.0);
-    rc
+    Some(rc)
 }
 
 /// [`collective`] with the process context.

@@ -169,8 +169,8 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
     if state::disabled() {
         return Some(native());
     }
-    if !state::world_model() {
-        return Some(super::outside_world(coll, native));
+    if let Some(rc) = super::no_world(coll, native) {
+        return Some(rc);
     }
     crate::nbc::before_blocking(comm);
     if comm == consts::comm_null() || recvcounts.is_null() {
@@ -212,8 +212,8 @@ pub fn regular_native(
     if state::disabled() {
         return Some(native());
     }
-    if !state::world_model() {
-        return Some(super::outside_world(coll, native));
+    if let Some(rc) = super::no_world(coll, native) {
+        return Some(rc);
     }
     crate::nbc::before_blocking(comm);
     if comm == consts::comm_null() || count < 0 {
