@@ -46,6 +46,13 @@ impl Call {
     pub(super) fn at(&self, base: *const u8, i: usize) -> *mut u8 {
         base.wrapping_offset(i as isize * self.facts.extent) as *mut u8
     }
+    /// Bytes of a cell that `n` elements of the call fill (`cell_at` lays them out).
+    pub(super) fn span_bytes(&self, n: usize) -> usize {
+        match n {
+            0 => 0,
+            n => (n - 1) * self.facts.extent as usize + self.facts.true_extent as usize,
+        }
+    }
     /// Element `i` of a cell that starts at `cell`.
     pub(super) fn cell_at(&self, cell: *mut u8, i: usize) -> *mut u8 {
         self.at(cell.wrapping_offset(-self.facts.true_lb), i)

@@ -129,7 +129,7 @@ fn shape(w: &Win, call: &Call) -> Result<Shape, Error> {
         p: w.p,
         root: call.root,
         count: call.count,
-        cell_elems: ce,
+        cell_elems: pcoll::algo::shm::chunk_elems(call.count, ce, w.split && !call.all),
         min_slice: (MIN_SLICE_BYTES / call.facts.size.max(1)).max(1),
         all: call.all,
         commutative: call.commutative,
@@ -388,6 +388,13 @@ struct At<'a> {
     s: &'a Shape,
 }
 
+impl At<'_> {
+    /// Chunk `g`'s slot and offset in its cells.
+    fn place(&self, g: u64) -> (usize, usize) {
+        self.w.place(g, self.call.span_bytes(self.s.span()))
+    }
+}
+
 /// Chunk `cur.c` of a reduce or allreduce, from where the cursor stands; `Ok(false)` where
 /// another rank has not got far enough yet.
 fn chunk(at: &At, cur: &mut Cursor) -> Result<bool, Error> {
@@ -439,7 +446,7 @@ fn fold_own(at: &At, c: usize, g: u64, cur: &mut Cursor) -> Result<bool, Error> 
     let me = w.rank;
     let (lo, hi) = s.chunk(c);
     let len = hi - lo;
-    let slot = (g as usize) % w.slots;
+    let slot = at.place(g);
     let mine = s.slice_of(me, len);
     if let Some(j) = mine.filter(|&j| !s.partial_in_input(j)) {
         let (first, rest) = s.fold(me, j);
@@ -500,7 +507,7 @@ fn fill(at: &At, c: usize, g: u64) -> Result<(), Error> {
     let me = w.rank;
     let (lo, hi) = s.chunk(c);
     let len = hi - lo;
-    let my_in = w.cell_ptr(bases, me, (g as usize) % w.slots, false);
+    let my_in = w.cell_ptr(bases, me, at.place(g), false);
     let streaming = stream_now(bases, len * call.facts.size);
     for j in 0..s.nslices(len) {
         if s.copies_in(me, j, len, call.in_place) {
@@ -523,7 +530,7 @@ fn copy_out(at: &At, c: usize, g: u64, cur: &mut Cursor) -> Result<bool, Error> 
     let me = w.rank;
     let (lo, hi) = s.chunk(c);
     let len = hi - lo;
-    let slot = (g as usize) % w.slots;
+    let slot = at.place(g);
     while cur.i < s.nslices(len) {
         let j = cur.i;
         let (a, b) = s.slice(len, j);
@@ -580,7 +587,7 @@ fn plan_chunk(
 ) -> Result<bool, Error> {
     let (me, p) = (w.rank, w.p);
     let g = cur.base + cur.c as u64 + 1;
-    let slot = (g as usize) % w.slots;
+    let slot = w.place(g, call.span_bytes(plan.span()));
     let counter = |k: usize, off: usize| Win::word(bases, k, off);
     let cell = |k: usize| w.cell_ptr(bases, k, slot, false);
     let bytes = |v: &[Step]| -> usize { v.iter().map(step_len).sum::<usize>() * call.facts.size };

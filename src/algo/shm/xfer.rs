@@ -125,6 +125,17 @@ impl Plan<'_> {
         }
     }
 
+    /// Elements of a cell the call's chunks fill at most, on any rank (for
+    /// [`super::place`]; every rank computes the same).
+    pub fn span(&self) -> usize {
+        let n = match self.kind {
+            Kind::Bcast { .. } => self.counts.first().copied().unwrap_or(0),
+            Kind::Allgatherv => self.counts.iter().copied().max().unwrap_or(0),
+            Kind::ReduceScatter { .. } => self.counts.iter().sum(),
+        };
+        n.min(self.cell_elems.max(1))
+    }
+
     /// Elements `[lo, hi)` of `[0, n)` that chunk `c` covers.
     fn part(&self, c: usize, n: usize) -> (usize, usize) {
         let ce = self.cell_elems.max(1);
