@@ -217,9 +217,10 @@ if [ $MODE = shm ]; then
   # Five slots (PCOLL_SHM_SLOTS) of 1 KiB cells: chunks wrap around an odd ring.
   run_one 3 $(( CASES / 2 )) PCOLL_SHM_SLOTS=5 PCOLL_SHM_BYTES=55296; shm_served 3 -PCOLL_SHM_SLOTS 1
   # Three slots of 40 KiB cells, counts near 12 KiB multiples: calls smaller than a cell take
-  # the next piece of their slot (pcoll::algo::shm::place), of mixed sizes, wrapping oddly.
-  LOGTAG=-place DIFFTEST_ARGS="$DIFFTEST_ARGS --near 12288" run_one 3 $(( CASES / 2 )) PCOLL_SHM_SLOTS=3 PCOLL_SHM_BYTES=274432
-  shm_served 3 -place 1
+  # the next piece of their slot (pcoll::algo::shm::place), of mixed sizes, wrapping oddly,
+  # and reduces of half a cell or more run in quarter cells. p = 2: both need a core per rank.
+  LOGTAG=-place DIFFTEST_ARGS="$DIFFTEST_ARGS --near 12288" run_one 2 "$CASES" PCOLL_SHM_SLOTS=3 PCOLL_SHM_BYTES=274432
+  shm_served 2 -place 1
   # Fallback: a window larger than /dev/shm, and shm turned off: served by the others.
   # (--may-fall-back: the forced shm falls back, maybe to native: steer around its defects.)
   DIFFTEST_ARGS="$DIFFTEST_ARGS --may-fall-back" run_one 3 $(( CASES / 2 )) PCOLL_SHM_BYTES=1T PCOLL_FALLBACK=silent
