@@ -152,19 +152,17 @@ pub fn combine_at_root() -> bool {
 /// Most bytes an allreduce's rank reads from the others' cells when every rank folds the
 /// whole call itself (`PCOLL_SHM_REPLICATE`, a size, agreed at `MPI_Init`; 0: never): one
 /// wait per chunk instead of two and no copy-out, which pays while the call is small
-/// (docs/shm.md, "Replicated allreduce").
-pub fn replicate_bytes() -> usize {
-    static R: once_cell::sync::Lazy<usize> = once_cell::sync::Lazy::new(|| {
-        let default = 64 << 10;
-        match crate::agree::var("PCOLL_SHM_REPLICATE") {
-            Some(v) => pcoll::tuning::size::parse_size(&v).unwrap_or_else(|_| {
-                log::warn!("PCOLL_SHM_REPLICATE={v}: not a size; using {default}");
-                default
-            }),
-            None => default,
-        }
+/// (docs/shm.md, "Replicated allreduce"). Unset: 16 KiB on a window whose calls under a cell
+/// move on within their slot (`fresh`), where the sliced protocol won from 32 KiB (forced,
+/// p = 2, 64 KiB: Intel MPI 8.9 -> 4.2 us, Open MPI 4.1 10.8-11.6 -> 7.5-9.7), else 64 KiB.
+pub fn replicate_bytes(fresh: bool) -> usize {
+    static R: once_cell::sync::Lazy<Option<usize>> = once_cell::sync::Lazy::new(|| {
+        let v = crate::agree::var("PCOLL_SHM_REPLICATE")?;
+        pcoll::tuning::size::parse_size(&v)
+            .map_err(|_| log::warn!("PCOLL_SHM_REPLICATE={v}: not a size; using the default"))
+            .ok()
     });
-    *R
+    R.unwrap_or(if fresh { 16 << 10 } else { 64 << 10 })
 }
 
 /// How `hier`'s node steps may use the nodes' windows (`PCOLL_HIER_SHM`, agreed at
@@ -222,7 +220,7 @@ pub struct Win {
     /// a rank and the one it reads share a core's cache at times, where the same lines again
     /// are cheaper (forced reduce at p = 3-4 on 2 cores, 64-128 KiB: 38-133 us rotating against
     /// 5-52 us not, Open MPI 4.1).
-    rotate: bool,
+    pub(crate) rotate: bool,
     /// A reduce that fits one cell runs in quarter cells ([`pcoll::algo::shm::chunk_elems`]):
     /// two ranks with a core each (measured at p = 2 only; with ranks that outnumber the
     /// cores every chunk's wait may cost a time slice).
