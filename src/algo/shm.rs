@@ -45,7 +45,8 @@ pub const SPLIT: usize = 4;
 
 /// Elements per chunk of a call of `count` elements over cells of `cell_elems` (the
 /// [`Shape::cell_elems`] of the call; the same on every rank). With `split` (a reduce, not
-/// an allreduce, on a window where it pays: the caller's agreed rule) a call that fits one
+/// an allreduce, or a bcast ([`xfer::Plan::chunked`]), on a window where it pays: the
+/// caller's agreed rule) a call that fits one
 /// cell and holds at least two quarter cells runs in chunks of a quarter cell: the root folds
 /// chunk c while the others copy chunk c + 1 in, where one chunk made it wait for the whole
 /// copy (forced `shm`, p = 2, 256 KiB: 16.0-19.6 -> 12.2-15.7 us on Open MPI 4.1, Intel MPI

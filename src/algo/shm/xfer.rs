@@ -128,12 +128,26 @@ impl Plan<'_> {
     /// Elements of a cell the call's chunks fill at most, on any rank (for
     /// [`super::place`]; every rank computes the same).
     pub fn span(&self) -> usize {
-        let n = match self.kind {
+        self.extent().min(self.cell_elems.max(1))
+    }
+
+    /// Elements the chunks are cut from: the buffer (bcast), the largest block (allgatherv),
+    /// the whole input (reduce_scatter).
+    fn extent(&self) -> usize {
+        match self.kind {
             Kind::Bcast { .. } => self.counts.first().copied().unwrap_or(0),
             Kind::Allgatherv => self.counts.iter().copied().max().unwrap_or(0),
             Kind::ReduceScatter { .. } => self.counts.iter().sum(),
-        };
-        n.min(self.cell_elems.max(1))
+        }
+    }
+
+    /// The plan with chunks of [`super::chunk_elems`] (`split`: quarter cells for a call
+    /// that fits one cell; the same on every rank for the same `split`).
+    pub fn chunked(self, split: bool) -> Self {
+        Plan {
+            cell_elems: super::chunk_elems(self.extent(), self.cell_elems, split),
+            ..self
+        }
     }
 
     /// Elements `[lo, hi)` of `[0, n)` that chunk `c` covers.
@@ -388,16 +402,21 @@ mod tests {
     fn bcast_every_root() {
         for p in 1..=9 {
             for n in [0, 1, 5, 16, 17, 40] {
-                for ce in [1, 4, 16] {
+                for (ce, split) in [(1, false), (4, false), (16, false), (16, true), (40, true)] {
                     for root in 0..p {
+                        let counts = [n];
                         let plan = Plan {
                             kind: Kind::Bcast { root },
                             p,
-                            counts: &[n],
+                            counts: &counts,
                             displs: &[],
                             cell_elems: ce,
                             in_place: false,
-                        };
+                        }
+                        .chunked(split);
+                        if split && (ce / 2..=ce).contains(&n) {
+                            assert_eq!(plan.chunks(), n.div_ceil(ce / 4), "quarter chunks");
+                        }
                         let mut out: Vec<Vec<Val>> = (0..p)
                             .map(|r| (0..n).map(|i| code(r, i)).collect())
                             .collect();
