@@ -4,7 +4,9 @@
 # iteration, medians, AB_MEAN=1: means too). Per collective (LEARN_COLLS, default all seven;
 # LEARN_SIZES overrides the sizes) three runs of
 # the same program: plain (the built-in table), learning (PCOLL_LEARN=t.toml) and replaying
-# (PCOLL_TUNING=t.toml). Prints the A/B lines of each run, then per run the geometric mean
+# (PCOLL_TUNING=t.toml), and a control without pcoll (`null`: both sides are the MPI's own
+# call, so its ratios are the A/B's own resolution: at sub-microsecond sizes one process
+# reads up to ~1.1 with nothing interposed). Prints the A/B lines of each run, then per run the geometric mean
 # and the worst cell of pcoll/native (medians), and the learning run's overhead: the mean
 # time of the interposed calls over all timed calls (exploration included) against the
 # plain run's, per size and as a geometric mean. Output in build/learn-ab/<mpi>-p<p>/.
@@ -27,15 +29,16 @@ EXTRA=()
 for coll in ${LEARN_COLLS:-reduce allreduce reduce_scatter reduce_scatter_block allgather allgatherv bcast}; do
   T=$OUT/$coll.toml
   rm -f "$T"
-  for run in plain learn replay; do
-    kv=()
-    [ $run = learn ] && kv=(PCOLL_LEARN="$T")
-    [ $run = replay ] && kv=(PCOLL_TUNING="$T")
-    mpi_run "$P" AB_MEAN=1 LD_PRELOAD="$LIB" "${EXTRA[@]}" "${kv[@]}" -- "$BIN" "$coll" "$ITERS" $SIZES \
+  for run in plain learn replay null; do
+    kv=(LD_PRELOAD="$LIB")
+    [ $run = learn ] && kv+=(PCOLL_LEARN="$T")
+    [ $run = replay ] && kv+=(PCOLL_TUNING="$T")
+    [ $run = null ] && kv=()
+    mpi_run "$P" AB_MEAN=1 "${EXTRA[@]}" "${kv[@]}" -- "$BIN" "$coll" "$ITERS" $SIZES \
       >"$OUT/$coll.$run.txt" 2>"$OUT/$coll.$run.err" </dev/null
     grep -h 'PCOLL_LEARN:' "$OUT/$coll.$run.err"
   done
-  for run in plain learn replay; do
+  for run in plain learn replay null; do
     awk -v run="$run" '/^ab /{n++; l+=log($7); if ($7>w){w=$7; ws=$4}} END{if(n) printf "%s %s p=%s: geomean %.3f, worst %.3f at %s B (%d sizes)\n", $2, run, $3, exp(l/n), w, ws, n}' "$OUT/$coll.$run.txt"
   done
   paste "$OUT/$coll.plain.txt" "$OUT/$coll.learn.txt" |
