@@ -215,15 +215,15 @@ pub struct Win {
     pub cell: usize,
     /// Slots (pairs of input and output cells) per rank: chunk g uses slot g mod slots.
     pub slots: usize,
-    /// Every rank has a core of its own ([`own_cores`], agreed at creation): a call smaller than a cell
-    /// takes the next piece of its slot ([`Win::place`]). With ranks that outnumber the cores
-    /// a rank and the one it reads share a core's cache at times, where the same lines again
-    /// are cheaper (forced reduce at p = 3-4 on 2 cores, 64-128 KiB: 38-133 us rotating against
-    /// 5-52 us not, Open MPI 4.1).
-    pub(crate) rotate: bool,
-    /// A reduce that fits one cell runs in quarter cells ([`pcoll::algo::shm::chunk_elems`]):
-    /// two ranks with a core each (measured at p = 2 only; with ranks that outnumber the
-    /// cores every chunk's wait may cost a time slice).
+    /// Every rank has a core of its own ([`own_cores`], agreed at creation): a call smaller
+    /// than a cell writes fresh lines, the next piece of its slot ([`Win::place`]). With ranks
+    /// that outnumber the cores a rank and the one it reads share a core's cache at times,
+    /// where the same lines again are cheaper (forced reduce at p = 3 on 2 cores, 64 KiB:
+    /// 36-45 us moving on against 5-31 us not, Open MPI 4.1).
+    pub(crate) fresh: bool,
+    /// A reduce or bcast that fits one cell runs in quarter cells
+    /// ([`pcoll::algo::shm::chunk_elems`]): two ranks with a core each (measured at p = 2
+    /// only; with ranks that outnumber the cores every chunk's wait may cost a time slice).
     pub split: bool,
     p: usize,
     rank: usize,
@@ -287,7 +287,7 @@ impl Win {
     /// Where chunk `g` of a call whose chunks fill at most `span` bytes of a cell sits:
     /// its slot and the offset within the slot's cells ([`pcoll::algo::shm::place`]).
     pub(crate) fn place(&self, g: u64, span: usize) -> (usize, usize) {
-        let span = if self.rotate { span } else { 0 };
+        let span = if self.fresh { span } else { 0 };
         pcoll::algo::shm::place(g, self.slots, self.cell, span)
     }
     /// Input (`out == false`) or output cell of `rank`'s segment at `place` (a slot and an
@@ -601,8 +601,8 @@ fn allocate(
         return None;
     }
     prefault(&bases, rank, bytes);
-    let rotate = own_cores(node, p);
-    let split = rotate && p == 2;
+    let fresh = own_cores(node, p);
+    let split = fresh && p == 2;
     let cell = cell_of(bytes, slots);
     let w = Box::new(Win {
         inner: Mutex::new(Some(Inner {
@@ -614,7 +614,7 @@ fn allocate(
         })),
         cell,
         slots,
-        rotate,
+        fresh,
         split,
         p,
         rank,
@@ -623,7 +623,7 @@ fn allocate(
     REGISTRY.lock().push(&*w as *const Win as usize);
     log::debug!(
         "shm: window of {bytes} bytes per rank, {cell}-byte cells, {slots} slots; calls under \
-         a cell move within their slot: {rotate}; a one-cell reduce in quarter cells: {split}"
+         a cell on fresh lines: {fresh}; one-cell reduces and bcasts in quarter cells: {split}"
     );
     Some(w)
 }

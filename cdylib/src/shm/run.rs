@@ -135,7 +135,7 @@ fn shape(w: &Win, call: &Call) -> Result<Shape, Error> {
         commutative: call.commutative,
         combine_at_root: super::combine_at_root(),
         replicate: (w.p - 1).saturating_mul(call.count * call.facts.size)
-            <= super::replicate_bytes(w.rotate),
+            <= super::replicate_bytes(w.fresh),
     })
 }
 
