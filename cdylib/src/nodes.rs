@@ -262,7 +262,7 @@ const MASK_WORDS: usize = 16;
 /// The ranks of the shared-memory node `node` and the cores they may run on: the union of
 /// their affinity masks (collective over `node`). Binding-proof: ranks bound one per core
 /// count one core each, unbound ranks the node's cores, a cpuset its CPUs.
-fn node_load(node: MPI_Comm) -> Option<(usize, usize)> {
+pub(crate) fn node_load(node: MPI_Comm) -> Option<(usize, usize)> {
     let mut mine = [0u64; MASK_WORDS];
     // SAFETY: a cpu_set_t is MASK_WORDS u64 (1024 bits) on Linux; this thread's mask.
     let got = unsafe {

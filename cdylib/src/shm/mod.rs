@@ -357,37 +357,11 @@ fn agree(comm: MPI_Comm, yes: bool) -> bool {
 }
 
 /// Does every rank of `node` (`p` ranks) have a core of its own? The CPUs any of them may
-/// run on (the union of their affinity masks: ranks bound one to a core each see one CPU
-/// apiece, unbound ranks the machine's) number at least p. Collective; the same answer on
+/// run on ([`crate::nodes::node_load`]: the union of their affinity masks, so ranks bound one
+/// to a core each count one core apiece) number at least p. Collective; the same answer on
 /// every rank.
 fn own_cores(node: MPI_Comm, p: usize) -> bool {
-    const WORDS: usize = 16; // 1024 CPUs, glibc's cpu_set_t
-    let mut mine = [0u64; WORDS];
-    // SAFETY: a zeroed cpu_set_t is valid; the kernel fills at most its size; the words are
-    // read back as plain bits.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            for cpu in 0..(WORDS * 64).min(libc::CPU_SETSIZE as usize) {
-                if libc::CPU_ISSET(cpu, &set) {
-                    mine[cpu / 64] |= 1 << (cpu % 64);
-                }
-            }
-        }
-    }
-    let mut all = [0u64; WORDS];
-    // SAFETY: WORDS u64 each way.
-    let rc = unsafe {
-        PMPI_Allreduce(
-            mine.as_ptr() as *const c_void,
-            all.as_mut_ptr() as *mut c_void,
-            WORDS as c_int,
-            consts::dt_uint64(),
-            consts::op_bor(),
-            node,
-        )
-    };
-    ok(rc) && all.iter().map(|w| w.count_ones() as usize).sum::<usize>() >= p
+    crate::nodes::node_load(node).is_some_and(|(_, cores)| cores >= p)
 }
 
 /// Room in /dev/shm for every rank's segment twice over (an mmap'd file larger than the free
