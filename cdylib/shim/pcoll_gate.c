@@ -13,7 +13,8 @@
  * declined, and the Rust path decides. Both the native byte ranges per (collective, p) and
  * the defect guards per collective are published by the Rust code (src/gate.rs of pcoll-mpi)
  * from its resolver and its one list of defects (pcoll::decide::defects); this file has no
- * decision rule of its own. pcoll_gate_abi() lets a Rust test check the shared constants. */
+ * decision rule of its own. pcoll_gate_abi() (pcoll_shim.c) lets a Rust test check the shared
+ * constants. */
 #include <mpi.h>
 #include "pcoll_gate.h"
 
@@ -45,33 +46,6 @@ void pcoll_gate_guard(int coll, unsigned flags, unsigned long long root_above)
     memo_clear_all();
     pcoll_hot[coll].flags = flags;
     pcoll_hot[coll].root_above = root_above;
-}
-
-/* The constants Rust must agree with (cdylib/src/gate.rs tests). */
-long long pcoll_gate_abi(int what)
-{
-    switch (what) {
-    case 0: return PCOLL_GATE_P;
-    case 1: return PCOLL_GATE_R;
-    case 2: return PCOLL_GATE_DECLINED;
-    case 3: return G_NCOLL;
-    case 10: return G_REDUCE;
-    case 11: return G_ALLREDUCE;
-    case 12: return G_REDUCE_SCATTER;
-    case 13: return G_ALLGATHERV;
-    case 14: return G_BCAST;
-    case 15: return G_ALLGATHER;
-    case 16: return G_REDUCE_SCATTER_BLOCK;
-    case 20: return PCOLL_GUARD_ROOT_NONZERO_ABOVE;
-    case 21: return PCOLL_GUARD_ONE_RANK;
-    case 22: return PCOLL_GUARD_TRUE_LB;
-    case 23: return PCOLL_GUARD_USER_OP;
-    case 24: return PCOLL_GUARD_IN_PLACE;
-    case 30: return PCOLL_MODE_CELLS;
-    case 31: return PCOLL_MODE_NATIVE;
-    case 32: return PCOLL_MODE_DECLINE;
-    default: return -1;
-    }
 }
 
 extern int pcoll_c_logical_op_on_float(MPI_Op op, MPI_Datatype dt);
@@ -214,10 +188,18 @@ void pcoll_gate_set_nb(int coll, int p, int n, const unsigned long long *lo, con
     cell_write(&gate_nb[coll][p], n, lo, hi);
 }
 
+/* `nb` == KEEP in the *_native functions below: a blocking call the Rust path sent to native
+ * for good (its raced cell settled native; pcoll_gate_keep), checked as a call the gate
+ * forwards and kept in the memo with this thread's `keeping` instead of counted. */
+#define KEEP 2
+static __thread struct { unsigned gen; unsigned long long *tally, limit; } keeping;
+
 /* Does (coll, p, bytes) go native: the blocking cells, or the non-blocking ones (`nb`). */
 HOT int native_at(int coll, int p, unsigned long long bytes, int nb)
 {
     int mode = __atomic_load_n(&pcoll_hot[coll].mode, __ATOMIC_ACQUIRE);
+    if (nb == KEEP) /* decided native by the Rust path; a memo is read in this mode only */
+        return mode == PCOLL_MODE_CELLS;
     if (mode != PCOLL_MODE_CELLS)
         return mode == PCOLL_MODE_NATIVE;
     const struct gate_cell *c = nb ? &gate_nb[coll][p] : &gate[coll][p];
@@ -431,11 +413,13 @@ static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsi
 }
 
 /* A call the gate sends to native: the blocking form is counted and kept in the memo (key
- * `k`), the non-blocking one (`nb`) neither. Returns 1. */
+ * `k`), the non-blocking one (`nb`) neither; KEEP: kept with its cell's tally. Returns 1. */
 HOT int going_native(int coll, const struct memo_key *k, int recv, int p, unsigned long long bytes, unsigned gen,
                      int nb)
 {
-    if (!nb) {
+    if (nb == KEEP)
+        memo_store(coll, k, recv, p, bytes, keeping.gen, keeping.tally, keeping.limit);
+    else if (!nb) {
         counted(coll, bytes);
         memo_store(coll, k, recv, p, bytes, gen, NULL, 0);
     }
@@ -484,22 +468,12 @@ HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI
 
 unsigned pcoll_gate_memo_gen(void) { return memo_begin(); }
 
-int pcoll_gate_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
-                           int root, MPI_Comm comm, int keep, unsigned gen, unsigned long long *tally,
-                           unsigned long long limit)
+int pcoll_gate_nb_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                              int root, MPI_Comm comm)
 {
     if (coll != G_REDUCE && coll != G_ALLREDUCE)
         return 0;
-    if (coll == G_ALLREDUCE)
-        root = -1;
-    if (!keep)
-        return reduce_like(coll, sendbuf, recvbuf, count, dt, op, root, comm, 1);
-    struct memo_key k = {comm, dt, op, count, root, sendbuf == MPI_IN_PLACE};
-    int p, recv_matters;
-    unsigned long long bytes;
-    if (plain_reduce_like(coll, sendbuf, recvbuf, count, dt, op, root, comm, &p, &bytes, &recv_matters))
-        memo_store(coll, &k, recv_matters, p, bytes, gen, tally, limit);
-    return 0;
+    return reduce_like(coll, sendbuf, recvbuf, count, dt, op, coll == G_ALLREDUCE ? -1 : root, comm, 1);
 }
 
 int pcoll_gate_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
@@ -686,4 +660,23 @@ int pcoll_gate_nb_reduce_scatter_block(const void *sendbuf, void *recvbuf, int r
                                        MPI_Op op, MPI_Comm comm)
 {
     return reduce_scatter_block_native(sendbuf, recvbuf, recvcount, dt, op, comm, 1);
+}
+
+void pcoll_gate_keep(int coll, const void *sendbuf, int sendcount, void *recvbuf, const int *counts, int count,
+                     MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, unsigned gen, unsigned long long *tally,
+                     unsigned long long limit)
+{
+    keeping.gen = gen, keeping.tally = tally, keeping.limit = limit;
+    if (coll == G_REDUCE || coll == G_ALLREDUCE)
+        reduce_like(coll, sendbuf, recvbuf, count, dt, op, coll == G_ALLREDUCE ? -1 : root, comm, KEEP);
+    else if (coll == G_REDUCE_SCATTER)
+        reduce_scatter_native(sendbuf, recvbuf, counts, dt, op, comm, KEEP);
+    else if (coll == G_ALLGATHERV)
+        allgatherv_native(sendbuf, sendcount, recvbuf, counts, dt, comm, KEEP);
+    else if (coll == G_BCAST)
+        bcast_native(recvbuf, count, dt, root, comm, KEEP);
+    else if (coll == G_ALLGATHER)
+        allgather_native(sendbuf, sendcount, recvbuf, count, dt, comm, KEEP);
+    else if (coll == G_REDUCE_SCATTER_BLOCK)
+        reduce_scatter_block_native(sendbuf, recvbuf, count, dt, op, comm, KEEP);
 }

@@ -159,19 +159,23 @@ HOT long long sum_counts(const int *c, int p)
 }
 
 
-/* The memo's generation now (bumped by every clear), for pcoll_gate_reduce_like's `keep`. */
+/* The memo's generation now (bumped by every clear), for pcoll_gate_keep's `gen`. */
 unsigned pcoll_gate_memo_gen(void);
-/* MPI_Ireduce / MPI_Iallreduce (`keep` 0): 1 if the call goes native by the non-blocking
- * cells. A blocking reduce or allreduce the Rust path sent to native for good (`keep` 1: a
- * raced cell of its communicator settled native): kept in the memo, so that the next call
- * repeating it is forwarded from C, unless a clear happened since `gen` (pcoll_gate_memo_gen
- * at the call's start) or the call is not one the gate would forward; returns 0. A memo hit
- * counts the call in `*tally` (the cell's count of its winner's calls, owned by the cell:
- * the memo is cleared with the communicator) and none is forwarded once `*tally` reaches
- * `limit` (the cell is raced again: that call reaches the Rust path). */
-int pcoll_gate_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
-                           int root, MPI_Comm comm, int keep, unsigned gen, unsigned long long *tally,
-                           unsigned long long limit);
+/* MPI_Ireduce / MPI_Iallreduce: 1 if the call goes native by the non-blocking cells. */
+int pcoll_gate_nb_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
+                              int root, MPI_Comm comm);
+/* A blocking call of `coll` the Rust path sent to native for good (a raced cell of its
+ * communicator settled native; the arguments as the collective's own, `counts` for
+ * reduce_scatter and allgatherv, `count` the count, recvcount or element count of the
+ * others): kept in the memo, so that the next call repeating it is forwarded from C, unless
+ * a clear happened since `gen` (pcoll_gate_memo_gen at the call's start) or the call is not
+ * one the gate would forward. A memo hit counts the call in `*tally` (the cell's count of its
+ * winner's calls, owned by the cell: the memo is cleared with the communicator) and none is
+ * forwarded once `*tally` reaches `limit` (the cell is raced again: that call reaches the
+ * Rust path). */
+void pcoll_gate_keep(int coll, const void *sendbuf, int sendcount, void *recvbuf, const int *counts, int count,
+                     MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, unsigned gen, unsigned long long *tally,
+                     unsigned long long limit);
 /* The full gate (pcoll_gate.c), called by the entries when the memo did not match (so it
  * does not check the memo again): forwards a plain call that goes native (and remembers it),
  * else returns PCOLL_GATE_DECLINED. */

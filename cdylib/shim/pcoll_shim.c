@@ -2,6 +2,7 @@
  * that are not Rust-visible through bindgen). Exported as link-time constants so that the
  * Rust code never hard-codes an ABI. */
 #include <mpi.h>
+#include "pcoll_gate.h"
 
 void *const pcoll_c_in_place = MPI_IN_PLACE;
 void *const pcoll_c_bottom = MPI_BOTTOM;
@@ -108,4 +109,31 @@ void pcoll_c_status_empty(MPI_Status *s)
         return;
     s->MPI_SOURCE = MPI_ANY_SOURCE;
     s->MPI_TAG = MPI_ANY_TAG;
+}
+
+/* The constants Rust must agree with (cdylib/src/gate.rs tests). */
+long long pcoll_gate_abi(int what)
+{
+    switch (what) {
+    case 0: return PCOLL_GATE_P;
+    case 1: return PCOLL_GATE_R;
+    case 2: return PCOLL_GATE_DECLINED;
+    case 3: return G_NCOLL;
+    case 10: return G_REDUCE;
+    case 11: return G_ALLREDUCE;
+    case 12: return G_REDUCE_SCATTER;
+    case 13: return G_ALLGATHERV;
+    case 14: return G_BCAST;
+    case 15: return G_ALLGATHER;
+    case 16: return G_REDUCE_SCATTER_BLOCK;
+    case 20: return PCOLL_GUARD_ROOT_NONZERO_ABOVE;
+    case 21: return PCOLL_GUARD_ONE_RANK;
+    case 22: return PCOLL_GUARD_TRUE_LB;
+    case 23: return PCOLL_GUARD_USER_OP;
+    case 24: return PCOLL_GUARD_IN_PLACE;
+    case 30: return PCOLL_MODE_CELLS;
+    case 31: return PCOLL_MODE_NATIVE;
+    case 32: return PCOLL_MODE_DECLINE;
+    default: return -1;
+    }
 }

@@ -187,7 +187,15 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
     }
     let unequal = || counts.windows(2).any(|w| w[0].into() != w[1].into());
     let fast = (sendbuf, elems as usize * size, t0);
-    native_decided(g, coll, p, fast, (dt, op, comm), &unequal, native)
+    let kept = || {
+        let counts: Option<Vec<c_int>> = counts
+            .iter()
+            .map(|&c| c_int::try_from(c.into()).ok())
+            .collect();
+        let bufs = (sendbuf, recvbuf as *mut c_void);
+        kept(coll, bufs, sendcount, counts?, (dt, op, comm))
+    };
+    native_decided(g, (coll, p), fast, (dt, op, comm), &unequal, &kept, native)
 }
 
 /// One rank's side of an allgather / reduce_scatter_block: `(sendbuf, recvbuf, recvcount,
@@ -227,18 +235,49 @@ pub fn regular_native(
         return None; // possibly a NULL buffer error (or MPI_BOTTOM): the full path decides
     }
     let fast = (sendbuf, elems as usize * size, t0);
-    native_decided(g, coll, p, fast, (dt, op, comm), &|| false, native)
+    let kept = || {
+        let bufs = (sendbuf, recvbuf as *mut c_void);
+        kept(
+            coll,
+            bufs,
+            sendcount,
+            vec![c_int::try_from(count).ok()?],
+            (dt, op, comm),
+        )
+    };
+    native_decided(g, (coll, p), fast, (dt, op, comm), &|| false, &kept, native)
+}
+
+/// A fast path's call as the gate's memo keeps it ([`crate::gate::keep`]).
+fn kept(
+    coll: Collective,
+    bufs: (*const c_void, *mut c_void),
+    sendcount: i64,
+    counts: Vec<c_int>,
+    (dt, op, comm): (MPI_Datatype, MPI_Op, MPI_Comm),
+) -> Option<crate::gate::Kept> {
+    Some(crate::gate::Kept {
+        coll,
+        bufs,
+        sendcount,
+        counts,
+        dt,
+        op,
+        root: 0,
+        comm,
+    })
 }
 
 /// The shared end of the fast paths: `fast` = (send buffer, bytes, start time). If the
-/// resolver says native, make the call and record it.
+/// resolver says native, make the call and record it; a raced cell's native call is kept in
+/// the gate's memo (`kept`: the call as the memo keys it) as [`native_requested`] keeps it.
 fn native_decided(
     g: &'static Global,
-    coll: Collective,
-    p: usize,
+    (coll, p): (Collective, usize),
     (sendbuf, bytes, t0): (*const c_void, usize, f64),
     (dt, op, comm): (MPI_Datatype, MPI_Op, MPI_Comm),
     unequal: &dyn Fn() -> bool,
+    kept: &dyn Fn() -> Option<crate::gate::Kept>,
     native: &mut dyn FnMut() -> c_int,
 ) -> Option<c_int> {
     let commutative = if coll.reduces() {
@@ -258,14 +297,18 @@ fn native_decided(
         node_shm: true,
         nonblocking: false,
     };
+    let gen = crate::gate::memo_gen();
     let (learned, tally) = learned(g, comm, &call)?;
     let nf = ArgFacts { dt, op, unequal };
     let d = decide(g, &call, &nf, learned).ok()?;
     if d.algorithm != Algorithm::Native {
         return None;
     }
-    if let Some(t) = tally {
-        t.take(); // not due to be raced again (`verdict`): counted
+    // Not due to be raced again (`verdict`): counted, and kept as `native_requested` keeps it.
+    if let Some(t) = tally.filter(|t| t.take()) {
+        if let Some(k) = kept() {
+            crate::gate::keep(&k, gen, &t);
+        }
     }
     let rc = native();
     state::record(coll, Algorithm::Native, bytes, stat_time(g) - t0);
