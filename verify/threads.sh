@@ -18,13 +18,19 @@ BIN=$OUT/threads-$MPI
 $MPICC -O2 -Wall -o "$BIN" "$ROOT/verify/threads.c" -lpthread || { echo "threads: FAIL (build)"; exit 1; }
 FORCED="PCOLL_REDUCE=shm PCOLL_ALLREDUCE=shm PCOLL_REDUCE_SCATTER=shm PCOLL_ALLGATHERV=shm"
 NBFORCED="PCOLL_REDUCE=shm PCOLL_ALLREDUCE=shm PCOLL_REDUCE_SCATTER=circulant PCOLL_ALLGATHERV=ring"
+# Intel MPI 2021's own intra-node collectives hang under MPI_THREAD_MULTIPLE with 4 threads
+# on communicators of their own: without pcoll, p = 2, 4 threads x 200 iterations, 3 runs of 3
+# on the second VM (session 31; 30 iterations pass, 60 do not within 60 s); with its
+# point-to-point ones (I_MPI_COLL_INTRANODE=pt2pt) 0.4 s. A native defect, not pcoll's.
+NATIVE_ENV=()
+[ "$MPI" = impi ] && NATIVE_ENV=(I_MPI_COLL_INTRANODE=pt2pt)
 fails=0
 run() { # name, program flags, then VAR=value...
   local name=$1 flags=$2
   shift 2
   local out rc
   out=$(timeout -k 5 240 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
-    "$ROOT/scripts/mpi.sh" "$MPI" -- "$P" LD_PRELOAD="$LIB" PCOLL_STATS=1 "$@" -- "$BIN" -t 4 -n 200 -c 70000 $flags \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- "$P" LD_PRELOAD="$LIB" PCOLL_STATS=1 "${NATIVE_ENV[@]}" "$@" -- "$BIN" -t 4 -n 200 -c 70000 $flags \
     </dev/null 2>&1)
   rc=$?
   local line
