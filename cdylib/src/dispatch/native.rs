@@ -193,7 +193,7 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
             .map(|&c| c_int::try_from(c.into()).ok())
             .collect();
         let bufs = (sendbuf, recvbuf as *mut c_void);
-        kept(coll, bufs, sendcount, counts?, (dt, op, comm))
+        Some(fast_kept(coll, bufs, sendcount, counts?, (dt, op, comm)))
     };
     native_decided(g, (coll, p), fast, (dt, op, comm), &unequal, &kept, native)
 }
@@ -237,26 +237,21 @@ pub fn regular_native(
     let fast = (sendbuf, elems as usize * size, t0);
     let kept = || {
         let bufs = (sendbuf, recvbuf as *mut c_void);
-        kept(
-            coll,
-            bufs,
-            sendcount,
-            vec![c_int::try_from(count).ok()?],
-            (dt, op, comm),
-        )
+        let counts = vec![c_int::try_from(count).ok()?];
+        Some(fast_kept(coll, bufs, sendcount, counts, (dt, op, comm)))
     };
     native_decided(g, (coll, p), fast, (dt, op, comm), &|| false, &kept, native)
 }
 
 /// A fast path's call as the gate's memo keeps it ([`crate::gate::keep`]).
-fn kept(
+fn fast_kept(
     coll: Collective,
     bufs: (*const c_void, *mut c_void),
     sendcount: i64,
     counts: Vec<c_int>,
     (dt, op, comm): (MPI_Datatype, MPI_Op, MPI_Comm),
-) -> Option<crate::gate::Kept> {
-    Some(crate::gate::Kept {
+) -> crate::gate::Kept {
+    crate::gate::Kept {
         coll,
         bufs,
         sendcount,
@@ -265,7 +260,7 @@ fn kept(
         op,
         root: 0,
         comm,
-    })
+    }
 }
 
 /// The shared end of the fast paths: `fast` = (send buffer, bytes, start time). If the
