@@ -82,7 +82,7 @@ for t in $TESTS; do
     out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
       "$ROOT/scripts/mpi.sh" "$MPI" -- "$np" LD_PRELOAD="$LIB" "${env_force[@]}" -- "$OUT/$t" $args </dev/null 2>&1)
     rc=$?
-    if [ $rc -eq 0 ] && echo "$out" | grep -q "No Errors"; then
+    if [ $rc -eq 0 ] && grep -q "No Errors" <<<"$out"; then
       pass=$((pass + 1))
       continue
     fi
@@ -91,7 +91,7 @@ for t in $TESTS; do
     nat=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
       "$ROOT/scripts/mpi.sh" "$MPI" -- "$np" -- "$OUT/$t" $args </dev/null 2>&1)
     nrc=$?
-    if [ $nrc -ne 0 ] || ! echo "$nat" | grep -q "No Errors"; then
+    if [ $nrc -ne 0 ] || ! grep -q "No Errors" <<<"$nat"; then
       native=$((native + 1))
       echo "  NATIVE $t np=$np $args: fails without pcoll too (rc $nrc): $(echo "$nat" | tail -2 | tr '\n' ' ' | cut -c1-200)"
     else

@@ -86,7 +86,7 @@ scenario() {
       why="rank 0 printed $n '$WARNRE' warnings, expected exactly 1"
     else
       for v in $expect; do
-        grep "^pcoll: warning: $WARNRE" "$dir/out.0" | grep -q "$v[ (,]" ||
+        grep -q "$v[ (,]" <<<"$(grep "^pcoll: warning: $WARNRE" "$dir/out.0")" ||
           why="the warning does not name $v"
       done
     fi

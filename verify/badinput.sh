@@ -209,7 +209,7 @@ while [ $# -ge 2 ]; do
     # A warning that names the culprit: the file (its base name) or the variable.
     if [ $var = PCOLL_TUNING ]; then pat=$(basename "$val"); else pat=$var; fi
     warn=no
-    grep -Ei 'pcoll(\[[0-9]+\])?:? (warning|WARN)' "$RUNLOG" | grep -Fq -- "$pat" && warn=yes
+    grep -Fq -- "$pat" <<<"$(grep -Ei 'pcoll(\[[0-9]+\])?:? (warning|WARN)' "$RUNLOG")" && warn=yes
     verdict=ok
     [ -z "$sum" ] && verdict=CRASH
     [ -n "$sum" ] && [ "${sum#*/}" != 0 ] && verdict=WRONG-RESULTS

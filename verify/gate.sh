@@ -16,7 +16,7 @@ printf '[[allreduce]]\nform = "nonblocking"\np = [2, 4]\nalgorithm = "shm"\n' >"
 out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
   "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_TUNING="$OUT/nbagain.toml" -- \
   "$OUT/nbagain-$MPI" $([ "$MPI" = mpich ] && echo kept) </dev/null 2>&1)
-echo "$out" | grep -q '^nbagain: PASS' || { echo "$out" | tail -8; echo "gate: FAIL (nbagain)"; exit 1; }
+grep -q '^nbagain: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (nbagain)"; exit 1; }
 # Kept decisions over several shapes of a call (verify/again.c: roots rotating, two sizes, two
 # communicators, periods shorter and longer than what is kept, blocking and non-blocking),
 # forced to `shm` and to `circulant`, p = 3: closed-form results, the forced algorithm ran.
@@ -25,7 +25,7 @@ for alg in shm circulant; do
   out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
     "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_REDUCE=$alg PCOLL_ALLREDUCE=$alg \
     PCOLL_BCAST=$alg PCOLL_ALLGATHERV=$alg -- "$OUT/again-$MPI" $alg </dev/null 2>&1)
-  echo "$out" | grep -q '^again: PASS' || { echo "$out" | tail -8; echo "gate: FAIL (again, $alg)"; exit 1; }
+  grep -q '^again: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (again, $alg)"; exit 1; }
 done
 # MPI-4.1's MPI_Request_get_status_all/_any/_some on a request pcoll serves, freed once they
 # say it is complete (verify/getstatus.c; a PASS without testing before MPI 4.1). With the
@@ -34,7 +34,7 @@ $MPICC -O2 -Wall -o "$OUT/getstatus-$MPI" "$ROOT/verify/getstatus.c" || { echo "
 out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
   "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_ALLREDUCE=binomial -- \
   "$OUT/getstatus-$MPI" </dev/null 2>&1)
-echo "$out" | grep -q '^getstatus: PASS' || { echo "$out" | tail -8; echo "gate: FAIL (getstatus)"; exit 1; }
+grep -q '^getstatus: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (getstatus)"; exit 1; }
 # MPI-4 sessions (verify/sessions.c): a program with sessions only (no world model: pcoll
 # forwards, where it once crashed in MPI_Comm_set_attr(MPI_COMM_SELF)), a session beside
 # MPI_Init (its communicator served, every collective forced to `shm`), the same with the
@@ -50,7 +50,7 @@ for mode in sessions mixed kept; do
       "$ROOT/scripts/mpi.sh" "$MPI" -- $np LD_PRELOAD="$LIB" PCOLL_REDUCE=shm PCOLL_ALLREDUCE=shm \
       PCOLL_BCAST=shm PCOLL_ALLGATHER=shm PCOLL_ALLGATHERV=shm PCOLL_REDUCE_SCATTER=shm \
       PCOLL_REDUCE_SCATTER_BLOCK=shm -- "$OUT/sessions-$MPI" $mode shm </dev/null 2>&1)
-    [ "$(echo "$out" | grep -c '^sessions: PASS')" = $np ] || { echo "$out" | tail -8; echo "gate: FAIL (sessions $mode, p = $np)"; exit 1; }
+    [ "$(grep -c '^sessions: PASS' <<<"$out")" = $np ] || { echo "$out" | tail -8; echo "gate: FAIL (sessions $mode, p = $np)"; exit 1; }
   done
 done
 # Dynamic processes (verify/spawn.c): 2 parents spawn 2 children and merge; on the merged
@@ -67,7 +67,7 @@ case $MPI in openmpi | openmpi5 | mpich5)
     out=$(timeout -k 5 90 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
       "$ROOT/scripts/mpi.sh" "$MPI" -- 2 LD_PRELOAD="$LIB" PCOLL_REDUCE=$alg PCOLL_ALLREDUCE=$alg \
       PCOLL_BCAST=$alg PCOLL_ALLGATHERV=$ag -- "$OUT/spawn-$MPI" $alg </dev/null 2>&1)
-    [ "$(echo "$out" | grep -c '^spawn: PASS')" = 4 ] || { echo "$out" | tail -8; echo "gate: FAIL (spawn, $alg)"; exit 1; }
+    [ "$(grep -c '^spawn: PASS' <<<"$out")" = 4 ] || { echo "$out" | tail -8; echo "gate: FAIL (spawn, $alg)"; exit 1; }
   done
   ;;
 esac
@@ -84,7 +84,7 @@ for alg in binomial shm; do
   out=$("${pre[@]}" timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
     "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_BCAST=$alg PCOLL_ALLGATHERV=$alg \
     PCOLL_ALLGATHER=$alg -- "$OUT/bottom-$MPI" $alg </dev/null 2>&1)
-  [ "$(echo "$out" | grep -c '^bottom: PASS')" = 3 ] || { echo "$out" | tail -8; echo "gate: FAIL (bottom, $alg)"; exit 1; }
+  [ "$(grep -c '^bottom: PASS' <<<"$out")" = 3 ] || { echo "$out" | tail -8; echo "gate: FAIL (bottom, $alg)"; exit 1; }
 done
 # More live communicators than pcoll can shadow (verify/manycomms.c: 2100 dups made first,
 # then an allreduce forced to `binomial` on each; MPICH's 2048 context ids run out): the calls
@@ -95,7 +95,7 @@ for form in blocking nb; do
   out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
     "$ROOT/scripts/mpi.sh" "$MPI" -- 2 LD_PRELOAD="$LIB" PCOLL_ALLREDUCE=binomial -- \
     "$OUT/manycomms-$MPI" 2100 $form </dev/null 2>&1)
-  [ "$(echo "$out" | grep -c '^manycomms: PASS')" = 2 ] || { echo "$out" | tail -8; echo "gate: FAIL (manycomms $form)"; exit 1; }
+  [ "$(grep -c '^manycomms: PASS' <<<"$out")" = 2 ] || { echo "$out" | tail -8; echo "gate: FAIL (manycomms $form)"; exit 1; }
 done
 # verify/gate.c's table: native at p = 2 below 1 KiB and at p = 4 (a reduce there only at
 # root 0), a pcoll algorithm elsewhere;
@@ -122,8 +122,8 @@ rounds=200
 out=$(timeout -k 5 240 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
   "$ROOT/scripts/mpi.sh" "$MPI" -- 5 LD_PRELOAD="$LIB" PCOLL_TUNING="$TABLE" -- "$BIN" $rounds </dev/null 2>&1)
 rc=$?
-echo "$out" | grep -E '^gate: ' | head -20
-[ $rc = 0 ] && echo "$out" | grep -q '^gate: PASS' && exit 0
+grep -E '^gate: ' <<<"$out" | head -20
+[ $rc = 0 ] && grep -q '^gate: PASS' <<<"$out" && exit 0
 echo "$out" | tail -5
 echo "gate: FAIL (exit $rc)"
 exit 1

@@ -209,7 +209,7 @@ for p in "${PS[@]}"; do
   else
     echo "$stats" | sed "s/^/  p=$p /"
     # At least one call served by a pcoll algorithm (not handed to native).
-    if ! echo "$stats" | grep -Eq 'stats [a-z_]+ (binomial|pipeline|greedy|greedy_uni|circulant|butterfly|ring|binary|fibonacci) calls=[1-9]'; then
+    if ! grep -Eq 'stats [a-z_]+ (binomial|pipeline|greedy|greedy_uni|circulant|butterfly|ring|binary|fibonacci) calls=[1-9]' <<<"$stats"; then
       log "p=$p: pcoll served no call with its own algorithms"
       [ "$p" -gt 1 ] && failed=$((failed + 1))
     fi

@@ -27,13 +27,13 @@ run() {
     "$ROOT/scripts/mpi.sh" "$MPI" -- "$p" LD_PRELOAD="$LIB" PCOLL_STATS=1 PCOLL_REDUCE="$alg" \
     PCOLL_ALLREDUCE="$alg" PCOLL_BCAST="$alg" PCOLL_ALLGATHER="$alg" -- "$BIN" </dev/null 2>&1)
   rc=$?
-  served=$(echo "$out" | grep -cE "^pcoll: stats i(bcast|reduce|allreduce|allgather) $alg")
-  if [ $rc = 0 ] && echo "$out" | grep -q '^nbprogress: ok' && [ "$served" = 4 ]; then
+  served=$(grep -cE "^pcoll: stats i(bcast|reduce|allreduce|allgather) $alg" <<<"$out")
+  if [ $rc = 0 ] && grep -q '^nbprogress: ok' <<<"$out" && [ "$served" = 4 ]; then
     echo "  $label: ok (4 I-collectives served by $alg)"
   else
     fails=$((fails + 1))
     echo "  $label: FAILED (exit $rc, $served of 4 served by $alg)"
-    echo "$out" | grep -E 'nbprogress|FAILED|signal' | head -5 | sed 's/^/    /'
+    grep -E 'nbprogress|FAILED|signal' <<<"$out" | head -5 | sed 's/^/    /'
   fi
 }
 run p=3 3 binomial
@@ -55,12 +55,12 @@ if [ -n "${MPIFC:-}" ]; then
       "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_STATS=1 PCOLL_BCAST=binomial \
       PCOLL_REDUCE=binomial -- "$FBIN" </dev/null 2>&1)
     rc=$?
-    served=$(echo "$out" | grep -cE '^pcoll: stats i(bcast|reduce) binomial')
-    if [ $rc = 0 ] && echo "$out" | grep -q '^nbprogress_f: ok' && [ "$served" = 2 ]; then
+    served=$(grep -cE '^pcoll: stats i(bcast|reduce) binomial' <<<"$out")
+    if [ $rc = 0 ] && grep -q '^nbprogress_f: ok' <<<"$out" && [ "$served" = 2 ]; then
       echo "  fortran p=3: ok (2 I-collectives served by binomial)"; ftxt=", Fortran"
     else
       fails=$((fails + 1)); echo "  fortran p=3: FAILED (exit $rc, $served of 2 served)"
-      echo "$out" | grep -E 'nbprogress|FAILED|signal' | head -5 | sed 's/^/    /'
+      grep -E 'nbprogress|FAILED|signal' <<<"$out" | head -5 | sed 's/^/    /'
     fi
   fi
 fi

@@ -103,12 +103,12 @@ selftest() {
       out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
         "$ROOT/scripts/mpi.sh" "$MPI" -- $np MUTANT=$m LD_PRELOAD="$so" -- \
         "$BIN" --seed "$s" --cases 300 --max-count 1000 </dev/null 2>&1)
-      echo "$out" | grep -Eq '^difftest: [0-9]+ cases, [1-9][0-9]* mismatches|MISMATCH|Segmentation fault|signal 11|Aborted' && break
+      grep -Eq '^difftest: [0-9]+ cases, [1-9][0-9]* mismatches|MISMATCH|Segmentation fault|signal 11|Aborted' <<<"$out" && break
       echo "  self-test: mutant $m not seen with seed $s (none of its cases shows the defect)"
     done
-    if echo "$out" | grep -Eq '^difftest: [0-9]+ cases, [1-9][0-9]* mismatches'; then
+    if grep -Eq '^difftest: [0-9]+ cases, [1-9][0-9]* mismatches' <<<"$out"; then
       passed=$((passed + 1))
-    elif echo "$out" | grep -Eq 'MISMATCH|Segmentation fault|signal 11|Aborted'; then
+    elif grep -Eq 'MISMATCH|Segmentation fault|signal 11|Aborted' <<<"$out"; then
       # A wrong interposer that makes the run crash is caught too (the run fails); the
       # mutants hand wrong arguments to the MPI, which may crash before a case completes.
       passed=$((passed + 1))
@@ -137,7 +137,7 @@ run_one() {
   [ ${#kvs[@]} -gt 0 ] && tag="-${kvs[0]%%=*}"
   tag=${LOGTAG:-$tag}
   local log=$OUTDIR/logs/difftest-$MPI-$([ $NATIVE = 1 ] && echo native- || true)p$p$tag.log
-  local args=(--seed "$s" --cases "$n" --max-count "$maxc" ${DIFFTEST_ARGS:-})
+  local args=(--seed "$s" --cases "$n" --max-count "$maxc" ${DIFFTEST_ARGS:-} ${RUN_ARGS:-})
   local t0=$SECONDS
   local envs=("${kvs[@]}")
   [ $NATIVE = 0 ] && envs=(LD_PRELOAD="$LIB" "${kvs[@]}")
@@ -183,7 +183,7 @@ shm_served() {
   line=$(grep -E '^difftest: served' "$log")
   for c in ${SHM_COLLS//,/ }; do
     got=0
-    echo "$line" | grep -Eq "[: ]$c\[[^]]*shm=" && got=1
+    grep -Eq "[: ]$c\[[^]]*shm=" <<<"$line" && got=1
     # One rank: served only where p = 1 keeps shm (no window needed): every collective.
     if [ $got != "$want" ]; then
       failed=$((failed + 1))
@@ -241,7 +241,7 @@ trees_run() { # trees_run <p> <cases> <binary|fibonacci>
     run_one "$p" "$n" PCOLL_REDUCE="$alg" PCOLL_ALLREDUCE="$alg" PCOLL_BCAST="$alg"
   line=$(grep -E '^difftest: served' "$OUTDIR/logs/difftest-$MPI-p$p-trees-$alg.log")
   for c in "${TREE_COLLS[@]}"; do
-    if ! echo "$line" | grep -Eq "[: ]$c\[[^]]*$alg=[1-9]"; then
+    if ! grep -Eq "[: ]$c\[[^]]*$alg=[1-9]" <<<"$line"; then
       failed=$((failed + 1))
       echo "    $c: $alg did not serve (log $OUTDIR/logs/difftest-$MPI-p$p-trees-$alg.log)"
     fi
@@ -280,18 +280,20 @@ done
 # pcoll splits messages into chunks (PCOLL_CHUNK); tiny chunks split nearly every message,
 # across pieces and mid-block, so that any disagreement between sender and receiver shows
 # (PCOLL_CHUNK_MAX: bcast and allgather(v) split only a few chunks' worth by default).
+# Buffers of at most 256 KiB there (6,554 chunks): a 7.4 MB allgatherv cut into 185,000
+# chunks of 40 B took 86 s of one run's 97 at p = 3 on 2 cores (Open MPI 5, session 32).
 if [ $NATIVE = 0 ]; then
-  run_one 3 $(( CASES / 3 )) PCOLL_CHUNK=40 PCOLL_CHUNK_MAX=1073741824
+  RUN_ARGS="--max-bytes 262144" run_one 3 $(( CASES / 3 )) PCOLL_CHUNK=40 PCOLL_CHUNK_MAX=1073741824
   # Two nodes (ranks 0-1, 2): bcast and allgather(v) chunk by the peer's node (a few chunks'
   # worth on the node, up to PCOLL_CHUNK_MAX between nodes); both sides must agree.
-  run_one 3 $(( CASES / 5 )) PCOLL_NODES=2 PCOLL_CHUNK=40
+  RUN_ARGS="--max-bytes 262144" run_one 3 $(( CASES / 5 )) PCOLL_NODES=2 PCOLL_CHUNK=40
   [ $MODE = quick ] && for alg in binary fibonacci; do trees_run 3 $(( CASES / 5 )) "$alg"; done
   # PCOLL_DISABLE=1: a pure passthrough (the blocking calls forwarded by the C entry from
   # the first one on): right results, and pcoll served none of the calls.
   if [ $MODE = quick ]; then
     run_one 3 $(( CASES / 5 )) PCOLL_DISABLE=1
     served=$(grep -E '^difftest: served' "$OUTDIR/logs/difftest-$MPI-p3-PCOLL_DISABLE.log")
-    algs=$(echo "$served" | grep -oE '[a-z_]+=[0-9]+' | cut -d= -f1 | sort -u | tr '\n' ' ')
+    algs=$(grep -oE '[a-z_]+=[0-9]+' <<<"$served" | cut -d= -f1 | sort -u | tr '\n' ' ')
     if [ "$algs" != "none " ]; then
       failed=$((failed + 1))
       echo "    PCOLL_DISABLE=1: pcoll served calls: $served"

@@ -34,12 +34,12 @@ run() { # name, program flags, then VAR=value...
     </dev/null 2>&1)
   rc=$?
   local line
-  line=$(echo "$out" | grep -E '^threads: ' | tail -1)
+  line=$(grep -E '^threads: ' <<<"$out" | tail -1)
   # Forced runs must show pcoll serving (a stats line of the forced algorithm).
   local want=
   case $name in shm) want='stats (allreduce|reduce) shm' ;; nb-forced) want='stats i(allreduce|reduce) shm' ;; esac
-  if [ $rc = 0 ] && echo "$line" | grep -qE ' 0 errors|SKIP' &&
-    { [ -z "$want" ] || echo "$line" | grep -q SKIP || echo "$out" | grep -qE "$want"; }; then
+  if [ $rc = 0 ] && grep -qE ' 0 errors|SKIP' <<<"$line" &&
+    { [ -z "$want" ] || grep -q SKIP <<<"$line" || grep -qE "$want" <<<"$out"; }; then
     echo "threads $name p=$P: ok: ${line#threads: }"
   else
     echo "threads $name p=$P: FAILED (exit $rc): ${line:-no result line}"
