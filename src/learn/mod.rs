@@ -45,7 +45,7 @@
 pub mod table;
 mod verdict;
 
-pub use verdict::{confirm_calls, lower_quartile, race_winner, winner, RACE_NATIVE_COST_NS};
+pub use verdict::{confirm_calls, lower_quartile, race_winner, winner, RACE_PCOLL_COST_NS};
 
 use crate::algo::{Algorithm, Collective};
 use crate::decide::model::{node_prices, prices};
@@ -423,7 +423,8 @@ pub struct Cell {
     /// The table the run decides with races this cell (a `race = true` rule): a learned
     /// table keeps racing it ([`table::rule_of`]).
     pub raced_rule: bool,
-    /// A race: the rule's algorithm is kept unless native beats it ([`race_winner`]).
+    /// A race: the rule's algorithm is kept if it, with its path, is no slower than native
+    /// ([`race_winner`]).
     pub incumbent: bool,
     /// Exploration in blocks of this many consecutive calls of one candidate, the first not
     /// timed ([`Cell::blocked`]); 1: the candidates rotate call by call.

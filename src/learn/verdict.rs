@@ -22,32 +22,27 @@ pub fn confirm_calls(block: u64, timed: usize) -> u64 {
     (CONFIRM_ROUNDS * timed) as u64
 }
 
-/// What a call of a raced cell decided native costs beyond native's own time where the native
-/// gate's memo does not take it: the Rust path (0.2-0.45 us measured, MPICH 5 and Intel MPI,
-/// p = 2, 8 B-16 KiB).
-pub const RACE_NATIVE_COST_NS: u64 = 300;
-
-/// Native's extra cost in a race is at most its time divided by this (5%): since session 31 a
-/// raced cell settled native is kept in the gate's memo for every collective, so a call that
-/// repeats the last one of its collective costs next to nothing beyond native; 300 ns on a
-/// 0.6 us call kept `binomial` bcast at 8 B (0.8 us), then 2-3x native in a loop.
-pub const RACE_NATIVE_SHARE: u64 = 20;
+/// What a call of a raced cell settled on the rule's pcoll algorithm costs beyond the part a
+/// race times: the C entry, the served-again lookup and the accounting around the run (perf,
+/// Open MPI 4.1, p = 2, a loop of `binomial` bcasts of 8 B: 12% of the samples there against
+/// the run's 16%, about 0.1-0.14 us of its 0.56 us). A race starts its timer after the
+/// dispatch for both candidates, and a native winner's calls are forwarded by the C gate's
+/// memo at the MPI's own cost (8 B allgather: 407-437 ns against PMPI's 391-438), so only
+/// pcoll's side pays it. Until session 32 native's side paid min(300 ns, 5%) instead (its
+/// Rust path before the memo): with pcoll's path uncounted, that kept pcoll's algorithm in
+/// cells where it was up to ~0.5 us slower, the 1.10-1.18x raced cells of 8-32 KiB.
+pub const RACE_PCOLL_COST_NS: u64 = 150;
 
 /// A race's winner ([`Cell::incumbent`](super::Cell::incumbent)): the faster, counting
-/// [`RACE_NATIVE_COST_NS`], at most a [`RACE_NATIVE_SHARE`]th of native's time, on native's
-/// side (index 1, the rule's algorithm, unless native plus that is faster). No
-/// margin: a race decides between its rule's algorithm and native alone, and a margin on
-/// either side sends it to the slower one (with pcoll's 10% + 0.5 us, a race at MPICH 5's
-/// allgatherv 8 B kept native at 1.8 us against `butterfly`'s 1.6-1.7, and its calls then
-/// took 2.17; with native's 10%, MPICH 5's reduce at 16 KiB cold kept `shm` at 1.23x).
+/// [`RACE_PCOLL_COST_NS`] on pcoll's side (index 1, the rule's algorithm, if it plus that
+/// is no slower than native; else native). No margin: a race decides between its rule's
+/// algorithm and native alone, and a margin on either side sends it to the slower one (with
+/// pcoll's 10% + 0.5 us, a race at MPICH 5's allgatherv 8 B kept native at 1.8 us against
+/// `butterfly`'s 1.6-1.7; with native's 10%, MPICH 5's reduce at 16 KiB cold kept `shm` at
+/// 1.23x).
 pub fn race_winner(agreed: &[u64]) -> usize {
     match agreed {
-        [native, rule, ..]
-            if *rule
-                <= native.saturating_add(RACE_NATIVE_COST_NS.min(native / RACE_NATIVE_SHARE)) =>
-        {
-            1
-        }
+        [native, rule, ..] if rule.saturating_add(RACE_PCOLL_COST_NS) <= *native => 1,
         _ => 0,
     }
 }
