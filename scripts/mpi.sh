@@ -41,23 +41,16 @@ mpi_setup() {
   MPIRUN_FLAGS=()
   case $name in
   openmpi)
-    MPI_ABI=openmpi MPICC=mpicc.openmpi MPIFC=mpif90.openmpi MPIRUN=mpirun.openmpi
-    # On one node (and on the emulated cluster's veth links) both Open MPIs select pml/ob1;
-    # naming it skips probing the others (pml/ucx, pml/cm's libfabric and PSM2 transports):
-    # a 3-rank launch took 0.50 s here and takes 0.23 s (Open MPI 5: 0.31 and 0.19), and
-    # make test launches about a thousand. osc/ucx likewise: pcoll's windows are osc/sm's.
-    export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_osc=${OMPI_MCA_osc:-^ucx} ;;
+    MPI_ABI=openmpi MPICC=mpicc.openmpi MPIFC=mpif90.openmpi MPIRUN=mpirun.openmpi ;;
   mpich)
     MPI_ABI=mpich MPICC=mpicc.mpich MPIFC=mpif90.mpich MPIRUN=mpiexec.mpich ;;
   openmpi5)
     MPI_VENV=$MPI_ROOT_DIR/mpis/openmpi5
     MPI_ABI=openmpi MPICC=$MPI_VENV/bin/mpicc MPIFC= MPIRUN=$MPI_VENV/bin/mpirun
-    # Its osc/ucx component fails its query on a machine without UCX devices and says so on
-    # every shared-window creation (harmless; the osc/sm component serves the window).
     # Its btl/ofi component probes libfabric's providers at every start: 1.05 s of each
     # launch here (1.35 s for a 2-rank test against 0.31 s without it), and on one node it
     # carries nothing (btl/sm serves the node's ranks). make test launches hundreds of times.
-    export OMPI_MCA_osc=${OMPI_MCA_osc:-^ucx} OMPI_MCA_btl=${OMPI_MCA_btl:-^ofi} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} ;;
+    export OMPI_MCA_btl=${OMPI_MCA_btl:-^ofi} ;;
   mpich5)
     MPI_VENV=$MPI_ROOT_DIR/mpis/mpich5
     MPI_ABI=mpich MPICC=$MPI_VENV/bin/mpicc MPIFC= MPIRUN=$MPI_VENV/bin/mpiexec
@@ -69,7 +62,15 @@ mpi_setup() {
     export I_MPI_ROOT=$MPI_VENV I_MPI_FABRICS=${I_MPI_FABRICS:-shm}
     export LD_LIBRARY_PATH=$MPI_VENV/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;;
   esac
-  [ "$MPI_ABI" = openmpi ] && MPIRUN_FLAGS=(--allow-run-as-root --oversubscribe)
+  # Both Open MPIs: on one node (and on the emulated cluster's veth links) they select pml/ob1;
+  # naming it skips probing the others (pml/ucx, pml/cm's libfabric and PSM2 transports): a
+  # 3-rank launch took 0.50 s here and takes 0.23 s (Open MPI 5: 0.31 and 0.19), and make
+  # test launches about a thousand. osc/ucx fails its query on a machine without UCX devices
+  # (Open MPI 5 says so at every shared-window creation); osc/sm serves pcoll's windows.
+  if [ "$MPI_ABI" = openmpi ]; then
+    MPIRUN_FLAGS=(--allow-run-as-root --oversubscribe)
+    export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_osc=${OMPI_MCA_osc:-^ucx}
+  fi
   if ! command -v "$MPICC" >/dev/null 2>&1 || ! command -v "$MPIRUN" >/dev/null 2>&1; then
     echo "MPI '$name' is not installed ($MPICC, $MPIRUN): make deps MPI=$name installs it" >&2
     return 1

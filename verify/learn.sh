@@ -11,11 +11,11 @@
 #             are raced rules): each raced cell ran its rule's algorithm or native
 #   relearn   p = 2: PCOLL_TUNING=t.toml PCOLL_LEARN=t2.toml PCOLL_RACE=0: nothing left to
 #             explore (0 cells decided), the same algorithms as the replay
-#   skew      p = 3 (LEARN_WIDE), PCOLL_LEARN_SKEW=1: each rank's own timings favour another candidate;
-#             still one algorithm per call on every rank, and the debug log shows ranks whose
+#   skew      p = 3 (LEARN_WIDE), PCOLL_LEARN_SKEW=1: each rank's own timings favour another
+#             candidate; still one algorithm per call on every rank, and the debug log shows ranks whose
 #             own winner differs from the agreed one
-#   race      p = 3 (LEARN_WIDE), a table whose rules race circulant against native (`race = true`), skewed
-#             timings, no PCOLL_LEARN: one algorithm per call on every rank, the last calls
+#   race      p = 3 (LEARN_WIDE), a table whose rules race circulant against native
+#             (`race = true`), skewed timings, no PCOLL_LEARN: one algorithm per call on every rank, the last calls
 #             native or circulant, no table written; PCOLL_RACE=0: circulant, unraced
 #   again     p = 2, the same table, each cell called 40 times in a row (the native gate's
 #             memo and the served-again path take such calls; the reduce to the last rank in
@@ -115,7 +115,7 @@ PY
 # skew, race and norace runs; 2 runs them all at p = 2 (make test under MPICH, whose ranks
 # busy-poll when oversubscribed: the p = 3 runs took 127 of learn.sh's 135 s on 2 cores).
 WIDE=${LEARN_WIDE:-3}
-for p in $(printf '%s\n' 2 "$WIDE" | sort -un); do
+for p in 2 $([ "$WIDE" != 2 ] && echo "$WIDE"); do
   T=$OUT/t$p.toml
   T2=$OUT/t$p-again.toml
   run learn$p "$p" PCOLL_LEARN="$T" PCOLL_LEARN_CALLS=1 || continue

@@ -137,7 +137,7 @@ run_one() {
   [ ${#kvs[@]} -gt 0 ] && tag="-${kvs[0]%%=*}"
   tag=${LOGTAG:-$tag}
   local log=$OUTDIR/logs/difftest-$MPI-$([ $NATIVE = 1 ] && echo native- || true)p$p$tag.log
-  local args=(--seed "$s" --cases "$n" --max-count "$maxc" ${DIFFTEST_ARGS:-} ${RUN_ARGS:-})
+  local args=(--seed "$s" --cases "$n" --max-count "$maxc" ${DIFFTEST_ARGS:-})
   local t0=$SECONDS
   local envs=("${kvs[@]}")
   [ $NATIVE = 0 ] && envs=(LD_PRELOAD="$LIB" "${kvs[@]}")
@@ -283,10 +283,10 @@ done
 # Buffers of at most 256 KiB there (6,554 chunks): a 7.4 MB allgatherv cut into 185,000
 # chunks of 40 B took 86 s of one run's 97 at p = 3 on 2 cores (Open MPI 5, session 32).
 if [ $NATIVE = 0 ]; then
-  RUN_ARGS="--max-bytes 262144" run_one 3 $(( CASES / 3 )) PCOLL_CHUNK=40 PCOLL_CHUNK_MAX=1073741824
+  DIFFTEST_ARGS="${DIFFTEST_ARGS:-} --max-bytes 262144" run_one 3 $(( CASES / 3 )) PCOLL_CHUNK=40 PCOLL_CHUNK_MAX=1073741824
   # Two nodes (ranks 0-1, 2): bcast and allgather(v) chunk by the peer's node (a few chunks'
   # worth on the node, up to PCOLL_CHUNK_MAX between nodes); both sides must agree.
-  RUN_ARGS="--max-bytes 262144" run_one 3 $(( CASES / 5 )) PCOLL_NODES=2 PCOLL_CHUNK=40
+  DIFFTEST_ARGS="${DIFFTEST_ARGS:-} --max-bytes 262144" run_one 3 $(( CASES / 5 )) PCOLL_NODES=2 PCOLL_CHUNK=40
   [ $MODE = quick ] && for alg in binary fibonacci; do trees_run 3 $(( CASES / 5 )) "$alg"; done
   # PCOLL_DISABLE=1: a pure passthrough (the blocking calls forwarded by the C entry from
   # the first one on): right results, and pcoll served none of the calls.
