@@ -14,7 +14,9 @@
  * the page of pcoll_hot, and calls the MPI through the pointer that page holds. */
 #include "pcoll_gate.h"
 
-#define ENTRY __attribute__((section(".text.hot.pcoll"), visibility("hidden")))
+/* No frame pointer: the entries tail-call the MPI or the miss path, and the hit path is
+ * measured in lines of code (memo_hit). */
+#define ENTRY __attribute__((section(".text.hot.pcoll"), visibility("hidden"), optimize("omit-frame-pointer")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define FWD(coll, type) ((type)pcoll_hot[coll].fwd)
 
