@@ -12,14 +12,15 @@
 #                call -- a non-commutative op with a non-order-preserving algorithm, derived
 #                datatypes -- any stats line of that collective is accepted). errors.c runs
 #                natively and with the library; the ERRCLASS lines must be identical.
-#   --quick      smaller matrix (`make test`): programs get their `quick` case list; the
-#                registry's three MPIs (openmpi5, mpich5, impi) run each algorithm of the
-#                one-collective programs at one p instead of two (make test's 30 minutes).
+#   --quick      smaller matrix (`make test`): programs get their `quick` case list;
+#                Debian's MPICH and the registry's three MPIs (openmpi5, mpich5, impi) run
+#                each algorithm of the one-collective programs at one p instead of two (make
+#                test's 30 minutes).
 #
 # Process counts: native: every program at 1 2 3 4 5 7 8 (quick: Open MPI 1..5, MPICH
 # 1..4). With a library: reduce/allreduce/reduce_scatter/allgatherv.c run every algorithm
 # at every p (quick: two p each, rotating over 3 5 2 8 4 7 (Open MPI) / 3 4 2 (MPICH 5, Intel
-# MPI; one p each) / 3 2 (Debian's MPICH), plus
+# MPI; one p each) / 3 2 (Debian's MPICH; one p each), plus
 # p = 1 once); the multi-collective programs and the Fortran tests run each algorithm at
 # three p (quick: one), rotating. MPICH busy-polls when oversubscribed, so its programs
 # get their `quick` case list above p = 4 in the full matrix too.
@@ -97,12 +98,13 @@ env_var() { # PCOLL_<COLL>
 
 # Process counts per algorithm of the one-collective programs in the quick matrix.
 QUICK_NP=2
-case $MPI in openmpi5 | mpich5 | impi) QUICK_NP=1 ;; esac
+case $MPI in mpich | openmpi5 | mpich5 | impi) QUICK_NP=1 ;; esac
 if [ $QUICK -eq 1 ]; then
     if [ "$MPI" = mpich ]; then
         # Debian's MPICH busy-polls: its 4 ranks on the 2 cores cost 1.1 s a run (58 s of
-        # the 147 of this step in make test, session 33), where p = 2 costs 0.2. p = 4 runs in
-        # its full matrix, and in the quick matrices of Open MPI, MPICH 5 and Intel MPI.
+        # the 147 of this step in make test, session 33), 3 ranks 0.7 s, where p = 2 costs
+        # 0.1; each algorithm runs at one p of 3, 2 by turns. p = 4 runs in its full matrix,
+        # and in the quick matrices of Open MPI, MPICH 5 and Intel MPI.
         P_NATIVE="1 2 3 4"
         P_ROT=(3 2)
     elif [ "$MPI_ABI" = mpich ]; then

@@ -5,7 +5,7 @@
 //!   (O(p log p) time and memory) and reads `R_r` and `S_r[k] = R_{r+s[k]}[k]` from the table
 //!   (only p = 2^10 and 2^20: at 2^30 it would need ~240 GB).
 //!
-//! `cargo bench --bench schedules`
+//! `cargo bench -p pcoll-benches`
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
 use pcoll::sched::circulant::{all_recv, recv_schedule, send_schedule, skips};
