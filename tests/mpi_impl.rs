@@ -29,6 +29,26 @@ impl NativeFacts for Holey {
     }
 }
 
+/// A datatype whose true lower bound is > 0 (data after a leading hole).
+struct LeadingHole {
+    user_op: bool,
+}
+
+impl NativeFacts for LeadingHole {
+    fn holes(&self) -> bool {
+        false
+    }
+    fn true_lb_positive(&self) -> bool {
+        true
+    }
+    fn unequal_counts(&self) -> bool {
+        false
+    }
+    fn user_op(&self) -> bool {
+        self.user_op
+    }
+}
+
 #[test]
 fn every_mpi_has_its_own_builtin_table() {
     let mut origins = Vec::new();
@@ -123,5 +143,23 @@ fn defects_apply_to_their_family_or_to_their_implementation() {
     assert!(defects::fired(Mpi::IntelMpi, &all, &Holey { user_op: false }).is_none());
     for m in [Mpi::Mpich, Mpi::Mpich5, Mpi::OpenMpi5] {
         assert!(defects::fired(m, &all, &user).is_none(), "{m}");
+    }
+    // MPICH 5's release_gather reduce: a commutative user op on a type with a leading hole at
+    // a root other than 0, under MPICH 5 only.
+    let mut small = CallFacts::new(Collective::Reduce, 3, 80);
+    small.root = 2;
+    let lead = LeadingHole { user_op: true };
+    assert_eq!(
+        defects::fired(Mpi::Mpich5, &small, &lead).map(|d| d.name),
+        Some("mpich5-reduce-userop-true-lb")
+    );
+    assert!(defects::fired(Mpi::Mpich5, &small, &LeadingHole { user_op: false }).is_none());
+    let mut noncomm = small;
+    noncomm.commutative = false;
+    assert!(defects::fired(Mpi::Mpich5, &noncomm, &lead).is_none());
+    let at0 = CallFacts::new(Collective::Reduce, 3, 80);
+    assert!(defects::fired(Mpi::Mpich5, &at0, &lead).is_none());
+    for m in [Mpi::Mpich, Mpi::IntelMpi, Mpi::OpenMpi, Mpi::OpenMpi5] {
+        assert!(defects::fired(m, &small, &lead).is_none(), "{m}");
     }
 }

@@ -546,7 +546,7 @@ typedef struct {
 static long max_count = 1000000;
 static long near_bytes = 0; /* --near B */
 static long max_bytes = 16L << 20; /* per buffer */
-static int is_mpich, is_impi, have_pcoll;
+static int is_mpich, is_mpich5, is_impi, have_pcoll;
 /* --may-fall-back: a forced algorithm may hand calls to the native collective (shm with its
  * window refused): steer around the native defects as for unforced cases. */
 static int may_fall_back;
@@ -562,7 +562,8 @@ static int alg_mode = 0; /* 0 random, 1 none, 2 fixed */
 static int fixed_alg = -1;
 static int verbose, trace;
 static int full_range; /* --full-range: do not steer around known native defects */
-static long avoided_total, avoided_agv, avoided_lb, avoided_rs, avoided_rsnc, avoided_impi_ag, avoided_impi_holes;
+static long avoided_total, avoided_agv, avoided_lb, avoided_rs, avoided_rsnc, avoided_impi_ag, avoided_impi_holes,
+    avoided_mpich5_lb;
 static char case_flags[256]; /* flags that change the case draw: part of every reproducer */
 
 /* The value of one field of rank r's input element i (a pure function of the case). */
@@ -985,6 +986,16 @@ static void draw_comm_part(case_t *c, MPI_Comm comm) {
         if (!op_valid(c->op, &L[c->li])) c->op = OP_UCOMM;
         c->avoided = 7;
     }
+    /* MPICH 5.0.2's own shared-memory reduce (release_gather, from a communicator's 6th
+     * collective) with a commutative user op on a datatype whose true lower bound is > 0, at a
+     * root other than 0, frees a pointer true_lb bytes before its scratch block (seed 795854441
+     * at p = 3 aborted with free(): invalid pointer, without pcoll too). pcoll routes around it
+     * (mpich5-reduce-userop-true-lb); where nothing does, such a case reduces to root 0. */
+    if (is_mpich5 && !have_pcoll && !full_range && c->coll == C_REDUCE && c->root != 0 &&
+        c->op == OP_UCOMM && L[c->li].off[0] > 0) {
+        c->root = 0;
+        c->avoided = 8;
+    }
     /* Debian's MPICH 4.0.2 ignores displs[0] in MPI_Allgatherv on a one-rank communicator
      * (writes the block at offset 0): give it displs[0] = 0 where the native call runs. */
     if (is_mpich && !full_range && c->coll == C_AGV && p == 1 && c->displs[0] != 0 &&
@@ -1147,6 +1158,7 @@ static void run_case(uint64_t seed, long idx) {
     if (c->avoided == 5) avoided_rsnc++;
     if (c->avoided == 6) avoided_impi_ag++;
     if (c->avoided == 7) avoided_impi_holes++;
+    if (c->avoided == 8) avoided_mpich5_lb++;
     const layout_t *l = &L[c->li];
     const size_t ext = (size_t)l->extent;
     if (have_pcoll) {
@@ -1498,6 +1510,8 @@ int main(int argc, char **argv) {
     MPI_Get_library_version(ver, &vlen);
     is_mpich = strstr(ver, "MPICH") != NULL;
     is_impi = strstr(ver, "Intel") != NULL;
+    const char *mv = strstr(ver, "MPICH Version:");
+    is_mpich5 = !is_impi && mv && atoi(mv + strlen("MPICH Version:") + strspn(mv + strlen("MPICH Version:"), " \t")) >= 5;
     char *nl = strchr(ver, '\n');
     if (nl) *nl = 0;
 
@@ -1669,6 +1683,8 @@ int main(int argc, char **argv) {
             out("difftest: note: %ld MPICH one-rank allgatherv cases run with displs[0] = 0 (native defect)", avoided_agv);
         if (avoided_impi_holes)
             out("difftest: note: %ld Intel MPI reduces and allreduces with a user op on a type with holes run on its base type (native defect)", avoided_impi_holes);
+        if (avoided_mpich5_lb)
+            out("difftest: note: %ld MPICH 5 reduces with a user op on a type with a leading hole reduce to root 0 (native defect)", avoided_mpich5_lb);
         for (long i = 0; i < distinct && i < 20; i++)
             out("difftest: rerun: difftest --seed %" PRIu64 " --case %ld%s", seed, all[i], case_flags);
         out("difftest: %ld cases, %ld mismatches (seed=%" PRIu64 ", %.1f s, %ld user-op calls on rank 0)",

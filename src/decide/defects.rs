@@ -73,7 +73,7 @@ impl PartialEq for Defect {
 }
 
 /// The known native defects.
-pub static DEFECTS: [Defect; 8] = [
+pub static DEFECTS: [Defect; 9] = [
     Defect {
         name: "mpich-reduce-inplace-root",
         mpi: Mpi::Mpich,
@@ -126,6 +126,15 @@ pub static DEFECTS: [Defect; 8] = [
         reason: "Open MPI 4.1.4 MPI_Allreduce of a datatype whose true lower bound is > 0 writes past its scratch buffer (ring algorithm)",
         guard: Guard::TrueLbPositive,
         fires: |_, f| f.true_lb_positive(),
+        absent: &[],
+    },
+    Defect {
+        name: "mpich5-reduce-userop-true-lb",
+        mpi: Mpi::Mpich5,
+        coll: Collective::Reduce,
+        reason: "MPICH 5.0.2 MPI_Reduce with a commutative user-defined op on a datatype whose true lower bound is > 0, at a root other than 0, frees a pointer true_lb bytes before its scratch block in its shared-memory release_gather reduce (used from a communicator's 6th collective; valgrind: invalid free in PMPI_Reduce; glibc aborts with free(): invalid pointer when the heap is laid out so: verify/difftest.c seed 795854441 at p = 3, without pcoll too; 2000 bytes and less here, any size avoided; session 34)",
+        guard: Guard::TrueLbPositive,
+        fires: |c, f| c.root != 0 && c.commutative && f.user_op() && f.true_lb_positive(),
         absent: &[],
     },
     Defect {
