@@ -10,36 +10,38 @@ use pcoll::mpi::{Abi, Mpi};
 use pcoll::tuning::Table;
 use pcoll::CostParams;
 
-struct Holey {
+struct Shape {
+    /// The datatype has holes (size != true extent).
+    holes: bool,
+    /// Its true lower bound is > 0 (data after a leading hole).
+    leading_hole: bool,
     user_op: bool,
 }
 
-impl NativeFacts for Holey {
-    fn holes(&self) -> bool {
-        true
-    }
-    fn true_lb_positive(&self) -> bool {
-        false
-    }
-    fn unequal_counts(&self) -> bool {
-        false
-    }
-    fn user_op(&self) -> bool {
-        self.user_op
+/// A datatype with holes, the op user-defined or not.
+fn holey(user_op: bool) -> Shape {
+    Shape {
+        holes: true,
+        leading_hole: false,
+        user_op,
     }
 }
 
-/// A datatype whose true lower bound is > 0 (data after a leading hole).
-struct LeadingHole {
-    user_op: bool,
+/// A datatype with a leading hole, the op user-defined or not.
+fn leading_hole(user_op: bool) -> Shape {
+    Shape {
+        holes: false,
+        leading_hole: true,
+        user_op,
+    }
 }
 
-impl NativeFacts for LeadingHole {
+impl NativeFacts for Shape {
     fn holes(&self) -> bool {
-        false
+        self.holes
     }
     fn true_lb_positive(&self) -> bool {
-        true
+        self.leading_hole
     }
     fn unequal_counts(&self) -> bool {
         false
@@ -125,12 +127,12 @@ fn defects_apply_to_their_family_or_to_their_implementation() {
     }
     // Intel MPI's user-op-on-holes reduce: there only, and only with a user op.
     let root0 = CallFacts::new(Collective::Reduce, 3, 40_000);
-    let user = Holey { user_op: true };
+    let user = holey(true);
     assert_eq!(
         defects::fired(Mpi::IntelMpi, &root0, &user).map(|d| d.name),
         Some("impi-reduce-userop-holes")
     );
-    assert!(defects::fired(Mpi::IntelMpi, &root0, &Holey { user_op: false }).is_none());
+    assert!(defects::fired(Mpi::IntelMpi, &root0, &holey(false)).is_none());
     for m in [Mpi::Mpich, Mpi::Mpich5, Mpi::OpenMpi] {
         assert!(defects::fired(m, &root0, &user).is_none(), "{m}");
     }
@@ -140,7 +142,7 @@ fn defects_apply_to_their_family_or_to_their_implementation() {
         defects::fired(Mpi::IntelMpi, &all, &user).map(|d| d.name),
         Some("impi-allreduce-userop-holes")
     );
-    assert!(defects::fired(Mpi::IntelMpi, &all, &Holey { user_op: false }).is_none());
+    assert!(defects::fired(Mpi::IntelMpi, &all, &holey(false)).is_none());
     for m in [Mpi::Mpich, Mpi::Mpich5, Mpi::OpenMpi5] {
         assert!(defects::fired(m, &all, &user).is_none(), "{m}");
     }
@@ -148,12 +150,12 @@ fn defects_apply_to_their_family_or_to_their_implementation() {
     // a root other than 0, under MPICH 5 only.
     let mut small = CallFacts::new(Collective::Reduce, 3, 80);
     small.root = 2;
-    let lead = LeadingHole { user_op: true };
+    let lead = leading_hole(true);
     assert_eq!(
         defects::fired(Mpi::Mpich5, &small, &lead).map(|d| d.name),
         Some("mpich5-reduce-userop-true-lb")
     );
-    assert!(defects::fired(Mpi::Mpich5, &small, &LeadingHole { user_op: false }).is_none());
+    assert!(defects::fired(Mpi::Mpich5, &small, &leading_hole(false)).is_none());
     let mut noncomm = small;
     noncomm.commutative = false;
     assert!(defects::fired(Mpi::Mpich5, &noncomm, &lead).is_none());
