@@ -1510,8 +1510,10 @@ int main(int argc, char **argv) {
     MPI_Get_library_version(ver, &vlen);
     is_mpich = strstr(ver, "MPICH") != NULL;
     is_impi = strstr(ver, "Intel") != NULL;
+    int mpich_major = 0;
     const char *mv = strstr(ver, "MPICH Version:");
-    is_mpich5 = !is_impi && mv && atoi(mv + strlen("MPICH Version:") + strspn(mv + strlen("MPICH Version:"), " \t")) >= 5;
+    if (mv) sscanf(mv, "MPICH Version: %d", &mpich_major);
+    is_mpich5 = !is_impi && mpich_major >= 5;
     char *nl = strchr(ver, '\n');
     if (nl) *nl = 0;
 
