@@ -411,6 +411,8 @@ fn algs(coll: Collective) -> Vec<Algorithm> {
 /// 3-element segments. Up to p = 17 every combination; above it (76% of the cases' cost: a
 /// simulated rank is a thread, and the switches grow as p²) each case takes one of the
 /// (in place, segments) pairs in turn, so that every pair still runs at every p.
+const EVERY_PAIR_TO: usize = 17;
+
 fn sweep(coll: Collective, ps: impl Iterator<Item = usize>) {
     // A broadcast has no in-place form (its root's buffer is the data).
     let places: &[bool] = if coll == Collective::Bcast {
@@ -435,13 +437,14 @@ fn sweep(coll: Collective, ps: impl Iterator<Item = usize>) {
             for (ci, &count) in counts.iter().enumerate() {
                 for commutative in [true, false] {
                     for &root in &roots {
-                        let these: Vec<(bool, usize)> = if p <= 17 {
-                            pairs.clone()
+                        let these = if p <= EVERY_PAIR_TO {
+                            &pairs[..]
                         } else {
                             turn += 1;
-                            vec![pairs[turn % pairs.len()]]
+                            let i = turn % pairs.len();
+                            &pairs[i..=i]
                         };
-                        for (in_place, seg) in these {
+                        for &(in_place, seg) in these {
                             check(Case {
                                 coll,
                                 alg,
@@ -462,7 +465,7 @@ fn sweep(coll: Collective, ps: impl Iterator<Item = usize>) {
 }
 
 fn ps() -> impl Iterator<Item = usize> {
-    (1..=17).chain([20, 24, 31, 32, 33, 40])
+    (1..=EVERY_PAIR_TO).chain([20, 24, 31, 32, 33, 40])
 }
 
 #[test]
