@@ -3,8 +3,9 @@
  * Every test regenerates every rank's input locally from (seed, world rank, element index)
  * and folds it in rank order 0..p-1 to get an independent reference; results of the
  * collective under test are compared against that reference only (never against another
- * call of the library under test). Cross-rank bookkeeping uses MPI_Allgather / MPI_Barrier,
- * which pcoll does not intercept.
+ * call of the library under test). Cross-rank bookkeeping (votes, case counts, the
+ * allreduce's same-result check) uses PMPI_Allgather, which no interposed library reaches:
+ * pcoll serves MPI_Allgather, and a broken one must not be able to hide a failure.
  *
  * Command-line options understood by every C test (parsed by tc_init):
  *   quick                  smaller case matrix (used by `run-tests.sh --quick`)
@@ -137,7 +138,7 @@ static inline int tc_finish(tctx *t)
     long mine[3] = {t->nfail, t->ncases, t->nskipped};
     long *all = malloc(sizeof(long) * 3 * (size_t)t->wsize);
     long tot = 0, skipped = 0;
-    MPI_Allgather(mine, 3, MPI_LONG, all, 3, MPI_LONG, MPI_COMM_WORLD);
+    PMPI_Allgather(mine, 3, MPI_LONG, all, 3, MPI_LONG, MPI_COMM_WORLD);
     for (int r = 0; r < t->wsize; r++) {
         tot += all[3 * r];
         skipped += all[3 * r + 2];
@@ -161,14 +162,14 @@ static inline int tc_finish(tctx *t)
     return tot != 0;
 }
 
-/* Every rank votes; returns 1 on all ranks if any rank voted 1 (uses MPI_Allgather). */
+/* Every rank votes; returns 1 on all ranks if any rank voted 1 (PMPI_Allgather). */
 static inline int any_rank(MPI_Comm comm, int vote)
 {
     int n;
     MPI_Comm_size(comm, &n);
     int *v = malloc(sizeof(int) * (size_t)n);
     int r = 0;
-    MPI_Allgather(&vote, 1, MPI_INT, v, 1, MPI_INT, comm);
+    PMPI_Allgather(&vote, 1, MPI_INT, v, 1, MPI_INT, comm);
     for (int i = 0; i < n; i++)
         r |= v[i];
     free(v);
@@ -751,14 +752,14 @@ static inline uint64_t hash_elems(int k, const void *buf, size_t n)
     return h;
 }
 
-/* Checks that all ranks of comm hold the same 64-bit value (MPI_Allgather). */
+/* Checks that all ranks of comm hold the same 64-bit value (PMPI_Allgather). */
 static inline int same_on_all_ranks(MPI_Comm comm, uint64_t h)
 {
     int n;
     MPI_Comm_size(comm, &n);
     uint64_t *v = malloc(sizeof(uint64_t) * (size_t)n);
     int ok = 1;
-    MPI_Allgather(&h, 1, MPI_UINT64_T, v, 1, MPI_UINT64_T, comm);
+    PMPI_Allgather(&h, 1, MPI_UINT64_T, v, 1, MPI_UINT64_T, comm);
     for (int i = 0; i < n; i++)
         ok &= v[i] == h;
     free(v);

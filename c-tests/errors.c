@@ -216,7 +216,7 @@ int main(int argc, char **argv)
         int rc = cases[c].fn(p, r, s, d, cnt, dsp), cls = rc;
         if (rc != MPI_SUCCESS)
             MPI_Error_class(rc, &cls);
-        MPI_Allgather(&cls, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+        PMPI_Allgather(&cls, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
         int agree = 1;
         for (int i = 0; i < p; i++)
             agree &= all[i] == all[0];

@@ -1356,7 +1356,7 @@ static void run_case(uint64_t seed, long idx) {
     if (c->coll == C_ALLREDUCE) {
         uint64_t h = rc == MPI_SUCCESS && rb.alloc ? hash_result(l, rb.p, c->count) : 0;
         uint64_t *all = xmalloc(sizeof(uint64_t) * p);
-        MPI_Allgather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, comm);
+        PMPI_Allgather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, comm);
         for (int k = 0; k < p; k++)
             if (all[k] != h) { bad(&ck, "result differs bitwise between rank %d and rank %d", me, k); break; }
         free(all);
@@ -1416,7 +1416,7 @@ static void probe_algorithms(void) {
             fclose(cap);
             int mine = rc != MPI_SUCCESS && strstr(text, "not yet implemented") != NULL, any = 0;
             if (!mine && len) { if (write(2, text, len) < 0) { /* nothing */ } }
-            MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
             if (any) {
                 alg_unimpl[c][a] = 1;
                 alg_avail[c][a] = 0;
@@ -1502,7 +1502,7 @@ int main(int argc, char **argv) {
             if (n >= (int)sizeof case_flags) break;
         }
     }
-    MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    PMPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     if (max_count < 0) max_count = 0;
 
     char ver[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -1693,7 +1693,7 @@ int main(int argc, char **argv) {
             one >= 0 ? 1 : ncases, distinct, seed, t1 - t0, uop_calls);
     }
     long dd = distinct;
-    MPI_Bcast(&dd, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    PMPI_Bcast(&dd, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     free(nbs);
     free(dis);
     free(all);
