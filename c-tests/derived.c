@@ -7,6 +7,9 @@
  *   aff16  MPI_Type_create_struct {unsigned@0, unsigned@8}, 16        a b
  *   lead12 MPI_Type_create_struct {int@4} resized to lb 0, extent 12   a hole before the data
  *          (true lower bound 4) and after it
+ *   neg24  MPI_Type_create_struct {double@-8, int@8} resized to lb -8,  double int
+ *          extent 24: a negative lower bound, so every buffer the MPI is given points 8
+ *          bytes past the start of its first element's data
  *
  * Neither Open MPI 4.1 nor MPICH 4.0 accepts a PREDEFINED op on a derived datatype (both
  * return MPI_ERR_OP, even for MPI_Type_contiguous(2, MPI_INT)), so reductions here use
@@ -32,15 +35,17 @@ typedef struct {
     size_t extent;
     int nf;
     field_t f[3];
+    size_t shift; /* -lb: the MPI's element base lies this far into the element's slot */
 } layout_t;
 
-enum { L_VEC5, L_IDX6, L_MIXED, L_AFF16, L_LEAD12, NL };
+enum { L_VEC5, L_IDX6, L_MIXED, L_AFF16, L_LEAD12, L_NEG24, NL };
 static layout_t L[NL] = {
-    {"vec5", MPI_DATATYPE_NULL, 20, 2, {{K_INT, 0, O_SUM}, {K_INT, 8, O_SUM}}},
-    {"idx6", MPI_DATATYPE_NULL, 48, 3, {{K_DOUBLE, 0, O_SUM}, {K_DOUBLE, 8, O_SUM}, {K_DOUBLE, 32, O_SUM}}},
-    {"mixed", MPI_DATATYPE_NULL, 40, 3, {{K_INT, 0, O_SUM}, {K_DOUBLE, 16, O_SUM}, {K_SHORT, 28, O_BXOR}}},
-    {"aff16", MPI_DATATYPE_NULL, 16, 2, {{K_UNSIGNED, 0, O_SUM}, {K_UNSIGNED, 8, O_SUM}}},
-    {"lead12", MPI_DATATYPE_NULL, 12, 1, {{K_INT, 4, O_SUM}}},
+    {"vec5", MPI_DATATYPE_NULL, 20, 2, {{K_INT, 0, O_SUM}, {K_INT, 8, O_SUM}}, 0},
+    {"idx6", MPI_DATATYPE_NULL, 48, 3, {{K_DOUBLE, 0, O_SUM}, {K_DOUBLE, 8, O_SUM}, {K_DOUBLE, 32, O_SUM}}, 0},
+    {"mixed", MPI_DATATYPE_NULL, 40, 3, {{K_INT, 0, O_SUM}, {K_DOUBLE, 16, O_SUM}, {K_SHORT, 28, O_BXOR}}, 0},
+    {"aff16", MPI_DATATYPE_NULL, 16, 2, {{K_UNSIGNED, 0, O_SUM}, {K_UNSIGNED, 8, O_SUM}}, 0},
+    {"lead12", MPI_DATATYPE_NULL, 12, 1, {{K_INT, 4, O_SUM}}, 0},
+    {"neg24", MPI_DATATYPE_NULL, 24, 2, {{K_DOUBLE, 0, O_SUM}, {K_INT, 16, O_SUM}}, 8},
 };
 
 static void build_layouts(void)
@@ -69,6 +74,11 @@ static void build_layouts(void)
     MPI_Type_create_struct(1, bl1, &d1, &t1, &tmp);
     MPI_Type_create_resized(tmp, 0, 12, &L[L_LEAD12].dt);
     MPI_Type_free(&tmp);
+    MPI_Aint dn[2] = {-8, 8};
+    MPI_Datatype tn[2] = {MPI_DOUBLE, MPI_INT};
+    MPI_Type_create_struct(2, bl1, dn, tn, &tmp);
+    MPI_Type_create_resized(tmp, -8, 24, &L[L_NEG24].dt);
+    MPI_Type_free(&tmp);
     for (int l = 0; l < NL; l++)
         MPI_Type_commit(&L[l].dt);
 }
@@ -91,10 +101,11 @@ static void usum_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
         unknown_type_seen = 1;
         return;
     }
+    char *io = (char *)inout - L[l].shift, *ip = (char *)in - L[l].shift; /* slot starts */
     for (int i = 0; i < *len; i++)
         for (int f = 0; f < L[l].nf; f++) {
             size_t o = (size_t)i * L[l].extent + L[l].f[f].off;
-            fold_elem(L[l].f[f].kind, L[l].f[f].op, (char *)inout + o, (char *)in + o);
+            fold_elem(L[l].f[f].kind, L[l].f[f].op, io + o, ip + o);
         }
 }
 
@@ -123,30 +134,46 @@ static void uaffine_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
 
 static MPI_Op usum, uaffine;
 
-/* MPICH 5.0.2: MPI_Reduce with a commutative user op on a type whose data starts after its
- * lower bound (lead12), to a root other than 0, frees a shifted pointer (glibc aborts:
- * "free(): invalid pointer") once the communicator's shared-memory release_gather reduce
- * serves it (from its 6th collective, under 700 elements). pcoll routes such calls around
- * the native one at every size and under any forced algorithm (its defect
- * mpich5-reduce-userop-true-lb), so the cases are skipped only where no pcoll is loaded. */
-static int mpich5_unguarded = -1;
-static int native_defect_skip_lead_hole(tctx *t, int l, int affine, int root)
+enum { C_REDUCE, C_ALLREDUCE, C_RS };
+
+/* Native defects with the types whose true lower bound is not 0, on the registry's MPIs, where
+ * no pcoll is loaded (pcoll routes these calls around the native ones under any forced
+ * algorithm, so with pcoll they run):
+ * - MPICH 5.0.2's shared-memory release_gather collectives (a communicator's from its 6th
+ *   collective) with a commutative user op: MPI_Reduce on lead12 or neg24 to a root other than
+ *   0 frees a shifted pointer (glibc aborts: "free(): invalid pointer", under 700 elements;
+ *   pcoll's defect mpich5-reduce-userop-true-lb); MPI_Allreduce on neg24 segfaults at any
+ *   size (mpich5-allreduce-userop-negative-lb).
+ * - Intel MPI 2021.19: MPI_Reduce and MPI_Allreduce with a user op on neg24 compute wrong
+ *   results, and its MPI_Reduce of 1000 lead12 elements to root 1 segfaulted (p = 3, in the
+ *   split_parity communicator); pcoll's defects impi-reduce-userop-holes and
+ *   impi-allreduce-userop-holes (any type with holes). */
+enum { NATIVE_OTHER, NATIVE_MPICH5, NATIVE_IMPI };
+static int unguarded_native = -1;
+static int native_defect_skip_lb(tctx *t, int coll, int l, int affine, int root)
 {
-    if (!t->avoid_native_defects || l != L_LEAD12 || affine || root == 0)
+    if (!t->avoid_native_defects || affine)
         return 0;
-    if (mpich5_unguarded < 0) {
+    if (unguarded_native < 0) {
         char ver[MPI_MAX_LIBRARY_VERSION_STRING];
         int len = 0, major = 0;
         MPI_Get_library_version(ver, &len);
         const char *v = strstr(ver, "MPICH Version:");
         if (v)
             sscanf(v, "MPICH Version: %d", &major);
-        mpich5_unguarded = major >= 5 && !strstr(ver, "Intel") && dlsym(RTLD_DEFAULT, "pcoll_force") == NULL;
+        unguarded_native = dlsym(RTLD_DEFAULT, "pcoll_force") != NULL ? NATIVE_OTHER
+                           : strstr(ver, "Intel")                   ? NATIVE_IMPI
+                           : major >= 5                             ? NATIVE_MPICH5
+                                                                    : NATIVE_OTHER;
     }
-    if (!mpich5_unguarded)
-        return 0;
-    t->nskipped++;
-    return 1;
+    int skip = 0;
+    if (unguarded_native == NATIVE_MPICH5)
+        skip = (coll == C_REDUCE && root != 0 && (l == L_LEAD12 || l == L_NEG24)) ||
+               (coll == C_ALLREDUCE && l == L_NEG24);
+    else if (unguarded_native == NATIVE_IMPI)
+        skip = (coll == C_REDUCE || coll == C_ALLREDUCE) && (l == L_LEAD12 || l == L_NEG24);
+    t->nskipped += skip;
+    return skip;
 }
 
 /* element i of rank into an element slot (holes untouched) */
@@ -217,7 +244,6 @@ static void check_els(tctx *t, int l, const unsigned char *got, const unsigned c
     }
 }
 
-enum { C_REDUCE, C_ALLREDUCE, C_RS };
 static const char *const coll_names[3] = {"reduce", "allreduce", "reduce_scatter"};
 
 static void one_red(tctx *t, MPI_Comm comm, int coll, int l, int affine, size_t count, int root, int inplace,
@@ -242,7 +268,7 @@ static void one_red(tctx *t, MPI_Comm comm, int coll, int l, int affine, size_t 
         mycount = (size_t)counts[r];
     }
     if ((coll == C_REDUCE && !affine && native_defect_skip(t, inplace, root, total * ext)) ||
-        (coll == C_REDUCE && native_defect_skip_lead_hole(t, l, affine, root)) ||
+        native_defect_skip_lb(t, coll, l, affine, root) ||
         (coll == C_RS && affine && native_defect_skip_rs_nc(t, n))) {
         free(counts);
         free(wr);
@@ -257,7 +283,8 @@ static void one_red(tctx *t, MPI_Comm comm, int coll, int l, int affine, size_t 
     fill_sentinel(want, mycount * ext);
     gen_els(l, affine, seed, wr[r], 0, total, in);
     memcpy(keep, in, total * ext);
-    const void *sbuf = in;
+    const void *sbuf = in + L[l].shift; /* the MPI's buffers: element bases (lb) */
+    unsigned char *rbuf = out + L[l].shift;
     if (inplace && gets) {
         gen_els(l, affine, seed, wr[r], 0, total, out); /* holes stay sentinel */
         sbuf = MPI_IN_PLACE;
@@ -266,9 +293,9 @@ static void one_red(tctx *t, MPI_Comm comm, int coll, int l, int affine, size_t 
     int rc = MPI_ERR_OTHER;
     unknown_type_seen = 0;
     switch (coll) {
-    case C_REDUCE: rc = MPI_Reduce(sbuf, out, (int)count, L[l].dt, op, root, comm); break;
-    case C_ALLREDUCE: rc = MPI_Allreduce(sbuf, out, (int)count, L[l].dt, op, comm); break;
-    case C_RS: rc = MPI_Reduce_scatter(sbuf, out, counts, L[l].dt, op, comm); break;
+    case C_REDUCE: rc = MPI_Reduce(sbuf, rbuf, (int)count, L[l].dt, op, root, comm); break;
+    case C_ALLREDUCE: rc = MPI_Allreduce(sbuf, rbuf, (int)count, L[l].dt, op, comm); break;
+    case C_RS: rc = MPI_Reduce_scatter(sbuf, rbuf, counts, L[l].dt, op, comm); break;
     }
     if (rc != MPI_SUCCESS)
         tc_fail(t, "collective returned %d", rc);
@@ -344,17 +371,18 @@ static void one_agv(tctx *t, MPI_Comm comm, int l, int mode, size_t c, int irreg
     }
     unsigned char *out = xmalloc(rbytes + GUARD_BYTES), *want = xmalloc(maxc * ext + 1);
     fill_sentinel(out, rbytes + GUARD_BYTES);
+    unsigned char *rbuf = out + (mode == 1 ? 0 : L[l].shift); /* the MPI's: element bases */
     int rc;
     if (inplace) {
         if (mode == 1)
             memcpy(out + (size_t)rdispls[r] * 4, packed, mycount * 8);
         else
             gen_els(l, 0, seed, wr[r], 0, mycount, out + (size_t)displs[r] * ext);
-        rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, rcounts, rdispls, rtype, comm);
+        rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rbuf, rcounts, rdispls, rtype, comm);
     } else if (mode == 2) {
-        rc = MPI_Allgatherv(packed, (int)(2 * mycount), MPI_INT, out, rcounts, rdispls, rtype, comm);
+        rc = MPI_Allgatherv(packed, (int)(2 * mycount), MPI_INT, rbuf, rcounts, rdispls, rtype, comm);
     } else {
-        rc = MPI_Allgatherv(in, (int)mycount, L[l].dt, out, rcounts, rdispls, rtype, comm);
+        rc = MPI_Allgatherv(in + L[l].shift, (int)mycount, L[l].dt, rbuf, rcounts, rdispls, rtype, comm);
     }
     if (rc != MPI_SUCCESS)
         tc_fail(t, "MPI_Allgatherv returned %d", rc);
@@ -471,9 +499,10 @@ int main(int argc, char **argv)
     for (int l = 0; l < NL; l++) {
         MPI_Aint lb, ext;
         MPI_Type_get_extent(L[l].dt, &lb, &ext);
-        if (lb != 0 || (size_t)ext != L[l].extent) {
+        if (lb != -(MPI_Aint)L[l].shift || (size_t)ext != L[l].extent) {
             tc_case(&t, "extent of %s", L[l].name);
-            tc_fail(&t, "lb=%ld extent=%ld, expected 0 and %zu", (long)lb, (long)ext, L[l].extent);
+            tc_fail(&t, "lb=%ld extent=%ld, expected %ld and %zu", (long)lb, (long)ext, -(long)L[l].shift,
+                    L[l].extent);
         }
     }
     MPI_Op_create(usum_fn, 1, &usum);

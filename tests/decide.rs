@@ -263,8 +263,12 @@ impl NativeFacts for Facts {
     fn holes(&self) -> bool {
         self.holes
     }
-    fn true_lb_positive(&self) -> bool {
-        self.tlb
+    fn true_lb(&self) -> i64 {
+        if self.tlb {
+            4
+        } else {
+            0
+        }
     }
     fn unequal_counts(&self) -> bool {
         self.unequal

@@ -13,8 +13,8 @@ use pcoll::CostParams;
 struct Shape {
     /// The datatype has holes (size != true extent).
     holes: bool,
-    /// Its true lower bound is > 0 (data after a leading hole).
-    leading_hole: bool,
+    /// Its true lower bound (> 0: data after a leading hole; < 0: before the origin).
+    true_lb: i64,
     user_op: bool,
 }
 
@@ -22,16 +22,16 @@ struct Shape {
 fn holey(user_op: bool) -> Shape {
     Shape {
         holes: true,
-        leading_hole: false,
+        true_lb: 0,
         user_op,
     }
 }
 
-/// A datatype with a leading hole, the op user-defined or not.
-fn leading_hole(user_op: bool) -> Shape {
+/// A datatype whose true lower bound is `true_lb`, the op user-defined or not.
+fn lower_bound(true_lb: i64, user_op: bool) -> Shape {
     Shape {
         holes: false,
-        leading_hole: true,
+        true_lb,
         user_op,
     }
 }
@@ -40,8 +40,8 @@ impl NativeFacts for Shape {
     fn holes(&self) -> bool {
         self.holes
     }
-    fn true_lb_positive(&self) -> bool {
-        self.leading_hole
+    fn true_lb(&self) -> i64 {
+        self.true_lb
     }
     fn unequal_counts(&self) -> bool {
         false
@@ -146,22 +146,43 @@ fn defects_apply_to_their_family_or_to_their_implementation() {
     for m in [Mpi::Mpich, Mpi::Mpich5, Mpi::OpenMpi5] {
         assert!(defects::fired(m, &all, &user).is_none(), "{m}");
     }
-    // MPICH 5's release_gather reduce: a commutative user op on a type with a leading hole at
-    // a root other than 0, under MPICH 5 only.
+    // MPICH 5's release_gather reduce: a commutative user op on a type whose true lower bound
+    // is not 0 (a leading hole, or data before the origin) at a root other than 0, under MPICH
+    // 5 only.
     let mut small = CallFacts::new(Collective::Reduce, 3, 80);
     small.root = 2;
-    let lead = leading_hole(true);
+    for lb in [4, -8] {
+        let shape = lower_bound(lb, true);
+        assert_eq!(
+            defects::fired(Mpi::Mpich5, &small, &shape).map(|d| d.name),
+            Some("mpich5-reduce-userop-true-lb"),
+            "true_lb {lb}"
+        );
+        assert!(defects::fired(Mpi::Mpich5, &small, &lower_bound(lb, false)).is_none());
+        let mut noncomm = small;
+        noncomm.commutative = false;
+        assert!(defects::fired(Mpi::Mpich5, &noncomm, &shape).is_none());
+        let at0 = CallFacts::new(Collective::Reduce, 3, 80);
+        assert!(defects::fired(Mpi::Mpich5, &at0, &shape).is_none());
+        for m in [Mpi::Mpich, Mpi::IntelMpi, Mpi::OpenMpi, Mpi::OpenMpi5] {
+            assert!(defects::fired(m, &small, &shape).is_none(), "{m}");
+        }
+    }
+    assert!(defects::fired(Mpi::Mpich5, &small, &lower_bound(0, true)).is_none());
+    // Its allreduce: a commutative user op on a type with a negative true lower bound, any
+    // size; a positive one is served natively.
+    let big = CallFacts::new(Collective::Allreduce, 3, 1 << 20);
+    let neg = lower_bound(-8, true);
     assert_eq!(
-        defects::fired(Mpi::Mpich5, &small, &lead).map(|d| d.name),
-        Some("mpich5-reduce-userop-true-lb")
+        defects::fired(Mpi::Mpich5, &big, &neg).map(|d| d.name),
+        Some("mpich5-allreduce-userop-negative-lb")
     );
-    assert!(defects::fired(Mpi::Mpich5, &small, &leading_hole(false)).is_none());
-    let mut noncomm = small;
+    assert!(defects::fired(Mpi::Mpich5, &big, &lower_bound(8, true)).is_none());
+    assert!(defects::fired(Mpi::Mpich5, &big, &lower_bound(-8, false)).is_none());
+    let mut noncomm = big;
     noncomm.commutative = false;
-    assert!(defects::fired(Mpi::Mpich5, &noncomm, &lead).is_none());
-    let at0 = CallFacts::new(Collective::Reduce, 3, 80);
-    assert!(defects::fired(Mpi::Mpich5, &at0, &lead).is_none());
-    for m in [Mpi::Mpich, Mpi::IntelMpi, Mpi::OpenMpi, Mpi::OpenMpi5] {
-        assert!(defects::fired(m, &small, &lead).is_none(), "{m}");
+    assert!(defects::fired(Mpi::Mpich5, &noncomm, &neg).is_none());
+    for m in [Mpi::Mpich, Mpi::IntelMpi, Mpi::OpenMpi5] {
+        assert!(defects::fired(m, &big, &neg).is_none(), "{m}");
     }
 }

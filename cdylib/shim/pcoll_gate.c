@@ -52,7 +52,7 @@ extern int pcoll_c_logical_op_on_float(MPI_Op op, MPI_Datatype dt);
 extern int pcoll_c_op_is_predefined(MPI_Op op);
 
 /* 1 if a guard of `coll` holds for the call (decline it). */
-HOT int guarded(int coll, int p, int root, unsigned long long bytes, int tlb_pos, MPI_Op op, const void *sendbuf)
+HOT int guarded(int coll, int p, int root, unsigned long long bytes, int tlb_nz, MPI_Op op, const void *sendbuf)
 {
     unsigned f = pcoll_hot[coll].flags;
     if (!f)
@@ -61,7 +61,7 @@ HOT int guarded(int coll, int p, int root, unsigned long long bytes, int tlb_pos
         return 1;
     if ((f & PCOLL_GUARD_ONE_RANK) && p == 1)
         return 1;
-    if ((f & PCOLL_GUARD_TRUE_LB) && tlb_pos)
+    if ((f & PCOLL_GUARD_TRUE_LB) && tlb_nz)
         return 1;
     if ((f & PCOLL_GUARD_USER_OP) && !pcoll_c_op_is_predefined(op))
         return 1;
@@ -262,7 +262,7 @@ static int comm_forget(MPI_Comm comm, int keyval, void *attr, void *extra)
 
 
 COLD int small_intra_miss(MPI_Comm comm, struct comm_entry *e, int *rank);
-COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_pos);
+COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_nz);
 
 /* Size of an intracommunicator of at most PCOLL_GATE_P ranks (and this process's rank in
  * it), else 0. */
@@ -308,8 +308,8 @@ COLD int small_intra_miss(MPI_Comm comm, struct comm_entry *e, int *rank)
     return size;
 }
 
-/* Size of a datatype (and whether its true lower bound is > 0), or -1. */
-HOT long long type_size(MPI_Datatype dt, int *tlb_pos)
+/* Size of a datatype (and whether its true lower bound is not 0), or -1. */
+HOT long long type_size(MPI_Datatype dt, int *tlb_nz)
 {
     if (dt == MPI_DATATYPE_NULL)
         return -1;
@@ -318,20 +318,20 @@ HOT long long type_size(MPI_Datatype dt, int *tlb_pos)
         long long size = e->size, lb = e->true_lb;
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&e->used, __ATOMIC_RELAXED) && same_type(e->key, dt)) {
-            *tlb_pos = lb > 0;
+            *tlb_nz = lb != 0;
             return size;
         }
     }
-    return type_size_miss(dt, e, tlb_pos);
+    return type_size_miss(dt, e, tlb_nz);
 }
 
-COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_pos)
+COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_nz)
 {
     MPI_Count s = -1;
     MPI_Aint tlb = 0, text = 0;
     if (PMPI_Type_size_x(dt, &s) != MPI_SUCCESS || PMPI_Type_get_true_extent(dt, &tlb, &text) != MPI_SUCCESS)
         return -1;
-    *tlb_pos = tlb > 0;
+    *tlb_nz = tlb != 0;
     int ni, na, nd, comb;
     if (s >= 0 && PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) == MPI_SUCCESS && comb == MPI_COMBINER_NAMED) {
         __atomic_store_n(&e->used, 0, __ATOMIC_RELEASE);
@@ -431,10 +431,10 @@ HOT int going_native(int coll, const struct memo_key *k, int recv, int p, unsign
 HOT int plain_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                           int root, MPI_Comm comm, int *p, unsigned long long *bytes, int *recv)
 {
-    int rank = -1, tlb_pos = 0;
+    int rank = -1, tlb_nz = 0;
     long long size;
     *p = small_intra(coll, comm, &rank);
-    if (!*p || count < 0 || (size = type_size(dt, &tlb_pos)) < 0 || op == MPI_OP_NULL)
+    if (!*p || count < 0 || (size = type_size(dt, &tlb_nz)) < 0 || op == MPI_OP_NULL)
         return 0;
     /* In place (only the root may pass it to a reduce): pcoll decides. */
     if (coll == G_REDUCE && sendbuf == MPI_IN_PLACE)
@@ -448,7 +448,7 @@ HOT int plain_reduce_like(int coll, const void *sendbuf, void *recvbuf, int coun
     *recv = coll == G_REDUCE ? rank == root : 1;
     if (count > 0 && (sendbuf == NULL || (*recv && recvbuf == NULL)))
         return 0;
-    return !guarded(coll, *p, root, *bytes, tlb_pos, op, sendbuf);
+    return !guarded(coll, *p, root, *bytes, tlb_nz, op, sendbuf);
 }
 
 /* Reduce and allreduce (root < 0: allreduce): 1 if the call goes native here (counted; `nb`:
@@ -498,9 +498,9 @@ HOT int reduce_scatter_native(const void *sendbuf, void *recvbuf, const int *rec
 {
     struct memo_key k = {comm, dt, op, -1, -1, sendbuf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
-    int rank, p = small_intra(G_REDUCE_SCATTER, comm, &rank), tlb_pos = 0;
+    int rank, p = small_intra(G_REDUCE_SCATTER, comm, &rank), tlb_nz = 0;
     long long size, elems;
-    if (!p || op == MPI_OP_NULL || (size = type_size(dt, &tlb_pos)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
+    if (!p || op == MPI_OP_NULL || (size = type_size(dt, &tlb_nz)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
         return 0;
     if (elems > 0 && (sendbuf == NULL || recvbuf == NULL))
         return 0;
@@ -510,7 +510,7 @@ HOT int reduce_scatter_native(const void *sendbuf, void *recvbuf, const int *rec
         return 0;
 #endif
     unsigned long long bytes = (unsigned long long)elems * (unsigned long long)size;
-    if (guarded(G_REDUCE_SCATTER, p, 0, bytes, tlb_pos, op, sendbuf) || !native_at(G_REDUCE_SCATTER, p, bytes, nb))
+    if (guarded(G_REDUCE_SCATTER, p, 0, bytes, tlb_nz, op, sendbuf) || !native_at(G_REDUCE_SCATTER, p, bytes, nb))
         return 0;
     k.n = elems;
     return going_native(G_REDUCE_SCATTER, &k, 1, p, bytes, gen, nb);
@@ -535,16 +535,16 @@ HOT int allgatherv_native(const void *sendbuf, int sendcount, void *recvbuf, con
 {
     struct memo_key k = {comm, recvtype, MPI_OP_NULL, -1, -1, sendbuf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
-    int rank, p = small_intra(G_ALLGATHERV, comm, &rank), tlb_pos = 0;
+    int rank, p = small_intra(G_ALLGATHERV, comm, &rank), tlb_nz = 0;
     long long size, elems;
-    if (!p || (size = type_size(recvtype, &tlb_pos)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
+    if (!p || (size = type_size(recvtype, &tlb_nz)) < 0 || (elems = sum_counts(recvcounts, p)) < 0)
         return 0;
     if (sendbuf != MPI_IN_PLACE && sendcount < 0)
         return 0;
     if (elems > 0 && (sendbuf == NULL || recvbuf == NULL))
         return 0;
     unsigned long long bytes = (unsigned long long)elems * (unsigned long long)size;
-    if (guarded(G_ALLGATHERV, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHERV, p, bytes, nb))
+    if (guarded(G_ALLGATHERV, p, 0, bytes, tlb_nz, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHERV, p, bytes, nb))
         return 0;
     k.n = elems;
     return going_native(G_ALLGATHERV, &k, 1, p, bytes, gen, nb);
@@ -568,14 +568,14 @@ HOT int bcast_native(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm c
 {
     struct memo_key k = {comm, dt, MPI_OP_NULL, count, root, buf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
-    int rank, p = small_intra(G_BCAST, comm, &rank), tlb_pos = 0;
+    int rank, p = small_intra(G_BCAST, comm, &rank), tlb_nz = 0;
     long long size;
-    if (!p || count < 0 || root < 0 || root >= p || (size = type_size(dt, &tlb_pos)) < 0)
+    if (!p || count < 0 || root < 0 || root >= p || (size = type_size(dt, &tlb_nz)) < 0)
         return 0;
     if (count > 0 && buf == NULL)
         return 0;
     unsigned long long bytes = (unsigned long long)count * (unsigned long long)size;
-    if (guarded(G_BCAST, p, root, bytes, tlb_pos, MPI_OP_NULL, buf) || !native_at(G_BCAST, p, bytes, nb))
+    if (guarded(G_BCAST, p, root, bytes, tlb_nz, MPI_OP_NULL, buf) || !native_at(G_BCAST, p, bytes, nb))
         return 0;
     return going_native(G_BCAST, &k, 1, p, bytes, gen, nb);
 }
@@ -597,16 +597,16 @@ HOT int allgather_native(const void *sendbuf, int sendcount, void *recvbuf, int 
 {
     struct memo_key k = {comm, recvtype, MPI_OP_NULL, recvcount, -1, sendbuf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
-    int rank, p = small_intra(G_ALLGATHER, comm, &rank), tlb_pos = 0;
+    int rank, p = small_intra(G_ALLGATHER, comm, &rank), tlb_nz = 0;
     long long size;
-    if (!p || recvcount < 0 || (size = type_size(recvtype, &tlb_pos)) < 0)
+    if (!p || recvcount < 0 || (size = type_size(recvtype, &tlb_nz)) < 0)
         return 0;
     if (sendbuf != MPI_IN_PLACE && sendcount < 0)
         return 0;
     if (recvcount > 0 && (sendbuf == NULL || recvbuf == NULL))
         return 0;
     unsigned long long bytes = (unsigned long long)recvcount * (unsigned long long)p * (unsigned long long)size;
-    if (guarded(G_ALLGATHER, p, 0, bytes, tlb_pos, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHER, p, bytes, nb))
+    if (guarded(G_ALLGATHER, p, 0, bytes, tlb_nz, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHER, p, bytes, nb))
         return 0;
     return going_native(G_ALLGATHER, &k, 1, p, bytes, gen, nb);
 }
@@ -630,9 +630,9 @@ HOT int reduce_scatter_block_native(const void *sendbuf, void *recvbuf, int recv
 {
     struct memo_key k = {comm, dt, op, recvcount, -1, sendbuf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
-    int rank, p = small_intra(G_REDUCE_SCATTER_BLOCK, comm, &rank), tlb_pos = 0;
+    int rank, p = small_intra(G_REDUCE_SCATTER_BLOCK, comm, &rank), tlb_nz = 0;
     long long size;
-    if (!p || recvcount < 0 || op == MPI_OP_NULL || (size = type_size(dt, &tlb_pos)) < 0)
+    if (!p || recvcount < 0 || op == MPI_OP_NULL || (size = type_size(dt, &tlb_nz)) < 0)
         return 0;
     if (recvcount > 0 && (sendbuf == NULL || recvbuf == NULL))
         return 0;
@@ -642,7 +642,7 @@ HOT int reduce_scatter_block_native(const void *sendbuf, void *recvbuf, int recv
         return 0;
 #endif
     unsigned long long bytes = (unsigned long long)recvcount * (unsigned long long)p * (unsigned long long)size;
-    if (guarded(G_REDUCE_SCATTER_BLOCK, p, 0, bytes, tlb_pos, op, sendbuf) ||
+    if (guarded(G_REDUCE_SCATTER_BLOCK, p, 0, bytes, tlb_nz, op, sendbuf) ||
         !native_at(G_REDUCE_SCATTER_BLOCK, p, bytes, nb))
         return 0;
     return going_native(G_REDUCE_SCATTER_BLOCK, &k, 1, p, bytes, gen, nb);

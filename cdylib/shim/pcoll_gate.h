@@ -33,7 +33,7 @@ enum {
 enum {
     PCOLL_GUARD_ROOT_NONZERO_ABOVE = 1, /* reduce, root != 0, bytes above guard_root_above */
     PCOLL_GUARD_ONE_RANK = 2,
-    PCOLL_GUARD_TRUE_LB = 4, /* datatype with true lower bound > 0 */
+    PCOLL_GUARD_TRUE_LB = 4, /* datatype whose true lower bound is not 0 */
     PCOLL_GUARD_USER_OP = 8,
     PCOLL_GUARD_IN_PLACE = 16,
 };

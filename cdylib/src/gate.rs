@@ -130,7 +130,7 @@ fn guard_bit(g: Guard) -> u32 {
     match g {
         Guard::RootNonzeroAbove(_) => 1,
         Guard::OneRank => 2,
-        Guard::TrueLbPositive => 4,
+        Guard::TrueLbNonzero => 4,
         Guard::UserOp => 8,
         Guard::InPlace => 16,
     }
@@ -341,7 +341,7 @@ mod tests {
         for (k, g) in [
             Guard::RootNonzeroAbove(0),
             Guard::OneRank,
-            Guard::TrueLbPositive,
+            Guard::TrueLbNonzero,
             Guard::UserOp,
             Guard::InPlace,
         ]

@@ -17,8 +17,9 @@ pub enum Guard {
     RootNonzeroAbove(usize),
     /// A communicator of one process.
     OneRank,
-    /// A datatype whose true lower bound is > 0.
-    TrueLbPositive,
+    /// A datatype whose true lower bound is not 0 (data after a leading hole, or before the
+    /// type's origin).
+    TrueLbNonzero,
     /// A user-defined op (predefined ops are commutative).
     UserOp,
     /// `MPI_IN_PLACE`.
@@ -73,7 +74,7 @@ impl PartialEq for Defect {
 }
 
 /// The known native defects.
-pub static DEFECTS: [Defect; 9] = [
+pub static DEFECTS: [Defect; 10] = [
     Defect {
         name: "mpich-reduce-inplace-root",
         mpi: Mpi::Mpich,
@@ -124,17 +125,26 @@ pub static DEFECTS: [Defect; 9] = [
         mpi: Mpi::OpenMpi,
         coll: Collective::Allreduce,
         reason: "Open MPI 4.1.4 MPI_Allreduce of a datatype whose true lower bound is > 0 writes past its scratch buffer (ring algorithm)",
-        guard: Guard::TrueLbPositive,
-        fires: |_, f| f.true_lb_positive(),
+        guard: Guard::TrueLbNonzero,
+        fires: |_, f| f.true_lb() > 0,
         absent: &[],
     },
     Defect {
         name: "mpich5-reduce-userop-true-lb",
         mpi: Mpi::Mpich5,
         coll: Collective::Reduce,
-        reason: "MPICH 5.0.2 MPI_Reduce with a commutative user-defined op on a datatype whose true lower bound is > 0, at a root other than 0, frees a pointer true_lb bytes before its scratch block in its shared-memory release_gather reduce (used from a communicator's 6th collective; valgrind: invalid free in PMPI_Reduce; glibc aborts with free(): invalid pointer when the heap is laid out so: verify/difftest.c seed 795854441 at p = 3, without pcoll too; 2000 bytes and less here, any size avoided; session 34)",
-        guard: Guard::TrueLbPositive,
-        fires: |c, f| c.root != 0 && c.commutative && f.user_op() && f.true_lb_positive(),
+        reason: "MPICH 5.0.2 MPI_Reduce with a commutative user-defined op on a datatype whose true lower bound is not 0, at a root other than 0, frees a pointer true_lb bytes off its scratch block in its shared-memory release_gather reduce (used from a communicator's 6th collective; valgrind: invalid free in PMPI_Reduce; glibc aborts with free(): invalid pointer when the heap is laid out so: verify/difftest.c seed 795854441 at p = 3, without pcoll too; 2000 bytes and less here, any size avoided; session 34; a negative true lower bound alike, c-tests/derived.c's neg24, session 35)",
+        guard: Guard::TrueLbNonzero,
+        fires: |c, f| c.root != 0 && c.commutative && f.user_op() && f.true_lb() != 0,
+        absent: &[],
+    },
+    Defect {
+        name: "mpich5-allreduce-userop-negative-lb",
+        mpi: Mpi::Mpich5,
+        coll: Collective::Allreduce,
+        reason: "MPICH 5.0.2 MPI_Allreduce with a commutative user-defined op on a datatype whose true lower bound is < 0 segfaults in its shared-memory release_gather allreduce (from a communicator's 6th or so collective; not with MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM=mpir, a non-commutative op or a true lower bound > 0; 20 to 50000 elements of a 24-byte type at p = 2, 3 and 4, without pcoll too: c-tests/derived.c's neg24, session 35)",
+        guard: Guard::TrueLbNonzero,
+        fires: |c, f| c.commutative && f.user_op() && f.true_lb() < 0,
         absent: &[],
     },
     Defect {

@@ -124,8 +124,8 @@ impl CallFacts {
 pub trait NativeFacts {
     /// The datatype has holes (size != true extent).
     fn holes(&self) -> bool;
-    /// The datatype's true lower bound is > 0.
-    fn true_lb_positive(&self) -> bool;
+    /// The datatype's true lower bound (bytes; < 0 where data lies before the type's origin).
+    fn true_lb(&self) -> i64;
     /// Reduce_scatter's counts are not all equal.
     fn unequal_counts(&self) -> bool;
     /// The op is user-defined (`MPI_Op_create`); a plain call's is not.
@@ -141,8 +141,8 @@ impl NativeFacts for PlainFacts {
     fn holes(&self) -> bool {
         false
     }
-    fn true_lb_positive(&self) -> bool {
-        false
+    fn true_lb(&self) -> i64 {
+        0
     }
     fn unequal_counts(&self) -> bool {
         false

@@ -27,8 +27,8 @@ impl NativeFacts for ArgFacts<'_> {
     fn holes(&self) -> bool {
         mpi_types::type_facts(self.dt).map_or(false, |f| !f.contiguous())
     }
-    fn true_lb_positive(&self) -> bool {
-        mpi_types::true_lb(self.dt).map_or(false, |lb| lb > 0)
+    fn true_lb(&self) -> i64 {
+        mpi_types::true_lb(self.dt).map_or(0, |lb| lb as i64)
     }
     fn unequal_counts(&self) -> bool {
         (self.unequal)()
