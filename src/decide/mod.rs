@@ -122,7 +122,9 @@ impl CallFacts {
 /// Facts about a call that cost MPI queries, asked only when a native-defect rule needs them
 /// (the decision is `native` and the defect's cheap conditions hold).
 pub trait NativeFacts {
-    /// The datatype has holes (size != true extent).
+    /// The datatype is not one plain block from its origin: holes (size != extent or true
+    /// extent), or a lower bound or true lower bound other than 0 (the MPI's own copies then
+    /// shift buffers, where Intel MPI's user-op reductions go wrong: docs/mpis.md).
     fn holes(&self) -> bool;
     /// The datatype's true lower bound (bytes; < 0 where data lies before the type's origin).
     fn true_lb(&self) -> i64;
