@@ -256,6 +256,10 @@ run_ok() {
 STATS_MSG=""
 stats_ok() {
     local coll=$1 alg=$2 fb=$3
+    # A forced `native` call of a shape a native defect crashes on (src/decide/defects.rs, e.g.
+    # MPICH's allgatherv at p = 1) is served by pcoll's model pick: any line of the collective
+    # counts, and the ok line names the algorithm that served.
+    [ "$alg" = native ] && fb=1
     local re_num='calls=[1-9][0-9]* bytes=[0-9]+( time_us=[0-9.eE+-]+)?'
     if grep -qE "pcoll: stats $coll $alg $re_num" "$RUN_LOG.err"; then
         return 0
