@@ -40,6 +40,11 @@ pub(super) fn run(
             let _ = st.node_shm(g);
         }
     }
+    if spec.p == 1 && spec.coll.reduces() {
+        // Alone, no MPI call sees the datatype: an uncommitted one is refused here with the
+        // MPI's own class, as its collective would (c-tests/errors.c at p = 1).
+        crate::shm::run::reducible(a.dt, a.op)?;
+    }
     let prog = program(g, st, alg, spec, node_steps(st, v))?;
     run_program(g, a, v, st, &prog)?;
     Ok((st, prog))

@@ -152,7 +152,8 @@ unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
 /// call touches the window, with count 0, for a derived datatype (a named one always can, the
 /// validation checked the op on it): only the owners of slices reduce, so an error there
 /// (an uncommitted datatype: Open MPI and MPICH both refuse count 0 too) would leave the others
-/// waiting; asked here every rank fails alike, before any counter moves.
+/// waiting; asked here every rank fails alike, before any counter moves. Also asked by every
+/// algorithm at p = 1, where no MPI call sees the datatype.
 pub fn reducible(dt: MPI_Datatype, op: MPI_Op) -> Result<(), Error> {
     if crate::mpi_types::is_named(dt) {
         return Ok(());
