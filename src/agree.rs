@@ -25,8 +25,10 @@ pub fn steering_vars() -> Vec<&'static str> {
         "PCOLL_NODES",
         "PCOLL_DISABLE",
         "PCOLL_MPI",
-        // The shared-memory level: whether it runs, its cells, who combines.
+        // The shared-memory level: whether it runs, its cells, who combines, when the window
+        // is made.
         "PCOLL_SHM",
+        "PCOLL_SHM_AFTER",
         "PCOLL_SHM_BYTES",
         "PCOLL_SHM_COMBINE",
         "PCOLL_SHM_REPLICATE",

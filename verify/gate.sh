@@ -17,6 +17,23 @@ out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run
   "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_TUNING="$OUT/nbagain.toml" -- \
   "$OUT/nbagain-$MPI" $([ "$MPI" = mpich ] && echo kept) </dev/null 2>&1)
 grep -q '^nbagain: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (nbagain)"; exit 1; }
+# When a communicator's window is made (verify/window.c): at the 8th call a table sends to
+# `shm` (a raced rule's too), earlier for 8 MiB calls (their predicted loss reaches the
+# window's cost), at the first with PCOLL_SHM_AFTER=1 or `shm` forced; p = 2 and 3.
+$MPICC -O2 -Wall -o "$OUT/window-$MPI" "$ROOT/verify/window.c" -ldl || { echo "gate: FAIL (build window)"; exit 1; }
+printf '[[allreduce]]\nbytes = [4096, "64MiB"]\nalgorithm = "shm"\n[[reduce]]\nbytes = [4096, "64MiB"]\nalgorithm = "shm"\nrace = true\n' >"$OUT/window.toml"
+for np in 2 3; do
+  for mode in table first forced; do
+    case $mode in
+      table) env=(PCOLL_TUNING="$OUT/window.toml") ;;
+      first) env=(PCOLL_TUNING="$OUT/window.toml" PCOLL_SHM_AFTER=1) ;;
+      forced) env=(PCOLL_ALLREDUCE=shm) ;;
+    esac
+    out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+      "$ROOT/scripts/mpi.sh" "$MPI" -- $np LD_PRELOAD="$LIB" "${env[@]}" -- "$OUT/window-$MPI" $mode </dev/null 2>&1)
+    grep -q '^window: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (window, $mode, p=$np)"; exit 1; }
+  done
+done
 # Kept decisions over several shapes of a call (verify/again.c: roots rotating, two sizes, two
 # communicators, periods shorter and longer than what is kept, blocking and non-blocking),
 # forced to `shm` and to `circulant`, p = 3: closed-form results, the forced algorithm ran.

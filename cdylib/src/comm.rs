@@ -53,6 +53,9 @@ pub struct CommState {
     layout: OnceCell<pcoll::nodes::Layout>,
     /// The shared window of `shm`, made when a call first asks for it ([`CommState::shm`]).
     shm: OnceCell<Option<Box<crate::shm::Win>>>,
+    /// The blocking calls that asked for `shm` before the window was made
+    /// ([`CommState::window_now`]).
+    wait: Mutex<pcoll::model::shm::WindowWait>,
     /// The window of this rank's node for `hier`'s node steps ([`CommState::node_shm`]).
     node_shm: OnceCell<NodeWin>,
     /// `PCOLL_LEARN`'s cells on this communicator (`crate::learn`).
@@ -276,6 +279,23 @@ impl CommState {
     /// The window was asked for (made or refused).
     pub fn shm_asked(&self) -> bool {
         self.shm.get().is_some()
+    }
+
+    /// A blocking call asks for `shm` on this one-node communicator with rent `rent`
+    /// (`pcoll::model::shm::WindowWait`): true if the window is asked for already or is to be
+    /// made now, false to serve the call without it. No MPI call; every rank counts alike.
+    pub fn window_now(&self, rent: f64, cost: f64, after: u32) -> bool {
+        if self.shm.get().is_some() {
+            return true;
+        }
+        let mut w = self.wait.lock();
+        let now = w.ask(rent, cost, after);
+        let (n, r) = (w.calls, w.rent * 1e6);
+        log::debug!(
+            "shm: window now {now} ({n} calls waited, rent {r:.1} of {:.1} us)",
+            cost * 1e6
+        );
+        now
     }
 
     /// The window if made and the communicator is one node's (no MPI call): what a
@@ -649,6 +669,7 @@ fn find_or_make(
         last: Mutex::new(None),
         layout: world_layout(comm, size),
         shm: OnceCell::new(),
+        wait: Mutex::new(Default::default()),
         node_shm: OnceCell::new(),
         learn: Mutex::new(HashMap::new()),
         nb_seq: Default::default(),

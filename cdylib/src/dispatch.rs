@@ -113,7 +113,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     }
     // A call exploring its cell (PCOLL_LEARN) is timed, and never kept to be served again.
     let timer = chosen.explore.as_ref().and_then(|e| e.start());
-    let settled = settled && chosen.explore.is_none();
+    let settled = settled && chosen.explore.is_none() && !chosen.provisional;
     if alg == Algorithm::Native {
         let rc = native();
         if let Some(t) = timer {

@@ -164,6 +164,12 @@ pub fn step(
     let st = comm::state(comm, call.p, rank).ok()?;
     let mut cells = st.learn.lock();
     if let std::collections::hash_map::Entry::Vacant(e) = cells.entry(key) {
+        // A raced `shm` rule races once the communicator's window is made: until then its
+        // calls are decided as any other `shm` call, whose window waits
+        // (`crate::shm::after`; the same calls on every rank).
+        if !full && window_waits(g, st, call) {
+            return None;
+        }
         e.insert(new_cell(g, st, call, nf, full)?);
     }
     call.nodes = st.known_layout().map(|l| l.shape()).unwrap_or_default();
@@ -187,6 +193,19 @@ pub fn step(
     }
     let tally = explore.is_none().then(|| cell.tally());
     Some((c, explore, tally))
+}
+
+/// The call's raced rule asks for `shm` on a communicator whose window may still wait: not
+/// asked for yet, the nodes one or not known yet (no MPI call).
+fn window_waits(g: &'static Global, st: &CommState, call: &CallFacts) -> bool {
+    crate::shm::after() > 1
+        && crate::shm::enabled()
+        && !st.shm_asked()
+        && st.known_layout().map_or(true, |l| l.shape().nodes <= 1)
+        && matches!(
+            state::resolver(g, call.coll, call.p).request(call).0,
+            pcoll::Pick::Alg(Algorithm::Shm)
+        )
 }
 
 /// A new cell: the communicator's nodes (asked now: every rank is in this call), the

@@ -453,6 +453,25 @@ impl<'a> Resolver<'a> {
         answer
     }
 
+    /// What a call that asked for `shm` costs more on `next`, its decision without the
+    /// communicator's window ([`crate::model::shm::rent`]), as the one-node model prices
+    /// them. Below `shm`'s smallest priced size, `next`'s whole time.
+    pub fn shm_rent(&self, call: &CallFacts, next: Algorithm) -> f64 {
+        let params = self.table.model();
+        let (coll, p, bytes) = (call.coll, call.p, call.bytes);
+        let t_next = if next == Algorithm::Native {
+            crate::model::native::native(self.mpi, coll, p, bytes, call.commutative, &params).time
+        } else {
+            crate::model::predict(coll, next, p, bytes, &params).time
+        };
+        let t_shm = crate::model::shm::time(coll, p, bytes);
+        if t_shm.is_finite() {
+            crate::model::shm::rent(t_shm, t_next)
+        } else {
+            t_next
+        }
+    }
+
     /// The decision for one call. `Err` only under `PCOLL_FALLBACK=error` for a forced
     /// algorithm that cannot serve the call. Allocation-free unless a fallback happens.
     pub fn resolve(&self, call: &CallFacts, nf: &dyn NativeFacts) -> Result<Decision, Error> {

@@ -75,9 +75,97 @@ pub fn time(coll: Collective, p: usize, bytes: usize) -> f64 {
     streamed(coll, p, bytes) * per_byte + chunks * p as f64 * SIGMA
 }
 
+/// Making a communicator's window (`MPI_Comm_split_type`, `MPI_Win_allocate_shared`, the
+/// agreements), apart from its pages: the second VM, p = 2, 20 windows each: Open MPI 4.1
+/// 0.3 ms, MPICH 5 0.4, Intel MPI 1.4, MPICH 4.0 1.9 (docs/shm.md, Lifetime and limits).
+pub const WIN_FIXED: f64 = 0.5e-3;
+/// Seconds per byte of a rank's own segment, first touched by it (`MADV_POPULATE_WRITE`:
+/// 4 MiB in 2.9 ms there; the ranks touch theirs at once).
+pub const WIN_TOUCH: f64 = 0.7e-9;
+/// Seconds per byte of each other rank's segment, mapped (`MADV_POPULATE_READ`: 4 MiB in
+/// 0.3-0.4 ms).
+pub const WIN_MAP: f64 = 0.09e-9;
+
+/// Predicted seconds to make a window of `p` ranks with `seg` bytes each (the second VM, p = 2,
+/// 4 MiB: 3.5-3.9 ms measured, 3.8 predicted).
+pub fn window_time(p: usize, seg: usize) -> f64 {
+    let seg = seg as f64;
+    WIN_FIXED + seg * WIN_TOUCH + seg * WIN_MAP * p.saturating_sub(1) as f64
+}
+
+/// A communicator's calls that asked for `shm` before its window is made run the decision
+/// without it (the window is "rented", a ski rental): what each such call costs more,
+/// predicted: its next pick's time above `shm`'s, and at least `shm`'s own (a table rule
+/// took `shm` where it measured it faster, which the model may not see).
+pub fn rent(t_shm: f64, t_next: f64) -> f64 {
+    (t_next - t_shm).max(t_shm)
+}
+
+/// The calls that asked for `shm` on a communicator whose window is not made yet: the window
+/// is made at the `after`-th such call, or at the first whose rent ([`rent`]) brings the
+/// sum to the window's cost ([`window_time`]), whichever comes first. Every rank of the
+/// communicator sees the same calls and prices them alike (the model is agreed), so they make
+/// it in the same call.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WindowWait {
+    /// Calls that ran without the window.
+    pub calls: u32,
+    /// Their rent, summed (seconds).
+    pub rent: f64,
+}
+
+impl WindowWait {
+    /// A call asking for `shm` whose rent is `rent`: true to make the window now; false to
+    /// run the call without it (counted).
+    pub fn ask(&mut self, rent: f64, cost: f64, after: u32) -> bool {
+        if self.calls + 1 >= after || self.rent + rent >= cost {
+            return true;
+        }
+        self.calls += 1;
+        self.rent += rent;
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_window_is_made_at_the_after_th_call_or_once_the_rent_reaches_its_cost() {
+        // Small rents: the `after`-th call makes it.
+        let mut w = WindowWait::default();
+        let made: Vec<bool> = (0..10).map(|_| w.ask(1e-6, 4e-3, 8)).collect();
+        assert_eq!(made.iter().position(|&m| m), Some(7));
+        assert_eq!(w.calls, 7);
+        assert!((w.rent - 7e-6).abs() < 1e-15);
+        // `after` = 1: at once, nothing counted.
+        let mut w = WindowWait::default();
+        assert!(w.ask(1.0, 4e-3, 1));
+        assert_eq!(w, WindowWait::default());
+        // Large rents: the call whose rent brings the sum to the cost makes it (1.5 ms each
+        // against 4 ms: the third).
+        let mut w = WindowWait::default();
+        let made: Vec<bool> = (0..5).map(|_| w.ask(1.5e-3, 4e-3, 8)).collect();
+        assert_eq!(made, [false, false, true, true, true]);
+        // A rent as large as the window: at once.
+        assert!(WindowWait::default().ask(4e-3, 4e-3, 8));
+    }
+
+    #[test]
+    fn rent_is_the_difference_and_at_least_shm_itself() {
+        assert_eq!(rent(1.0, 5.0), 4.0);
+        assert_eq!(rent(1.0, 1.5), 1.0);
+        assert_eq!(rent(2.0, 1.0), 2.0); // the model prices the next pick faster
+    }
+
+    #[test]
+    fn window_time_of_the_default_segment_at_two_ranks_is_a_few_milliseconds() {
+        let t = window_time(2, 4 << 20);
+        assert!((3.5e-3..4.2e-3).contains(&t), "{t}");
+        assert_eq!(window_time(1, 0), WIN_FIXED);
+        assert!(window_time(8, 2 << 20) > window_time(2, 2 << 20));
+    }
 
     #[test]
     fn grows_with_bytes_from_min_bytes_and_is_zero_alone() {

@@ -62,6 +62,9 @@ pub(super) struct Chosen {
     /// A decided raced (or learned) cell's count of its winner's calls, for the served-again
     /// path that may run the next ones.
     pub tally: Option<crate::learn::Tally>,
+    /// The call asked for `shm` and runs without it while the communicator's window waits
+    /// ([`window_waits`]): never kept to be served again (a later call makes the window).
+    pub provisional: bool,
 }
 
 /// The facts of a call every rank shares, from its arguments (`None`: an op the MPI rejects;
@@ -136,6 +139,18 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
             call.nodes = nodes;
             call.node_shm = node_shm(a, spec);
             d = decided(g, &call, &nf, None)?;
+        }
+    }
+    // A communicator's first calls that ask for `shm` may run without it while its window
+    // waits (the same calls on every rank).
+    if d.algorithm == Algorithm::Shm && !d.source.forced() {
+        let mut alt = call;
+        alt.shm_refused = true;
+        if let Some(c) = window_waits(g, a, spec, &call, || decided(g, &alt, &nf, None))? {
+            return Ok(Chosen {
+                provisional: true,
+                ..chosen(g, spec, &alt, c, None)
+            });
         }
     }
     // `shm` needs the communicator's window: made now if this is the first call asking (every
@@ -243,6 +258,7 @@ fn chosen(
         why,
         explore,
         tally: None,
+        provisional: false,
     }
 }
 
@@ -304,6 +320,33 @@ fn node_shm(a: &Args, spec: &CallSpec) -> bool {
             .and_then(|st| st.known_node_shm())
             .map_or(true, |w| w.is_ok())
         && spec.p > 1
+}
+
+/// A blocking call decided `shm` (not forced by the user) on a one-node communicator whose
+/// window is not made yet: its decision without `shm` (`alt`) if the window waits
+/// (`CommState::window_now`: `PCOLL_SHM_AFTER` calls, or their predicted extra cost reaching
+/// the window's), else None (the window is made by the caller now). Asks for the nodes
+/// (collective: every rank decided `shm`); `alt` is decided only while the window waits.
+fn window_waits(
+    g: &'static Global,
+    a: &Args,
+    spec: &CallSpec,
+    call: &CallFacts,
+    alt: impl FnOnce() -> Result<Decision, c_int>,
+) -> Result<Option<Decision>, c_int> {
+    let after = crate::shm::after();
+    if spec.p <= 1 || after <= 1 || !crate::shm::enabled() {
+        return Ok(None);
+    }
+    let Ok(st) = crate::comm::state(a.comm, spec.p, spec.rank) else {
+        return Ok(None);
+    };
+    if st.shm_asked() || st.layout(g).shape().nodes > 1 {
+        return Ok(None);
+    }
+    let alt = alt()?;
+    let rent = state::resolver(g, spec.coll, spec.p).shm_rent(call, alt.algorithm);
+    Ok((!st.window_now(rent, crate::shm::window_cost(spec.p), after)).then_some(alt))
 }
 
 /// `shm` is turned off, or the communicator has no shared window for it (made here on first

@@ -8,10 +8,11 @@
 //! counters and cells first (first touch). Counters only grow (chunks since the window was
 //! made), so no call resets them.
 //!
-//! Created at the first call that asks for `shm` on the communicator (collective: a request is
-//! the same on every rank, and it never goes native before getting here): it costs about as
-//! much as one 2 MiB reduce (86-163 us measured in issue #30), paid once per communicator,
-//! and communicators whose calls never ask for `shm` never pay it.
+//! Created by a call that asks for `shm` on the communicator (collective: a request is the
+//! same on every rank, and it never goes native before getting here): a forced one at once,
+//! one of a table or the model at the [`after`]-th such call or once their predicted loss
+//! reaches the window's cost (3.5-4 ms at p = 2, mostly its pages), paid once per
+//! communicator; communicators whose calls never ask for `shm` never pay it.
 //!
 //! `PCOLL_SHM=0` turns it off; `PCOLL_SHM_BYTES` is the segment of each rank and
 //! `PCOLL_SHM_SLOTS` its slots (defaults: [`default_slots`], 256 KiB cells). Any refusal
@@ -135,6 +136,34 @@ fn settings() -> &'static Settings {
         Settings { on, bytes, slots }
     });
     &S
+}
+
+/// The blocking call that asked for `shm` on a communicator and makes its window
+/// (`PCOLL_SHM_AFTER`, agreed at `MPI_Init`; default 8, 1: the first): the ones before run
+/// the decision without `shm`, unless their predicted extra cost reaches the window's first
+/// (`pcoll::model::shm::WindowWait`). The window costs milliseconds (4 MiB a rank to touch
+/// at p = 2), what a few hundred 64 KiB calls gain back from it: a communicator made for a
+/// handful of calls is better served without it. Eight keeps a benchmark whose warm-up
+/// runs seven calls or more timing `shm` from its first timed call.
+pub fn after() -> u32 {
+    static A: once_cell::sync::Lazy<u32> =
+        once_cell::sync::Lazy::new(|| match crate::agree::var("PCOLL_SHM_AFTER") {
+            None => 8,
+            Some(v) => match v.trim().parse::<u32>() {
+                Ok(n) if n >= 1 => n,
+                _ => {
+                    log::warn!("PCOLL_SHM_AFTER={v}: not a count of calls from 1; 8 it is");
+                    8
+                }
+            },
+        });
+    *A
+}
+
+/// Predicted seconds to make the window of a communicator of `p` ranks (its segments as
+/// `PCOLL_SHM_BYTES` / `PCOLL_SHM_SLOTS` make them): `pcoll::model::shm::window_time`.
+pub fn window_cost(p: usize) -> f64 {
+    pcoll::model::shm::window_time(p, settings().layout(p).0 + PAGE)
 }
 
 /// A reduce's root combines `x_root ⊕ partial` as it copies out (`PCOLL_SHM_COMBINE`, on by
@@ -280,7 +309,7 @@ impl Win {
     }
     /// A counter (or another 8-byte word of the counters' page) of `rank`'s segment.
     pub(crate) fn word(bases: &[*mut u8], rank: usize, off: usize) -> &AtomicU64 {
-        // SAFETY: the segment is at least CTRL bytes, page aligned, mapped for the window's
+        // SAFETY: the segment is at least CTRL bytes from a page boundary, mapped for the window's
         // life; the counter is 8-byte aligned and only accessed atomically.
         unsafe { &*(bases[rank].add(off) as *const AtomicU64) }
     }
@@ -374,7 +403,7 @@ fn room(p: usize, bytes: usize) -> bool {
             return true; // no /dev/shm to ask: let the MPI decide
         }
         let free = (s.f_bavail as u128) * (s.f_frsize as u128);
-        free >= 2 * (p as u128) * (bytes as u128)
+        free >= 2 * (p as u128) * ((bytes + PAGE) as u128)
     }
 }
 
@@ -502,16 +531,13 @@ pub fn create_node(
 /// mapped, 7-10 us above it unmapped. `MADV_POPULATE_READ` (Linux 5.14), else a read per page.
 fn prefault(bases: &[*mut u8], me: usize, bytes: usize) {
     const MADV_POPULATE_READ: c_int = 22;
-    const PAGE: usize = 4096;
     for (k, &b) in bases.iter().enumerate() {
         if k == me || b.is_null() {
             continue;
         }
-        let start = (b as usize) & !(PAGE - 1);
-        let len = b as usize + bytes - start;
-        // SAFETY: the range covers the pages of a segment the MPI mapped here (its first page
-        // from its start); the advice only maps pages, reading nothing.
-        let rc = unsafe { libc::madvise(start as *mut c_void, len, MADV_POPULATE_READ) };
+        // SAFETY: the pages of a segment the MPI mapped here, from a page boundary
+        // ([`page_up`]); the advice only maps pages, reading nothing.
+        let rc = unsafe { libc::madvise(b as *mut c_void, bytes, MADV_POPULATE_READ) };
         if rc != 0 {
             for off in (0..bytes).step_by(PAGE) {
                 // SAFETY: inside the peer's segment of `bytes` bytes, mapped readable.
@@ -519,6 +545,46 @@ fn prefault(bases: &[*mut u8], me: usize, bytes: usize) {
             }
         }
     }
+}
+
+/// A page more than the segment is asked of the MPI, whose segments need not start on a page:
+/// Open MPI 4.1's start 264 bytes into one (the others' on one), which put every cell 8 bytes
+/// off a cache line. Each rank's segment is used from its first page boundary, the same
+/// bytes in every process (a mapping keeps the offset within a page).
+const PAGE: usize = 4096;
+
+fn page_up(b: *mut u8) -> *mut u8 {
+    b.wrapping_add((PAGE - (b as usize) % PAGE) % PAGE)
+}
+
+/// The owner's first touch of its segment (`bytes` at `base`, page aligned): every page made
+/// present for writing by `MADV_POPULATE_WRITE` (Linux 5.14), then the counters' page zeroed
+/// (the cells are always written before they are read). False if the pages cannot be had:
+/// a tmpfs without room for them fails here, with `EFAULT`, where a write would have raised
+/// `SIGBUS`. Without the advice (older kernels: `EINVAL`), every byte is written as before.
+/// On the second VM a 4 MiB segment took 2.9 ms to populate against 3.8 ms written (the
+/// window's largest cost: docs/shm.md, Lifetime and limits).
+fn first_touch(base: *mut u8, bytes: usize) -> bool {
+    const MADV_POPULATE_WRITE: c_int = 23;
+    // SAFETY: our own segment of `bytes` bytes, mapped writable by the MPI; the advice only
+    // faults its pages in (their contents stay).
+    let rc = unsafe { libc::madvise(base as *mut c_void, bytes, MADV_POPULATE_WRITE) };
+    if rc == 0 {
+        // SAFETY: the counters' page of our own segment (`bytes` >= CTRL, checked by
+        // `settings`).
+        unsafe { std::ptr::write_bytes(base, 0, CTRL.min(bytes)) };
+        return true;
+    }
+    if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+        log::debug!(
+            "shm: the segment's pages could not be populated ({})",
+            std::io::Error::last_os_error()
+        );
+        return false;
+    }
+    // SAFETY: our own segment of `bytes` bytes.
+    unsafe { std::ptr::write_bytes(base, 0, bytes) };
+    true
 }
 
 /// `MPI_Win_allocate_shared` of `bytes` per rank over `node` (ranks in the shadow's order),
@@ -538,7 +604,7 @@ fn allocate(
         PMPI_Info_create(&mut info);
         PMPI_Info_set(info, c"alloc_shared_noncontig".as_ptr(), c"true".as_ptr());
         let rc = PMPI_Win_allocate_shared(
-            bytes as MPI_Aint,
+            (bytes + PAGE) as MPI_Aint,
             1,
             info,
             node,
@@ -562,13 +628,12 @@ fn allocate(
                 b as *mut *mut u8 as *mut c_void,
             )
         };
-        found &= ok(rc) && size as usize >= bytes && !b.is_null();
+        found &= ok(rc) && size as usize >= bytes + PAGE && !b.is_null();
+        *b = page_up(*b);
     }
-    if found {
-        // First touch by the owner: counters zero, cells written once.
-        // SAFETY: our own segment of `bytes` bytes.
-        unsafe { std::ptr::write_bytes(base, 0, bytes) };
-    }
+    let base = page_up(base);
+    // First touch by the owner (pages on its memory), counters zero.
+    found = found && first_touch(base, bytes);
     // Every rank's counters are zero before anybody reads them.
     if !agree(node, found) {
         // A window some rank lacks cannot be freed collectively: leave it.

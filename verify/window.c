@@ -1,0 +1,117 @@
+/* When a communicator's `shm` window is made (crate::shm::after, pcoll::model::shm::WindowWait):
+ * the blocking calls that ask for `shm` by a table rule (not forced) run without it until the
+ * PCOLL_SHM_AFTER-th (default 8), or until their predicted extra cost reaches the window's;
+ * a forced `shm` makes it at once. Each case runs on a fresh MPI_Comm_dup; every call's result
+ * is checked against its closed form, and pcoll_last_algorithm after each call gives the call
+ * that first ran `shm`.
+ *
+ *   window <mode>
+ *     table    (PCOLL_TUNING: allreduce `shm`, reduce `shm` raced): 64 KiB allreduce and
+ *              reduce: calls 1-7 not `shm`, the 8th `shm` (the reduce then races: any);
+ *              8 MiB allreduce: `shm` from a call in 2..7 (the rent); an 8 B allreduce
+ *              (native) never
+ *     first    (the same table, PCOLL_SHM_AFTER=1): the first call runs `shm`
+ *     forced   (PCOLL_ALLREDUCE=shm): the first call runs `shm`
+ * Prints "window: PASS" or "window: FAIL ..." on rank 0; exit status 1 on failure. */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "last_alg.h"
+
+static int rank, size, fails;
+
+static const char *last(const char *coll)
+{
+    typedef const char *(*last_fn)(const char *);
+    last_fn f = (last_fn)dlsym(RTLD_DEFAULT, "pcoll_last_algorithm");
+    return f ? f(coll) : "none";
+}
+
+/* `calls` calls of `coll` (allreduce or reduce to the last rank) of n doubles on a fresh dup:
+ * the 1-based call that first ran `shm` (0: none). */
+static int first_shm(const char *coll, size_t n, int calls)
+{
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    double *s = malloc(n * sizeof *s), *d = malloc(n * sizeof *d);
+    int first = 0;
+    for (int k = 1; k <= calls; k++) {
+        for (size_t i = 0; i < n; i++)
+            s[i] = (double)(rank + 1) * (double)((i % 1000) + k);
+        for (size_t i = 0; i < n; i++)
+            d[i] = -1.0;
+        int reduce = !strcmp(coll, "reduce");
+        if (reduce)
+            MPI_Reduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, size - 1, c);
+        else
+            MPI_Allreduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, c);
+        if (!reduce || rank == size - 1) {
+            double tri = (double)size * (size + 1) / 2;
+            for (size_t i = 0; i < n; i++)
+                if (d[i] != tri * (double)((i % 1000) + k)) {
+                    fails++;
+                    fprintf(stderr, "window: rank %d %s n=%zu call %d: element %zu is %g, not %g\n",
+                            rank, coll, n, k, i, d[i], tri * (double)((i % 1000) + k));
+                    break;
+                }
+        }
+        if (!first && !strcmp(last(coll), "shm"))
+            first = k;
+    }
+    free(s);
+    free(d);
+    MPI_Comm_free(&c);
+    return first;
+}
+
+static void want(int ok, const char *what, int got)
+{
+    /* Every rank must have seen the same first call: compare through PMPI_. */
+    int lo = got, hi = got;
+    PMPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    PMPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (!ok || lo != hi) {
+        fails++;
+        if (rank == 0)
+            fprintf(stderr, "window: %s: first `shm` call %d (ranks %d..%d)\n", what, got, lo, hi);
+    } else if (rank == 0)
+        printf("window: %s: first `shm` call %d\n", what, got);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *mode = argc > 1 ? argv[1] : "table";
+    int f;
+    if (!strcmp(mode, "table")) {
+        f = first_shm("allreduce", 8192, 10);
+        want(f == 8, "allreduce 64 KiB", f);
+        f = first_shm("reduce", 8192, 10);
+        want(f == 8, "reduce 64 KiB (raced)", f);
+        f = first_shm("allreduce", 1 << 20, 8);
+        want(f >= 2 && f <= 7, "allreduce 8 MiB", f);
+        f = first_shm("allreduce", 1, 3);
+        want(f == 0, "allreduce 8 B (native)", f);
+    } else if (!strcmp(mode, "first") || !strcmp(mode, "forced")) {
+        f = first_shm("allreduce", 8192, 2);
+        want(f == 1, "allreduce 64 KiB", f);
+    } else {
+        if (rank == 0)
+            fprintf(stderr, "window: unknown mode %s\n", mode);
+        fails++;
+    }
+    PMPI_Allreduce(MPI_IN_PLACE, &fails, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+    {
+        if (fails)
+            printf("window: FAIL (%d)\n", fails);
+        else
+            printf("window: PASS\n");
+    }
+    MPI_Finalize();
+    return fails != 0;
+}
