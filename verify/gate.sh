@@ -18,7 +18,7 @@ out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run
   "$OUT/nbagain-$MPI" $([ "$MPI" = mpich ] && echo kept) </dev/null 2>&1)
 grep -q '^nbagain: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (nbagain)"; exit 1; }
 # When a communicator's window is made (verify/window.c): at the 8th call a table sends to
-# `shm` (a raced rule's too), earlier for 8 MiB calls (their predicted loss reaches the
+# `shm` (a raced rule's too, whose race then starts), earlier for 8 MiB calls (their predicted loss reaches the
 # window's cost), at the first with PCOLL_SHM_AFTER=1 or `shm` forced; p = 2 and 3.
 $MPICC -O2 -Wall -o "$OUT/window-$MPI" "$ROOT/verify/window.c" -ldl || { echo "gate: FAIL (build window)"; exit 1; }
 printf '[[allreduce]]\nbytes = [4096, "64MiB"]\nalgorithm = "shm"\n[[reduce]]\nbytes = [4096, "64MiB"]\nalgorithm = "shm"\nrace = true\n' >"$OUT/window.toml"

@@ -7,7 +7,8 @@
  *
  *   window <mode>
  *     table    (PCOLL_TUNING: allreduce `shm`, reduce `shm` raced): 64 KiB allreduce and
- *              reduce: calls 1-7 not `shm`, the 8th `shm` (the reduce then races: any);
+ *              reduce: calls 1-7 not `shm`, the 8th `shm`; the reduce then races (some of
+ *              its next 64 calls native);
  *              8 MiB allreduce: `shm` from a call in 2..7 (the rent); an 8 B allreduce
  *              (native) never
  *     first    (the same table, PCOLL_SHM_AFTER=1): the first call runs `shm`
@@ -29,10 +30,15 @@ static const char *last(const char *coll)
     return f ? f(coll) : "none";
 }
 
-/* `calls` calls of `coll` (allreduce or reduce to the last rank) of n doubles on a fresh dup:
+/* Calls after the first `shm` one that ran another algorithm (first_shm's last case). */
+static int later_other;
+
+/* `calls` calls of `coll` (allreduce, or reduce to rank 0: MPICH 4.0 keeps native away from
+ * other roots above 2 KiB, so their raced cells never race) of n doubles on a fresh dup:
  * the 1-based call that first ran `shm` (0: none). */
 static int first_shm(const char *coll, size_t n, int calls)
 {
+    later_other = 0;
     MPI_Comm c;
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     double *s = malloc(n * sizeof *s), *d = malloc(n * sizeof *d);
@@ -44,10 +50,10 @@ static int first_shm(const char *coll, size_t n, int calls)
             d[i] = -1.0;
         int reduce = !strcmp(coll, "reduce");
         if (reduce)
-            MPI_Reduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, size - 1, c);
+            MPI_Reduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, 0, c);
         else
             MPI_Allreduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, c);
-        if (!reduce || rank == size - 1) {
+        if (!reduce || rank == 0) {
             double tri = (double)size * (size + 1) / 2;
             for (size_t i = 0; i < n; i++)
                 if (d[i] != tri * (double)((i % 1000) + k)) {
@@ -59,6 +65,8 @@ static int first_shm(const char *coll, size_t n, int calls)
         }
         if (!first && !strcmp(last(coll), "shm"))
             first = k;
+        else if (first && strcmp(last(coll), "shm"))
+            later_other++;
     }
     free(s);
     free(d);
@@ -75,9 +83,9 @@ static void want(int ok, const char *what, int got)
     if (!ok || lo != hi) {
         fails++;
         if (rank == 0)
-            fprintf(stderr, "window: %s: first `shm` call %d (ranks %d..%d)\n", what, got, lo, hi);
+            fprintf(stderr, "window: %s: %d (ranks %d..%d)\n", what, got, lo, hi);
     } else if (rank == 0)
-        printf("window: %s: first `shm` call %d\n", what, got);
+        printf("window: %s: %d\n", what, got);
 }
 
 int main(int argc, char **argv)
@@ -89,16 +97,19 @@ int main(int argc, char **argv)
     int f;
     if (!strcmp(mode, "table")) {
         f = first_shm("allreduce", 8192, 10);
-        want(f == 8, "allreduce 64 KiB", f);
-        f = first_shm("reduce", 8192, 10);
-        want(f == 8, "reduce 64 KiB (raced)", f);
+        want(f == 8, "allreduce 64 KiB, first `shm` call", f);
+        /* The race that starts after the window runs native for some calls (in blocks:
+         * docs/learning.md); served again from a kept `shm` call it never would. */
+        f = first_shm("reduce", 8192, 72);
+        want(f == 8, "reduce 64 KiB (raced), first `shm` call", f);
+        want(later_other > 0, "reduce 64 KiB (raced), later calls not `shm`", later_other);
         f = first_shm("allreduce", 1 << 20, 8);
-        want(f >= 2 && f <= 7, "allreduce 8 MiB", f);
+        want(f >= 2 && f <= 7, "allreduce 8 MiB, first `shm` call", f);
         f = first_shm("allreduce", 1, 3);
-        want(f == 0, "allreduce 8 B (native)", f);
+        want(f == 0, "allreduce 8 B (native), first `shm` call", f);
     } else if (!strcmp(mode, "first") || !strcmp(mode, "forced")) {
         f = first_shm("allreduce", 8192, 2);
-        want(f == 1, "allreduce 64 KiB", f);
+        want(f == 1, "allreduce 64 KiB, first `shm` call", f);
     } else {
         if (rank == 0)
             fprintf(stderr, "window: unknown mode %s\n", mode);
