@@ -10,22 +10,24 @@ $MPICC -O2 -Wall -o "$BIN" "$ROOT/verify/gate.c" -ldl || { echo "gate: FAIL (bui
 TABLE=$OUT/gate.toml
 # A kept non-blocking decision is dropped when the communicator's window is made
 # (verify/nbagain.c): p = 3, `shm` for MPI_Iallreduce, three calls before the window, three
-# after; on MPICH 4.0 the calls before it run the model's pick, which must not stay.
+# after (PCOLL_SHM_AFTER=1: the first call wants it); on MPICH 4.0 the calls before it run
+# the model's pick, which must not stay.
 $MPICC -O2 -Wall -o "$OUT/nbagain-$MPI" "$ROOT/verify/nbagain.c" -ldl || { echo "gate: FAIL (build nbagain)"; exit 1; }
 printf '[[allreduce]]\nform = "nonblocking"\np = [2, 4]\nalgorithm = "shm"\n' >"$OUT/nbagain.toml"
 out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
-  "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_TUNING="$OUT/nbagain.toml" -- \
+  "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_TUNING="$OUT/nbagain.toml" PCOLL_SHM_AFTER=1 -- \
   "$OUT/nbagain-$MPI" $([ "$MPI" = mpich ] && echo kept) </dev/null 2>&1)
 grep -q '^nbagain: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (nbagain)"; exit 1; }
 # When a communicator's window is made (verify/window.c): at the 8th call a table sends to
 # `shm` (a raced rule's too, whose race then starts), earlier for 8 MiB calls (their predicted loss reaches the
-# window's cost), at the first with PCOLL_SHM_AFTER=1 or `shm` forced; p = 2 and 3.
+# window's cost), at the first with PCOLL_SHM_AFTER=1 or `shm` forced; non-blocking calls
+# count alike and the barrier after the 8th makes it; p = 2 and 3.
 $MPICC -O2 -Wall -o "$OUT/window-$MPI" "$ROOT/verify/window.c" -ldl || { echo "gate: FAIL (build window)"; exit 1; }
 printf '[[allreduce]]\nbytes = [4096, "64MiB"]\nalgorithm = "shm"\n[[reduce]]\nbytes = [4096, "64MiB"]\nalgorithm = "shm"\nrace = true\n' >"$OUT/window.toml"
 for np in 2 3; do
-  for mode in table first forced; do
+  for mode in table first forced nb; do
     case $mode in
-      table) env=(PCOLL_TUNING="$OUT/window.toml") ;;
+      table|nb) env=(PCOLL_TUNING="$OUT/window.toml") ;;
       first) env=(PCOLL_TUNING="$OUT/window.toml" PCOLL_SHM_AFTER=1) ;;
       forced) env=(PCOLL_ALLREDUCE=shm) ;;
     esac

@@ -13,6 +13,9 @@
  *              (native) never
  *     first    (the same table, PCOLL_SHM_AFTER=1): the first call runs `shm`
  *     forced   (PCOLL_ALLREDUCE=shm): the first call runs `shm`
+ *     nb       (the table, non-blocking rules too): MPI_Iallreduce of 64 KiB, each followed by
+ *              an MPI_Barrier: the 8th wants the window, its barrier makes it, the 9th runs
+ *              `shm` (with PCOLL_SHM_AFTER=1 or forced: the 2nd)
  * Prints "window: PASS" or "window: FAIL ..." on rank 0; exit status 1 on failure. */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -28,6 +31,37 @@ static const char *last(const char *coll)
     typedef const char *(*last_fn)(const char *);
     last_fn f = (last_fn)dlsym(RTLD_DEFAULT, "pcoll_last_algorithm");
     return f ? f(coll) : "none";
+}
+
+/* n-double MPI_Iallreduce calls on a fresh dup, each completed and followed by an
+ * MPI_Barrier (which makes a window a non-blocking call wanted): the first that ran `shm`. */
+static int first_shm_nb(size_t n, int calls)
+{
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    double *s = malloc(n * sizeof *s), *d = malloc(n * sizeof *d);
+    int first = 0;
+    for (int k = 1; k <= calls; k++) {
+        for (size_t i = 0; i < n; i++)
+            s[i] = (double)(rank + 1) * (double)((i % 1000) + k);
+        MPI_Request q;
+        MPI_Iallreduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, c, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        double tri = (double)size * (size + 1) / 2;
+        for (size_t i = 0; i < n; i++)
+            if (d[i] != tri * (double)((i % 1000) + k)) {
+                fails++;
+                fprintf(stderr, "window: rank %d iallreduce call %d: element %zu is %g\n", rank, k, i, d[i]);
+                break;
+            }
+        if (!first && !strcmp(last("iallreduce"), "shm"))
+            first = k;
+        MPI_Barrier(c);
+    }
+    free(s);
+    free(d);
+    MPI_Comm_free(&c);
+    return first;
 }
 
 /* Calls after the first `shm` one that ran another algorithm (first_shm's last case). */
@@ -110,6 +144,11 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "first") || !strcmp(mode, "forced")) {
         f = first_shm("allreduce", 8192, 2);
         want(f == 1, "allreduce 64 KiB, first `shm` call", f);
+        f = first_shm_nb(8192, 3);
+        want(f == 2, "iallreduce 64 KiB, barriers between, first `shm` call", f);
+    } else if (!strcmp(mode, "nb")) {
+        f = first_shm_nb(8192, 10);
+        want(f == 9, "iallreduce 64 KiB, barriers between, first `shm` call", f);
     } else {
         if (rank == 0)
             fprintf(stderr, "window: unknown mode %s\n", mode);

@@ -66,10 +66,10 @@ pub fn plan(a: Args) -> Option<Planned> {
         return None;
     }
     // Kept for the next call: the nodes known, no warning (`why` is written only for one or
-    // for the debug log), no learning.
+    // for the debug log), no learning, not a call counted while the window waits.
     let keep = |v: &Valid, prog: &Arc<Program>| {
         let settled = v.spec.p <= 1 || st.known_layout().is_some();
-        if settled && chosen.why.is_empty() && g.cfg.learn.is_none() {
+        if settled && chosen.why.is_empty() && g.cfg.learn.is_none() && !chosen.provisional {
             super::again::keep(true, &a, v, (alg, st, prog), gen, None);
         }
     };

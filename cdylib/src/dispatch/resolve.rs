@@ -168,9 +168,9 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
 /// counts, one it still explores is decided as without learning (its clock times blocking
 /// calls only; every rank skips it alike), and the nodes' windows count as refused (a node
 /// step blocks). `shm` counts where `shm_ok` (a reduce or allreduce whose element fits a
-/// cell: `Op` advances it without blocking); the communicator's window is made at the first
-/// call that decides `shm`, a collective step inside that initiation, like the shadow
-/// communicator's `PMPI_Comm_dup` at the first call pcoll serves (docs/nonblocking.md).
+/// cell: `Op` advances it without blocking) once the communicator's window is made: a
+/// non-blocking call never makes it, but wants it (counted as a blocking call asking for it
+/// is, `CommState::window_now`), and the next `MPI_Barrier` makes it (docs/nonblocking.md).
 pub(super) fn choose_nb(
     g: &'static Global,
     a: &Args,
@@ -214,9 +214,25 @@ pub(super) fn choose_nb(
     // non-blocking call wanted it): making one is collective and blocks, which a non-blocking
     // initiation must not. Whether it is made is agreed (made in the same call on every
     // rank); without it the decision falls back.
-    if d.algorithm == Algorithm::Shm && shm_not_made(a, spec) {
-        call.shm_refused = true;
-        d = decided(g, &call, &nf, learned)?;
+    let mut provisional = false;
+    if d.algorithm == Algorithm::Shm {
+        if let Some(wanted) = shm_not_made(a, spec) {
+            let (asked, forced) = (call, d.source.forced());
+            call.shm_refused = true;
+            d = decided(g, &call, &nf, learned)?;
+            // The window is wanted (the next `MPI_Barrier` makes it) once this call is the
+            // one that would make it were it blocking (`window_waits`); forced: at once.
+            if let Some(st) = wanted {
+                let after = if forced { 1 } else { crate::shm::after() };
+                let rent = state::resolver(g, spec.coll, spec.p).shm_rent(&asked, d.algorithm);
+                if st.window_now(rent, crate::shm::window_cost(spec.p), after) {
+                    st.want_shm();
+                } else {
+                    // Not kept: the next such call must be counted too.
+                    provisional = true;
+                }
+            }
+        }
     }
     // A forced `shm` the call's form cannot run falls back by design (the blocking forms still
     // run it): no warning.
@@ -227,7 +243,10 @@ pub(super) fn choose_nb(
     {
         d.warn = false;
     }
-    Ok(chosen(g, spec, &call, d, None))
+    Ok(Chosen {
+        provisional,
+        ..chosen(g, spec, &call, d, None)
+    })
 }
 
 /// The decision as [`Chosen`]: its reason (formatted only when read), the fallback warning,
@@ -365,23 +384,21 @@ fn shm_refused(g: &'static Global, a: &Args, spec: &CallSpec) -> bool {
         })
 }
 
-/// `shm` cannot serve a non-blocking call now: turned off, or the communicator's window is
-/// not made yet (then wanted: the next `MPI_Barrier` makes it), or refused, or it spans
-/// several nodes. No MPI call but a new state's `PMPI_Comm_idup`.
-fn shm_not_made(a: &Args, spec: &CallSpec) -> bool {
+/// `shm` cannot serve a non-blocking call now (`Some`): turned off, or the communicator's
+/// window is not made yet (`Some(Some(state))`: the caller may want it, and the next
+/// `MPI_Barrier` makes it), or refused, or it spans several nodes. No MPI call but a new
+/// state's `PMPI_Comm_idup`.
+fn shm_not_made(a: &Args, spec: &CallSpec) -> Option<Option<&'static crate::comm::CommState>> {
     if !crate::shm::enabled() {
-        return true;
+        return Some(None);
     }
     if spec.p <= 1 {
-        return false;
+        return None;
     }
     match crate::comm::state_nb(a.comm, spec.p, spec.rank) {
-        Ok(st) if st.known_layout().is_none() || !st.shm_asked() => {
-            st.want_shm();
-            true
-        }
-        Ok(st) => st.known_shm().is_none(),
-        Err(_) => true,
+        Ok(st) if st.known_layout().is_none() || !st.shm_asked() => Some(Some(st)),
+        Ok(st) => st.known_shm().is_none().then_some(None),
+        Err(_) => Some(None),
     }
 }
 

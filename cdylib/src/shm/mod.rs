@@ -141,7 +141,8 @@ fn settings() -> &'static Settings {
 /// The blocking call that asked for `shm` on a communicator and makes its window
 /// (`PCOLL_SHM_AFTER`, agreed at `MPI_Init`; default 8, 1: the first): the ones before run
 /// the decision without `shm`, unless their predicted extra cost reaches the window's first
-/// (`pcoll::model::shm::WindowWait`). The window costs milliseconds (4 MiB a rank to touch
+/// (`pcoll::model::shm::WindowWait`); a non-blocking call counts alike and, where a blocking
+/// one would make it, wants it (the next `MPI_Barrier` makes it). The window costs milliseconds (4 MiB a rank to touch
 /// at p = 2), what a few hundred 64 KiB calls gain back from it: a communicator made for a
 /// handful of calls is better served without it. Eight keeps a benchmark whose warm-up
 /// runs seven calls or more timing `shm` from its first timed call.
