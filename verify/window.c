@@ -33,43 +33,13 @@ static const char *last(const char *coll)
     return f ? f(coll) : "none";
 }
 
-/* n-double MPI_Iallreduce calls on a fresh dup, each completed and followed by an
- * MPI_Barrier (which makes a window a non-blocking call wanted): the first that ran `shm`. */
-static int first_shm_nb(size_t n, int calls)
-{
-    MPI_Comm c;
-    MPI_Comm_dup(MPI_COMM_WORLD, &c);
-    double *s = malloc(n * sizeof *s), *d = malloc(n * sizeof *d);
-    int first = 0;
-    for (int k = 1; k <= calls; k++) {
-        for (size_t i = 0; i < n; i++)
-            s[i] = (double)(rank + 1) * (double)((i % 1000) + k);
-        MPI_Request q;
-        MPI_Iallreduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, c, &q);
-        MPI_Wait(&q, MPI_STATUS_IGNORE);
-        double tri = (double)size * (size + 1) / 2;
-        for (size_t i = 0; i < n; i++)
-            if (d[i] != tri * (double)((i % 1000) + k)) {
-                fails++;
-                fprintf(stderr, "window: rank %d iallreduce call %d: element %zu is %g\n", rank, k, i, d[i]);
-                break;
-            }
-        if (!first && !strcmp(last("iallreduce"), "shm"))
-            first = k;
-        MPI_Barrier(c);
-    }
-    free(s);
-    free(d);
-    MPI_Comm_free(&c);
-    return first;
-}
-
 /* Calls after the first `shm` one that ran another algorithm (first_shm's last case). */
 static int later_other;
 
-/* `calls` calls of `coll` (allreduce, or reduce to rank 0: MPICH 4.0 keeps native away from
- * other roots above 2 KiB, so their raced cells never race) of n doubles on a fresh dup:
- * the 1-based call that first ran `shm` (0: none). */
+/* `calls` calls of `coll` (allreduce; reduce to rank 0: MPICH 4.0 keeps native away from
+ * other roots above 2 KiB, so their raced cells never race; iallreduce, each completed and
+ * followed by an MPI_Barrier, which makes a window a non-blocking call wanted) of n doubles
+ * on a fresh dup: the 1-based call that first ran `shm` (0: none). */
 static int first_shm(const char *coll, size_t n, int calls)
 {
     later_other = 0;
@@ -85,7 +55,11 @@ static int first_shm(const char *coll, size_t n, int calls)
         int reduce = !strcmp(coll, "reduce");
         if (reduce)
             MPI_Reduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, 0, c);
-        else
+        else if (!strcmp(coll, "iallreduce")) {
+            MPI_Request q;
+            MPI_Iallreduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, c, &q);
+            MPI_Wait(&q, MPI_STATUS_IGNORE);
+        } else
             MPI_Allreduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, c);
         if (!reduce || rank == 0) {
             double tri = (double)size * (size + 1) / 2;
@@ -101,6 +75,8 @@ static int first_shm(const char *coll, size_t n, int calls)
             first = k;
         else if (first && strcmp(last(coll), "shm"))
             later_other++;
+        if (coll[0] == 'i')
+            MPI_Barrier(c);
     }
     free(s);
     free(d);
@@ -144,10 +120,10 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "first") || !strcmp(mode, "forced")) {
         f = first_shm("allreduce", 8192, 2);
         want(f == 1, "allreduce 64 KiB, first `shm` call", f);
-        f = first_shm_nb(8192, 3);
+        f = first_shm("iallreduce", 8192, 3);
         want(f == 2, "iallreduce 64 KiB, barriers between, first `shm` call", f);
     } else if (!strcmp(mode, "nb")) {
-        f = first_shm_nb(8192, 10);
+        f = first_shm("iallreduce", 8192, 10);
         want(f == 9, "iallreduce 64 KiB, barriers between, first `shm` call", f);
     } else {
         if (rank == 0)
