@@ -21,10 +21,10 @@ grep -q '^nbagain: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL 
 # When a communicator's window is made (verify/window.c): at the 8th call a table sends to
 # `shm` (a raced rule's too, whose race then starts), earlier for 8 MiB calls (their predicted loss reaches the
 # window's cost), at the first with PCOLL_SHM_AFTER=1 or `shm` forced; non-blocking calls
-# count alike and the barrier after the 8th makes it; p = 2 and 3.
+# count alike and the barrier after the 8th makes it; p = 2 and 3 (p = 1: shm from the first call).
 $MPICC -O2 -Wall -o "$OUT/window-$MPI" "$ROOT/verify/window.c" -ldl || { echo "gate: FAIL (build window)"; exit 1; }
 printf '[[allreduce]]\nbytes = [4096, "64MiB"]\nalgorithm = "shm"\n[[reduce]]\nbytes = [4096, "64MiB"]\nalgorithm = "shm"\nrace = true\n' >"$OUT/window.toml"
-for np in 2 3; do
+for np in 1 2 3; do
   for mode in table first forced nb; do
     case $mode in
       table|nb) env=(PCOLL_TUNING="$OUT/window.toml") ;;

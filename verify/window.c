@@ -16,6 +16,7 @@
  *     nb       (the table, non-blocking rules too): MPI_Iallreduce of 64 KiB, each followed by
  *              an MPI_Barrier: the 8th wants the window, its barrier makes it, the 9th runs
  *              `shm` (with PCOLL_SHM_AFTER=1 or forced: the 2nd)
+ * At p = 1 (no window to make) every mode checks that the first call runs `shm`.
  * Prints "window: PASS" or "window: FAIL ..." on rank 0; exit status 1 on failure. */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -105,7 +106,11 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *mode = argc > 1 ? argv[1] : "table";
     int f;
-    if (!strcmp(mode, "table")) {
+    if (size == 1) {
+        /* One rank needs no window: a rule's `shm` runs from the first call, in every mode. */
+        f = first_shm("allreduce", 8192, 2);
+        want(f == 1, "p = 1: allreduce 64 KiB, first `shm` call", f);
+    } else if (!strcmp(mode, "table")) {
         f = first_shm("allreduce", 8192, 10);
         want(f == 8, "allreduce 64 KiB, first `shm` call", f);
         /* The race that starts after the window runs native for some calls (in blocks:
