@@ -53,7 +53,7 @@ pub struct CommState {
     layout: OnceCell<pcoll::nodes::Layout>,
     /// The shared window of `shm`, made when a call first asks for it ([`CommState::shm`]).
     shm: OnceCell<Option<Box<crate::shm::Win>>>,
-    /// The blocking calls that asked for `shm` before the window was made
+    /// The calls that asked for `shm` before the window was made
     /// ([`CommState::window_now`]).
     wait: Mutex<pcoll::model::shm::WindowWait>,
     /// The window of this rank's node for `hier`'s node steps ([`CommState::node_shm`]).
@@ -281,7 +281,7 @@ impl CommState {
         self.shm.get().is_some()
     }
 
-    /// A blocking call asks for `shm` on this one-node communicator with rent `rent`
+    /// A call asks for `shm` on this one-node communicator with rent `rent`
     /// (`pcoll::model::shm::WindowWait`): true if the window is asked for already or is to be
     /// made now, false to serve the call without it. No MPI call; every rank counts alike.
     pub fn window_now(&self, rent: f64, cost: f64, after: u32) -> bool {

@@ -198,9 +198,7 @@ pub fn step(
 /// The call's raced rule asks for `shm` on a communicator whose window may still wait: not
 /// asked for yet, the nodes one or not known yet (no MPI call).
 fn window_waits(g: &'static Global, st: &CommState, call: &CallFacts) -> bool {
-    crate::shm::after() > 1
-        && crate::shm::enabled()
-        && !st.shm_asked()
+    crate::shm::may_wait(st)
         && st.known_layout().map_or(true, |l| l.shape().nodes <= 1)
         && matches!(
             state::resolver(g, call.coll, call.p).request(call).0,

@@ -353,6 +353,7 @@ fn window_waits(
     call: &CallFacts,
     alt: impl FnOnce() -> Result<Decision, c_int>,
 ) -> Result<Option<Decision>, c_int> {
+    // Nothing waits without `shm` or with PCOLL_SHM_AFTER=1 (no communicator state made here).
     let after = crate::shm::after();
     if spec.p <= 1 || after <= 1 || !crate::shm::enabled() {
         return Ok(None);
@@ -360,7 +361,7 @@ fn window_waits(
     let Ok(st) = crate::comm::state(a.comm, spec.p, spec.rank) else {
         return Ok(None);
     };
-    if st.shm_asked() || st.layout(g).shape().nodes > 1 {
+    if !crate::shm::may_wait(st) || st.layout(g).shape().nodes > 1 {
         return Ok(None);
     }
     let alt = alt()?;

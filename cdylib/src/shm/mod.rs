@@ -141,11 +141,12 @@ fn settings() -> &'static Settings {
 /// The blocking call that asked for `shm` on a communicator and makes its window
 /// (`PCOLL_SHM_AFTER`, agreed at `MPI_Init`; default 8, 1: the first): the ones before run
 /// the decision without `shm`, unless their predicted extra cost reaches the window's first
-/// (`pcoll::model::shm::WindowWait`); a non-blocking call counts alike and, where a blocking
-/// one would make it, wants it (the next `MPI_Barrier` makes it). The window costs milliseconds (4 MiB a rank to touch
-/// at p = 2), what a few hundred 64 KiB calls gain back from it: a communicator made for a
-/// handful of calls is better served without it. Eight keeps a benchmark whose warm-up
-/// runs seven calls or more timing `shm` from its first timed call.
+/// (`pcoll::model::shm::WindowWait`); a non-blocking call counts alike and, where a
+/// blocking one would make it, wants it (the next `MPI_Barrier` makes it). The window costs
+/// milliseconds (4 MiB a rank to touch at p = 2), what a few hundred 64 KiB calls gain back
+/// from it: a communicator made for a handful of calls is better served without it. Eight
+/// keeps a benchmark whose warm-up runs seven calls or more timing `shm` from its first
+/// timed call.
 pub fn after() -> u32 {
     static A: once_cell::sync::Lazy<u32> =
         once_cell::sync::Lazy::new(|| match crate::agree::var("PCOLL_SHM_AFTER") {
@@ -159,6 +160,12 @@ pub fn after() -> u32 {
             },
         });
     *A
+}
+
+/// The window of the communicator of `st` may still wait (`shm` on, `PCOLL_SHM_AFTER` above 1,
+/// not asked for yet): what `dispatch::resolve` and `learn` ask before counting a call.
+pub fn may_wait(st: &crate::comm::CommState) -> bool {
+    after() > 1 && enabled() && !st.shm_asked()
 }
 
 /// Predicted seconds to make the window of a communicator of `p` ranks (its segments as
