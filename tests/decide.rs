@@ -640,3 +640,54 @@ fn shm_refusal_names_the_window_not_made_for_a_nonblocking_call() {
         .eligible(Algorithm::Shm)
         .is_ok());
 }
+
+/// The rent of `hier`'s node windows (the calls that would run node steps through them
+/// before they are made): positive exactly where the builder runs a node step through a
+/// window ([`pcoll::algo::hier::node_shm_pays`]: from 4 KiB on nodes of more than one rank),
+/// at least that step's own predicted time, and 0 for steps that never use them (`hier`'s
+/// allgatherv: linear gather and binomial broadcast).
+#[test]
+fn node_window_rent_is_positive_exactly_where_node_steps_use_the_windows() {
+    use pcoll::algo::hier::node_shm_pays;
+    for mpi in [Mpi::OpenMpi, Mpi::Mpich, Mpi::IntelMpi] {
+        let t = Table::builtin_for(mpi);
+        let c = Config::default();
+        let r = Resolver::new(&c, &t, mpi);
+        for (n, k) in [(2, 1), (2, 2), (3, 4), (16, 32)] {
+            for lb in [6, 10, 12, 14, 17, 20, 23] {
+                let bytes = 1usize << lb;
+                let at = |coll| CallFacts {
+                    nodes: pcoll::nodes::NodeShape::blocks(n * k, k),
+                    ..call(coll, n * k, bytes, true)
+                };
+                for coll in [Collective::Reduce, Collective::Allreduce] {
+                    for alg in [Algorithm::Hier, Algorithm::HierMl] {
+                        let rent = r.node_shm_rent(&at(coll), alg);
+                        assert_eq!(
+                            rent > 0.0,
+                            node_shm_pays(k, bytes),
+                            "{mpi:?} {n}x{k} {coll} {alg} 2^{lb}: {rent}"
+                        );
+                        if rent > 0.0 {
+                            let shm = pcoll::model::shm::time(
+                                if alg == Algorithm::Hier {
+                                    Collective::Reduce
+                                } else {
+                                    Collective::ReduceScatter
+                                },
+                                k,
+                                bytes,
+                            );
+                            assert!(
+                                rent >= shm,
+                                "{mpi:?} {n}x{k} {coll} {alg} 2^{lb}: {rent} < {shm}"
+                            );
+                        }
+                    }
+                }
+                let ag = r.node_shm_rent(&at(Collective::Allgatherv), Algorithm::Hier);
+                assert_eq!(ag, 0.0, "{mpi:?} {n}x{k} allgatherv 2^{lb}");
+            }
+        }
+    }
+}

@@ -476,6 +476,7 @@ fn node_steps_through_the_window_where_the_model_says() {
                 node_shm,
             },
         )
+        .total()
     };
     assert!(
         price(true) < price(false),

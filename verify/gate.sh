@@ -36,6 +36,34 @@ for np in 1 2 3; do
     grep -q '^window: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (window, $mode, p=$np)"; exit 1; }
   done
 done
+# `hier`'s node windows wait as `shm`'s window does (verify/window.c hier; p = 4 as two
+# nodes of two, PCOLL_NODES=2; a table rule `hier` for allreduce): 7 calls of 64 KiB run
+# their node steps point-to-point, the 8th through the windows (PCOLL_STATS's node-steps line
+# at MPI_Finalize); 20 calls of 1 KiB (no node step would use them) never make them; a forced
+# `hier` makes them at its first call.
+printf '[[allreduce]]\nalgorithm = "hier"\n' >"$OUT/window-hier.toml"
+for c in "8192 7 no" "8192 8 yes" "128 20 no" "8192 1 yes forced"; do
+  set -- $c
+  env=(PCOLL_NODES=2 PCOLL_STATS=1 PCOLL_TUNING="$OUT/window-hier.toml")
+  [ "${4:-}" = forced ] && env+=(PCOLL_ALLREDUCE=hier)
+  out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- 4 LD_PRELOAD="$LIB" "${env[@]}" -- "$OUT/window-$MPI" plain $1 $2 </dev/null 2>&1)
+  steps=no; grep -qE '^pcoll: stats node-steps shm reduce=[1-9]' <<<"$out" && steps=yes
+  { grep -q '^window: PASS' <<<"$out" && [ $steps = $3 ]; } ||
+    { echo "$out" | tail -8; echo "gate: FAIL (window hier, $c: node steps through windows: $steps)"; exit 1; }
+done
+# A window whose pages one rank cannot have (verify/failmadvise.c, as a full /dev/shm): `shm`
+# forced at p = 2, `hier` forced at p = 4 over two nodes (failing on rank 1, then on rank 2 of
+# the second node): refused on every rank with a warning, every call served without it.
+gcc -shared -fPIC -O2 -o "$OUT/libfailmadvise.so" "$ROOT/verify/failmadvise.c" -ldl || { echo "gate: FAIL (build failmadvise)"; exit 1; }
+for c in "2 1 PCOLL_ALLREDUCE=shm" "4 1 PCOLL_ALLREDUCE=hier" "4 2 PCOLL_ALLREDUCE=hier"; do
+  set -- $c
+  out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- $1 LD_PRELOAD="$OUT/libfailmadvise.so:$LIB" FAIL_RANK=$2 $3 PCOLL_NODES=2 \
+    UCX_MEM_EVENTS=no UCX_MEM_MMAP_HOOK_MODE=none -- "$OUT/window-$MPI" plain 8192 3 </dev/null 2>&1)
+  { grep -q '^window: PASS' <<<"$out" && grep -q 'or /dev/shm had no room for its pages' <<<"$out"; } ||
+    { echo "$out" | tail -8; echo "gate: FAIL (window pages refused, $c)"; exit 1; }
+done
 # Kept decisions over several shapes of a call (verify/again.c: roots rotating, two sizes, two
 # communicators, periods shorter and longer than what is kept, blocking and non-blocking),
 # forced to `shm` and to `circulant`, p = 3: closed-form results, the forced algorithm ran.
@@ -155,6 +183,17 @@ for form in blocking nb; do
     "$OUT/manycomms-$MPI" 2100 $form </dev/null 2>&1)
   [ "$(grep -c '^manycomms: PASS' <<<"$out")" = 2 ] || { echo "$out" | tail -8; echo "gate: FAIL (manycomms $form)"; exit 1; }
 done
+# Communicators made in turn, three 64 KiB allreduces on each (the tables' `shm` at p = 2,
+# whose window waits: native calls, no shadow): as many communicators under pcoll as natively
+# (MPICH: 2046, where a shadow per communicator halved it; others: all 2100).
+count=()
+for pre in "" "LD_PRELOAD=$LIB"; do
+  out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- 2 $pre -- "$OUT/manycomms-$MPI" 2100 turns </dev/null 2>&1)
+  [ "$(grep -c '^manycomms: PASS' <<<"$out")" = 2 ] || { echo "$out" | tail -8; echo "gate: FAIL (manycomms turns ${pre:-native})"; exit 1; }
+  count+=("$(grep -m1 '^manycomms: PASS' <<<"$out" | awk '{print $3}')")
+done
+[ "${count[1]}" -ge "${count[0]}" ] || { echo "gate: FAIL (manycomms turns: ${count[1]} communicators under pcoll, ${count[0]} natively)"; exit 1; }
 # verify/gate.c's table: native at p = 2 below 1 KiB and at p = 4 (a reduce there only at
 # root 0), a pcoll algorithm elsewhere;
 # for the I-forms (form = "nonblocking") native at p = 3 and the pcoll algorithm at p = 4

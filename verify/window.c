@@ -16,7 +16,13 @@
  *     nb       (the table, non-blocking rules too): MPI_Iallreduce of 64 KiB, each followed by
  *              an MPI_Barrier: the 8th wants the window, its barrier makes it, the 9th runs
  *              `shm` (with PCOLL_SHM_AFTER=1 or forced: the 2nd)
- * At p = 1 (no window to make) every mode checks that the first call runs `shm`.
+ *     plain <doubles> <calls>  that many allreduces on a fresh dup, each checked, none
+ *              `shm`. gate.sh runs it with PCOLL_NODES and a table rule `hier` (whether the
+ *              node steps ran through the nodes' windows shows in the PCOLL_STATS line at
+ *              MPI_Finalize: they wait as `shm`'s, made at the 8th call whose node steps would
+ *              use them, never for calls under 4 KiB, at once when forced), and with a window
+ *              whose pages one rank cannot have (verify/failmadvise.c)
+ * At p = 1 (no window to make) every mode but plain checks that the first call runs `shm`.
  * Prints "window: PASS" or "window: FAIL ..." on rank 0; exit status 1 on failure. */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -106,7 +112,11 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *mode = argc > 1 ? argv[1] : "table";
     int f;
-    if (size == 1) {
+    if (!strcmp(mode, "plain") && argc > 3) {
+        /* first_shm checks every result */
+        f = first_shm("allreduce", (size_t)atol(argv[2]), atoi(argv[3]));
+        want(f == 0, "plain: allreduce, first `shm` call", f);
+    } else if (size == 1) {
         /* One rank needs no window: a rule's `shm` runs from the first call, in every mode. */
         f = first_shm("allreduce", 8192, 2);
         want(f == 1, "p = 1: allreduce 64 KiB, first `shm` call", f);

@@ -1,14 +1,17 @@
 //! Per-communicator state, cached on the user's communicator with an attribute keyval.
 //!
-//! At the first collective pcoll serves on a communicator it makes a shadow with
-//! `PMPI_Comm_dup` (collective, so every rank does it in the same call), so pcoll's messages
-//! can never match a user's receive (even with `MPI_ANY_SOURCE`/`MPI_ANY_TAG`). A first call
-//! that is non-blocking must not wait for the other ranks ([`state_nb`]): it starts
-//! `PMPI_Comm_idup`, and the schedules on the communicator start once the dup is done
-//! ([`CommState::dup_done`], asked by `crate::nbc`'s progress); on Open MPI, whose idup fails
-//! beside other non-blocking collectives, the dup is left for the next blocking collective
-//! pcoll serves or `MPI_Barrier` on the communicator, and non-blocking calls go native until
-//! then. The shadow's
+//! pcoll's messages run on a shadow of the user's communicator, made with `PMPI_Comm_dup`
+//! (collective, so every rank does it in the same call), so that they can never match a
+//! user's receive (even with `MPI_ANY_SOURCE`/`MPI_ANY_TAG`). A blocking call makes the state
+//! without it: the shadow is made by the first blocking call that needs it
+//! ([`CommState::shadow`]: one that runs a pcoll algorithm, makes the window or asks MPI for
+//! the nodes), so a communicator whose calls run native (a few calls while `shm`'s window
+//! waits, say) costs no dup and no context id. A non-blocking call must not wait for the
+//! other ranks ([`state_nb`]): it starts `PMPI_Comm_idup`, and the schedules on the
+//! communicator start once the dup is done ([`CommState::dup_done`], asked by `crate::nbc`'s
+//! progress); on Open MPI, whose idup fails beside other non-blocking collectives, the dup is
+//! left for the next blocking collective pcoll serves or `MPI_Barrier` on the communicator,
+//! and non-blocking calls go native until then. The shadow's
 //! error handler is `MPI_ERRORS_RETURN`; errors are raised on the user's communicator. The
 //! attribute's delete callback (run by `MPI_Comm_free` and at `MPI_Finalize`) frees the shadow.
 //! Dups of a user communicator do not inherit the attribute (null copy function).
@@ -17,11 +20,16 @@ use crate::consts;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
+use pcoll::model::shm::WindowWait;
 use pcoll::plan::Program;
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+mod shadow;
+pub use shadow::any_wanted;
+use shadow::{Making, Shadow, WANTED};
 
 pub struct CommState {
     /// The shadow communicator ([`CommState::shadow`]), written by the MPI when a
@@ -55,7 +63,10 @@ pub struct CommState {
     shm: OnceCell<Option<Box<crate::shm::Win>>>,
     /// The calls that asked for `shm` before the window was made
     /// ([`CommState::window_now`]).
-    wait: Mutex<pcoll::model::shm::WindowWait>,
+    wait: Mutex<WindowWait>,
+    /// The calls whose node steps asked for `hier`'s node windows before they were made
+    /// ([`CommState::node_windows_now`]).
+    node_wait: Mutex<WindowWait>,
     /// The window of this rank's node for `hier`'s node steps ([`CommState::node_shm`]).
     node_shm: OnceCell<NodeWin>,
     /// `PCOLL_LEARN`'s cells on this communicator (`crate::learn`).
@@ -64,29 +75,6 @@ pub struct CommState {
     /// their tags; the same count on every rank, as collectives are called in one order).
     pub nb_seq: std::sync::atomic::AtomicU64,
 }
-
-/// How a shadow not made yet is being made.
-enum Making {
-    /// `PMPI_Comm_idup` (of a first non-blocking call) runs.
-    Idup(MPI_Request),
-    /// Not started (a first non-blocking call where idup is not used: [`idup_ok`]): the dup
-    /// of this communicator is made by the next blocking collective pcoll serves on it, or
-    /// its next `MPI_Barrier`; its non-blocking calls go native until then.
-    Later(MPI_Comm),
-}
-// SAFETY: plain handles, used under the state's lock.
-unsafe impl Send for Making {}
-
-/// [`CommState::want`] bits.
-const WANT_SHADOW: u8 = 1;
-const WANT_WINDOW: u8 = 2;
-
-/// The shadow's handle, boxed so that its address stays put while `PMPI_Comm_idup` runs.
-struct Shadow(Box<std::cell::UnsafeCell<MPI_Comm>>);
-// SAFETY: written only by the MPI before `ready` is set (release), read after it (acquire).
-unsafe impl Send for Shadow {}
-// SAFETY: as above.
-unsafe impl Sync for Shadow {}
 
 /// A node's window: `Ok(None)` on a node of one rank, `Err(())` refused (on every rank).
 type NodeWin = Result<Option<Box<crate::shm::Win>>, ()>;
@@ -141,141 +129,6 @@ impl ProgKey {
 }
 
 impl CommState {
-    /// The shadow communicator. Made now if it was left for later (`PMPI_Comm_dup`); if its
-    /// `PMPI_Comm_idup` still runs, waits for it, advancing pcoll's schedules meanwhile.
-    /// Called where every rank is in the same blocking collective call, or by a schedule
-    /// that started once the shadow was made.
-    pub fn shadow(&self) -> MPI_Comm {
-        if !self.ready.load(Ordering::Acquire) {
-            self.make_now();
-        }
-        // SAFETY: `ready` is set (acquire): the MPI wrote the handle before.
-        unsafe { *self.shadow.0.get() }
-    }
-
-    fn make_now(&self) {
-        {
-            let mut d = self.dup.lock();
-            if let Some(Making::Later(parent)) = *d {
-                // SAFETY: collective dup of the user's communicator (every rank is in the same
-                // blocking call) into the boxed handle.
-                let rc = errors_returned(parent, || unsafe {
-                    PMPI_Comm_dup(parent, self.shadow.0.get())
-                });
-                self.made(&mut d, rc, "MPI_Comm_dup");
-                return;
-            }
-        }
-        let mut pause = crate::nbc::Pause::default();
-        while !self.dup_done() {
-            crate::nbc::progress();
-            pause.pause();
-        }
-    }
-
-    /// The shadow was left for later ([`Making::Later`]): this communicator's non-blocking
-    /// calls go native until a blocking call makes it.
-    pub fn shadow_later(&self) -> bool {
-        !self.ready.load(Ordering::Acquire) && matches!(*self.dup.lock(), Some(Making::Later(_)))
-    }
-
-    /// The shadow is made: tests a running `PMPI_Comm_idup` once (no wait).
-    pub fn dup_done(&self) -> bool {
-        if self.ready.load(Ordering::Acquire) {
-            return true;
-        }
-        let mut d = self.dup.lock();
-        let Some(Making::Idup(req)) = d.as_mut() else {
-            return self.ready.load(Ordering::Acquire);
-        };
-        let mut flag: c_int = 0;
-        // SAFETY: the idup's request, tested under the lock; the status is ignored.
-        let rc = unsafe { PMPI_Test(req, &mut flag, RSMPI_STATUS_IGNORE) };
-        if rc == consts::SUCCESS() && flag == 0 {
-            return false;
-        }
-        self.made(&mut d, rc, "MPI_Comm_idup");
-        true
-    }
-
-    /// The shadow's dup returned `rc` (under the `dup` lock): its error handler set, or the
-    /// failure logged (the calls on it then fail with the MPI's errors on a null shadow);
-    /// made either way.
-    fn made(&self, d: &mut Option<Making>, rc: c_int, call: &str) {
-        if rc == consts::SUCCESS() {
-            // SAFETY: the dup is done: the handle is valid.
-            unsafe { PMPI_Comm_set_errhandler(*self.shadow.0.get(), consts::errors_return()) };
-        } else {
-            static SAID: AtomicBool = AtomicBool::new(false);
-            if !SAID.swap(true, Ordering::Relaxed) {
-                log::warn!("{call} of pcoll's shadow communicator failed (code {rc}; too many communicators?): the calls on it go to the MPI");
-            }
-            // SAFETY: no MPI call writes the handle any more.
-            unsafe { *self.shadow.0.get() = consts::comm_null() };
-            self.failed.store(true, Ordering::Release);
-            // Calls kept to be served again on this state are not any more.
-            crate::dispatch::forget_served();
-        }
-        *d = None;
-        self.ready.store(true, Ordering::Release);
-    }
-
-    /// The shadow could not be made (after it was tried: [`CommState::dup_done`] or
-    /// [`CommState::shadow`]). It fails on every rank alike (the MPI agrees on context ids):
-    /// the calls on the communicator go to the MPI (`crate::nodes::forward_always`), and one
-    /// that was started on the shadow finishes with the dup's error.
-    pub fn shadow_failed(&self) -> bool {
-        self.failed.load(Ordering::Acquire)
-    }
-
-    /// Mark the window wanted by a non-blocking call that could not make it
-    /// ([`CommState::make_wanted`] makes it).
-    pub fn want_shm(&self) {
-        self.want_bits(WANT_WINDOW);
-    }
-
-    fn want_bits(&self, bits: u8) {
-        if self.want.fetch_or(bits, Ordering::Relaxed) == 0 {
-            WANTED.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// A non-blocking call on this one-node communicator wanted the window, which is not made
-    /// yet (no `MPI_Barrier` since): until it is, `shm` cannot serve a non-blocking call, and
-    /// nothing more is to be recorded (the same on every rank: the flag was set at the same
-    /// call everywhere).
-    pub fn shm_awaited(&self) -> bool {
-        self.want.load(Ordering::Relaxed) & WANT_WINDOW != 0
-            && self.shm.get().is_none()
-            && self.layout.get().is_some_and(|l| l.shape().nodes <= 1)
-    }
-
-    /// At `MPI_Barrier` (every rank of the communicator is in it): make the shadow left for
-    /// later, and the nodes and the window a non-blocking call wanted. All are collective,
-    /// and the flags were set at the same call on every rank.
-    pub fn make_wanted(&self, g: &crate::state::Global) {
-        let w = self.want.swap(0, Ordering::Relaxed);
-        if w == 0 {
-            return;
-        }
-        WANTED.fetch_sub(1, Ordering::Relaxed);
-        let _ = self.shadow();
-        if w & WANT_WINDOW != 0 && self.layout(g).shape().nodes <= 1 {
-            let _ = self.shm();
-        }
-    }
-}
-
-/// States with something wanted ([`CommState::make_wanted`]; 0: `MPI_Barrier` looks for
-/// none).
-static WANTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Some communicator's shadow or window is wanted ([`CommState::make_wanted`]).
-pub fn any_wanted() -> bool {
-    WANTED.load(Ordering::Relaxed) > 0
-}
-
-impl CommState {
     /// The window was asked for (made or refused).
     pub fn shm_asked(&self) -> bool {
         self.shm.get().is_some()
@@ -285,17 +138,13 @@ impl CommState {
     /// (`pcoll::model::shm::WindowWait`): true if the window is asked for already or is to be
     /// made now, false to serve the call without it. No MPI call; every rank counts alike.
     pub fn window_now(&self, rent: f64, cost: f64, after: u32) -> bool {
-        if self.shm.get().is_some() {
-            return true;
-        }
-        let mut w = self.wait.lock();
-        let now = w.ask(rent, cost, after);
-        let (n, r) = (w.calls, w.rent * 1e6);
-        log::debug!(
-            "shm: window now {now} ({n} calls waited, rent {r:.1} of {:.1} us)",
-            cost * 1e6
-        );
-        now
+        self.shm.get().is_some() || ask(&self.wait, "window", (rent, cost, after))
+    }
+
+    /// [`CommState::window_now`] for `hier`'s node windows: a node-aware call whose node
+    /// steps would run through them, rent `rent` (`pcoll::decide::Resolver::node_shm_rent`).
+    pub fn node_windows_now(&self, rent: f64, cost: f64, after: u32) -> bool {
+        self.node_shm.get().is_some() || ask(&self.node_wait, "node windows", (rent, cost, after))
     }
 
     /// The window if made and the communicator is one node's (no MPI call): what a
@@ -312,7 +161,12 @@ impl CommState {
     /// communicator is in the same call.
     pub fn layout(&self, g: &crate::state::Global) -> &pcoll::nodes::Layout {
         self.layout.get_or_init(|| {
-            let l = crate::nodes::layout(self.shadow(), self.size, self.rank, g.cfg.nodes);
+            // Without a shadow (the MPI's context ids used up) the calls go to the MPI
+            // (`crate::dispatch`); the nodes are then not asked.
+            let Some(shadow) = self.live_shadow() else {
+                return pcoll::nodes::Layout::single(self.size);
+            };
+            let l = crate::nodes::layout(shadow, self.size, self.rank, g.cfg.nodes);
             log::debug!(target: "pcoll::nodes", "a communicator of {} ranks: nodes {:?} (gathered)", self.size, l.members);
             l
         })
@@ -324,7 +178,7 @@ impl CommState {
             .get_or_init(|| {
                 // Non-blocking decisions kept without the window are stale now.
                 crate::dispatch::forget_served();
-                crate::shm::create(self.shadow(), self.size, self.rank)
+                crate::shm::create(self.live_shadow()?, self.size, self.rank)
             })
             .as_deref()
     }
@@ -335,9 +189,13 @@ impl CommState {
     pub fn node_shm(&self, g: &crate::state::Global) -> Result<Option<&crate::shm::Win>, ()> {
         self.node_shm
             .get_or_init(|| {
+                // Decisions kept and node-aware programs built without the windows (their
+                // node steps point-to-point) are stale now.
                 crate::dispatch::forget_served();
+                self.cache.lock().retain(|k, _| !k.alg.node_aware());
+                *self.last.lock() = None;
                 let l = self.layout(g);
-                crate::shm::create_node(self.shadow(), l, self.rank)
+                crate::shm::create_node(self.live_shadow().ok_or(())?, l, self.rank)
             })
             .as_ref()
             .map(|w| w.as_deref())
@@ -385,6 +243,19 @@ impl CommState {
         *self.last.lock() = Some((key, p.clone()));
         Ok(p)
     }
+}
+
+/// A call asks for a window not made yet (`what`, for the debug log): true to make it now
+/// (`pcoll::model::shm::WindowWait`).
+fn ask(wait: &Mutex<WindowWait>, what: &str, (rent, cost, after): (f64, f64, u32)) -> bool {
+    let mut w = wait.lock();
+    let now = w.ask(rent, cost, after);
+    let (n, r) = (w.calls, w.rent * 1e6);
+    log::debug!(
+        "shm: {what} now {now} ({n} calls waited, rent {r:.1} of {:.1} us)",
+        cost * 1e6
+    );
+    now
 }
 
 /// A state by its communicator's handle, so that a call on a communicator pcoll has served
@@ -587,22 +458,15 @@ pub fn existing(comm: MPI_Comm) -> Option<&'static CommState> {
 
 /// The state of `comm`, created (collectively) on first use.
 pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommState, c_int> {
-    find_or_make(comm, size, rank, false)
+    find_or_make(comm, size, rank)
 }
 
-/// [`state`] for a non-blocking call: a new state's shadow comes from `PMPI_Comm_idup`
+/// [`state`] for a non-blocking call: a shadow not made yet comes from `PMPI_Comm_idup`
 /// (every rank starts it in the same call); the call's schedule starts once it is done.
 pub fn state_nb(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommState, c_int> {
-    find_or_make(comm, size, rank, true)
-}
-
-/// Whether a first non-blocking call may make its shadow with `PMPI_Comm_idup`. Not on Open
-/// MPI: its idup fails inside libnbc ("error 15", a truncation) beside other non-blocking
-/// collectives on the same communicator (4.1 and 5.0 without pcoll: `verify/idup_threads.c`;
-/// with pcoll `verify/nbdifftest.c` p = 3 hung, `verify/threads.sh` segfaulted). There the
-/// shadow is left for later ([`Making::Later`]).
-fn idup_ok() -> bool {
-    crate::state::global().mpi.abi() != pcoll::mpi::Abi::OpenMpi
+    let st = find_or_make(comm, size, rank)?;
+    st.start_for_nb(comm)?;
+    Ok(st)
 }
 
 /// A new state's nodes, read from `MPI_COMM_WORLD`'s (no communication); empty without them.
@@ -615,12 +479,7 @@ fn world_layout(comm: MPI_Comm, size: usize) -> OnceCell<pcoll::nodes::Layout> {
     layout
 }
 
-fn find_or_make(
-    comm: MPI_Comm,
-    size: usize,
-    rank: usize,
-    nonblocking: bool,
-) -> Result<&'static CommState, c_int> {
+fn find_or_make(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommState, c_int> {
     if let Some(st) = known(comm) {
         return Ok(st);
     }
@@ -629,37 +488,13 @@ fn find_or_make(
         remember(comm, st);
         return Ok(st);
     }
+    // The shadow is left for later: made by the first call that needs it (a non-blocking one
+    // starts it at once: `state_nb`).
     let shadow = Shadow(Box::new(std::cell::UnsafeCell::new(consts::comm_null())));
-    let mut dup: Option<Making> = None;
-    // SAFETY: collective dup of a valid intracommunicator into the boxed handle (whose
-    // address stays put until the idup completes); out-pointers.
-    unsafe {
-        if nonblocking && !idup_ok() {
-            dup = Some(Making::Later(comm));
-        } else if nonblocking {
-            // SAFETY: a constant of the MPI.
-            let mut req = RSMPI_REQUEST_NULL;
-            let rc = errors_returned(comm, || PMPI_Comm_idup(comm, shadow.0.get(), &mut req));
-            if rc != consts::SUCCESS() {
-                return Err(rc);
-            }
-            dup = Some(Making::Idup(req));
-        } else {
-            // A failure (the MPI's context ids used up) is returned, not raised on the user's
-            // communicator: the call then goes native (`dispatch`).
-            let rc = errors_returned(comm, || PMPI_Comm_dup(comm, shadow.0.get()));
-            if rc != consts::SUCCESS() {
-                return Err(rc);
-            }
-            PMPI_Comm_set_errhandler(*shadow.0.get(), consts::errors_return());
-        }
-    }
-    let ready = AtomicBool::new(dup.is_none());
-    let later = matches!(dup, Some(Making::Later(_)));
     let st = Box::into_raw(Box::new(CommState {
         shadow,
-        dup: Mutex::new(dup),
-        ready,
+        dup: Mutex::new(Some(Making::Later(comm))),
+        ready: AtomicBool::new(false),
         failed: AtomicBool::new(false),
         want: Default::default(),
         size,
@@ -670,6 +505,7 @@ fn find_or_make(
         layout: world_layout(comm, size),
         shm: OnceCell::new(),
         wait: Mutex::new(Default::default()),
+        node_wait: Mutex::new(Default::default()),
         node_shm: OnceCell::new(),
         learn: Mutex::new(HashMap::new()),
         nb_seq: Default::default(),
@@ -677,21 +513,12 @@ fn find_or_make(
     // SAFETY: hands ownership of the Box to the attribute; reclaimed in `delete_state`.
     let rc = unsafe { PMPI_Comm_set_attr(comm, kv, st as *mut c_void) };
     if rc != consts::SUCCESS() {
-        // SAFETY: not attached, so still ours.
-        unsafe {
-            let b = Box::from_raw(st);
-            if !later {
-                let mut s = b.shadow();
-                PMPI_Comm_free(&mut s);
-            }
-        }
+        // SAFETY: not attached (and no shadow made), so still ours.
+        drop(unsafe { Box::from_raw(st) });
         return Err(rc);
     }
     // SAFETY: as above: lives until the communicator is freed.
     let st = unsafe { &*st };
-    if later {
-        st.want_bits(WANT_SHADOW);
-    }
     remember(comm, st);
     Ok(st)
 }

@@ -111,9 +111,12 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     if alg != Algorithm::Native && no_shadow(a, &v) {
         return unserved(g, a, native, t0);
     }
+    // `hier`'s node windows may wait too: the call then runs its node steps point-to-point.
+    let at_once = chosen.forced || chosen.explore.is_some();
+    let waits = resolve::node_windows_wait(g, a, &v.spec, alg, at_once);
     // A call exploring its cell (PCOLL_LEARN) is timed, and never kept to be served again.
     let timer = chosen.explore.as_ref().and_then(|e| e.start());
-    let settled = settled && chosen.explore.is_none() && !chosen.provisional;
+    let settled = settled && chosen.explore.is_none() && !chosen.provisional && !waits;
     if alg == Algorithm::Native {
         let rc = native();
         if let Some(t) = timer {

@@ -125,9 +125,12 @@ impl Explore {
     /// processes whose A/B (a barrier before each call) measured it 1.16-1.32x native.
     pub fn start(&self) -> Option<Timer> {
         self.timed.map(|(st, key, cand)| {
-            // SAFETY: a barrier on the shadow, which every rank of the communicator enters at
-            // this call (the call is collective and timed on every rank).
-            unsafe { PMPI_Barrier(st.shadow()) };
+            // Without a shadow (never made: on every rank alike) the call goes to the MPI.
+            if let Some(shadow) = st.live_shadow() {
+                // SAFETY: a barrier on the shadow, which every rank of the communicator enters
+                // at this call (the call is collective and timed on every rank).
+                unsafe { PMPI_Barrier(shadow) };
+            }
             Timer {
                 st,
                 key,
@@ -271,6 +274,10 @@ fn agree(g: &'static Global, st: &'static CommState, key: CellKey, cell: &mut Ce
     // Two check words: a hash of the cell and its complement; after MAX both come back
     // unchanged only if every rank agreed on the same cell and candidates.
     let h = check_word(&key, &cell.cands);
+    let Some(shadow) = st.live_shadow() else {
+        // No shadow (on every rank alike): the communicator's calls go to the MPI.
+        return cell.settle(vec![0; n], 0.0, false);
+    };
     let mut v = local.clone();
     v.extend([h, !h]);
     // SAFETY: `v` holds n + 2 u64, reduced in place on the communicator's shadow.
@@ -281,7 +288,7 @@ fn agree(g: &'static Global, st: &'static CommState, key: CellKey, cell: &mut Ce
             v.len() as c_int,
             consts::dt_uint64(),
             consts::op_max(),
-            st.shadow(),
+            shadow,
         )
     };
     if rc != consts::SUCCESS() || v[n] != h || v[n + 1] != !h {

@@ -472,6 +472,34 @@ impl<'a> Resolver<'a> {
         }
     }
 
+    /// What a call of the node-aware `alg` over the call's nodes costs more with its node
+    /// steps point-to-point than through the nodes' windows (`hier`'s node level) while the
+    /// windows are not made: the predicted difference, and at least the window steps' own
+    /// time (they were measured faster than the point-to-point model inside a node prices
+    /// them: [`crate::algo::hier::node_shm_pays`]); 0 where no node step would use them.
+    pub fn node_shm_rent(&self, call: &CallFacts, alg: Algorithm) -> f64 {
+        let parts = |node_shm| {
+            let levels = crate::model::nodes::Levels {
+                intra: self.table.model(),
+                inter: self.table.model_net(),
+                node_shm,
+            };
+            crate::model::nodes::node_aware_time(
+                call.coll,
+                alg,
+                &call.nodes,
+                call.bytes,
+                call.commutative,
+                &levels,
+            )
+        };
+        let with = parts(true);
+        if with.windows <= 0.0 || !with.total().is_finite() {
+            return 0.0;
+        }
+        (parts(false).total() - with.total()).max(with.windows)
+    }
+
     /// The decision for one call. `Err` only under `PCOLL_FALLBACK=error` for a forced
     /// algorithm that cannot serve the call. Allocation-free unless a fallback happens.
     pub fn resolve(&self, call: &CallFacts, nf: &dyn NativeFacts) -> Result<Decision, Error> {

@@ -320,7 +320,7 @@ pub fn node_prices(
     for &a in Algorithm::available(coll) {
         if a.node_aware() {
             if a.eligible(coll, commutative).is_ok() && shape.order_ok(commutative) {
-                let t = nodes::node_aware_time(coll, a, shape, bytes, commutative, levels);
+                let t = nodes::node_aware_time(coll, a, shape, bytes, commutative, levels).total();
                 out.push((a, t));
             }
         } else if priced(a, coll, commutative) && a != Algorithm::Shm {

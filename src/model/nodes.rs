@@ -78,13 +78,48 @@ pub fn binomial_bcast(q: usize, bytes: usize, c: &CostParams) -> f64 {
 /// A node-local step of `hier` or `hier_ml` (reduce, broadcast, reduce_scatter, allgatherv)
 /// over `k` ranks: through the node's window where the builder runs it so, else
 /// point-to-point.
-fn node_step(coll: Collective, k: usize, bytes: usize, c: bool, l: &Levels) -> f64 {
+fn node_step(coll: Collective, k: usize, bytes: usize, c: bool, l: &Levels) -> Parts {
     if l.node_shm && node_shm_pays(k, bytes) {
-        return crate::model::shm::time(coll, k, bytes);
+        return Parts {
+            windows: crate::model::shm::time(coll, k, bytes),
+            rest: 0.0,
+        };
     }
-    match coll {
+    rest(match coll {
         Collective::Bcast => binomial_bcast(k, bytes, &l.intra),
         _ => step(coll, k, bytes, c, &l.intra),
+    })
+}
+
+/// A node-aware algorithm's predicted time: its node steps through the nodes' windows, and
+/// the rest.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Parts {
+    pub windows: f64,
+    pub rest: f64,
+}
+
+impl Parts {
+    pub fn total(self) -> f64 {
+        self.windows + self.rest
+    }
+}
+
+impl std::ops::Add for Parts {
+    type Output = Parts;
+    fn add(self, o: Parts) -> Parts {
+        Parts {
+            windows: self.windows + o.windows,
+            rest: self.rest + o.rest,
+        }
+    }
+}
+
+/// A time spent outside the nodes' windows.
+fn rest(t: f64) -> Parts {
+    Parts {
+        windows: 0.0,
+        rest: t,
     }
 }
 
@@ -97,7 +132,8 @@ fn linear(q: usize, bytes: usize, c: &CostParams) -> f64 {
     (qf - 1.0) * c.alpha + c.beta * bytes as f64 * (qf - 1.0) / qf
 }
 
-/// Predicted seconds of `hier` / `hier_ml` for the call (infinite where it does not exist).
+/// Predicted seconds of `hier` / `hier_ml` for the call (infinite where it does not exist),
+/// in its [`Parts`]: the node steps through the windows apart.
 pub fn node_aware_time(
     coll: Collective,
     alg: Algorithm,
@@ -105,7 +141,7 @@ pub fn node_aware_time(
     bytes: usize,
     commutative: bool,
     l: &Levels,
-) -> f64 {
+) -> Parts {
     use Collective::*;
     let (n, k) = (shape.nodes.max(1), shape.max_ppn.max(1));
     let w = shape.min_ppn.max(1);
@@ -116,34 +152,34 @@ pub fn node_aware_time(
     let per_node = bytes / n;
     match (coll, alg) {
         (Reduce, Algorithm::Hier) => {
-            node_step(Reduce, k, bytes, c, l) + step(Reduce, n, bytes, c, &lead)
+            node_step(Reduce, k, bytes, c, l) + rest(step(Reduce, n, bytes, c, &lead))
         }
         (Allreduce, Algorithm::Hier) => {
             node_step(Reduce, k, bytes, c, l)
-                + step(Allreduce, n, bytes, c, &lead)
+                + rest(step(Allreduce, n, bytes, c, &lead))
                 + node_step(Bcast, k, bytes, true, l)
         }
         (Reduce, Algorithm::HierMl) => {
             node_step(ReduceScatter, k, bytes, c, l)
-                + step(Reduce, n, bytes.div_ceil(w), c, &ml)
-                + linear(k, bytes, intra)
+                + rest(step(Reduce, n, bytes.div_ceil(w), c, &ml))
+                + rest(linear(k, bytes, intra))
         }
         (Allreduce, Algorithm::HierMl) => {
             node_step(ReduceScatter, k, bytes, c, l)
-                + step(Allreduce, n, bytes.div_ceil(w), c, &ml)
+                + rest(step(Allreduce, n, bytes.div_ceil(w), c, &ml))
                 + node_step(Allgatherv, k, bytes, true, l)
         }
         (ReduceScatter, Algorithm::Hier) => {
             node_step(Reduce, k, bytes, c, l)
-                + step(ReduceScatter, n, bytes, c, &lead)
-                + linear(k, per_node, intra)
+                + rest(step(ReduceScatter, n, bytes, c, &lead))
+                + rest(linear(k, per_node, intra))
         }
         (Allgatherv, Algorithm::Hier) => {
-            linear(k, per_node, intra)
-                + step(Allgatherv, n, bytes, true, &lead)
-                + binomial_bcast(k, bytes, intra)
+            rest(linear(k, per_node, intra))
+                + rest(step(Allgatherv, n, bytes, true, &lead))
+                + rest(binomial_bcast(k, bytes, intra))
         }
-        _ => f64::INFINITY,
+        _ => rest(f64::INFINITY),
     }
 }
 
@@ -191,7 +227,8 @@ mod tests {
             m,
             true,
             &l,
-        );
+        )
+        .total();
         let bf = flat_time(
             Collective::Allreduce,
             Algorithm::Butterfly,

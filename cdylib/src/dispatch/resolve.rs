@@ -65,6 +65,9 @@ pub(super) struct Chosen {
     /// The call asked for `shm` and runs without it while the communicator's window waits
     /// ([`window_waits`]): never kept to be served again (a later call makes the window).
     pub provisional: bool,
+    /// The user forced the algorithm (`pcoll_force`, `PCOLL_<COLL>`): windows it needs are
+    /// made at once ([`node_windows_wait`]).
+    pub forced: bool,
 }
 
 /// The facts of a call every rank shares, from its arguments (`None`: an op the MPI rejects;
@@ -147,9 +150,17 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
         let mut alt = call;
         alt.shm_refused = true;
         if let Some(c) = window_waits(g, a, spec, &call, || decided(g, &alt, &nf, None))? {
+            let mut c = chosen(g, spec, &alt, c, None);
+            if !c.why.is_empty() {
+                // Read in the debug log: the window is not refused, it waits.
+                c.why = format!(
+                    "shm's window waits (PCOLL_SHM_AFTER, docs/shm.md); {}",
+                    c.why
+                );
+            }
             return Ok(Chosen {
                 provisional: true,
-                ..chosen(g, spec, &alt, c, None)
+                ..c
             });
         }
     }
@@ -274,6 +285,7 @@ fn chosen(
     spec.seg_elems = d.seg_elems(spec.elem_bytes);
     Chosen {
         alg: d.algorithm,
+        forced: d.source.forced(),
         why,
         explore,
         tally: None,
@@ -367,6 +379,52 @@ fn window_waits(
     let alt = alt()?;
     let rent = state::resolver(g, spec.coll, spec.p).shm_rent(call, alt.algorithm);
     Ok((!st.window_now(rent, crate::shm::window_cost(spec.p), after)).then_some(alt))
+}
+
+/// A node-aware call (every rank runs it: the decision is agreed) on a communicator whose
+/// nodes' windows for `hier`'s node steps are not asked for yet: true while they wait (the
+/// call runs its node steps point-to-point and is not kept to be served again), else false,
+/// the windows made now where due. A call none of whose node steps would use them (below
+/// 4 KiB, `hier`'s allgatherv: `Resolver::node_shm_rent` is 0) neither waits nor makes them.
+/// As `shm`'s window ([`window_waits`]): made at the `PCOLL_SHM_AFTER`-th such call, or once
+/// their predicted extra cost reaches the windows' (a node's, `crate::shm::window_cost`); at
+/// once for a forced or explored call, or with `PCOLL_HIER_SHM=1` (every step through them).
+pub(super) fn node_windows_wait(
+    g: &'static Global,
+    a: &Args,
+    spec: &CallSpec,
+    alg: Algorithm,
+    at_once: bool,
+) -> bool {
+    if spec.p <= 1 || !alg.node_aware() {
+        return false;
+    }
+    let Some(mode) = crate::shm::node_mode() else {
+        return false;
+    };
+    let Ok(st) = crate::comm::state(a.comm, spec.p, spec.rank) else {
+        return false;
+    };
+    if st.known_node_shm().is_some() {
+        return false;
+    }
+    let nodes = st.layout(g).shape();
+    if !at_once && mode != pcoll::algo::hier::NodeSteps::ShmAlways {
+        let call = CallFacts {
+            nodes,
+            ..spec_facts(a, spec)
+        };
+        let rent = state::resolver(g, spec.coll, spec.p).node_shm_rent(&call, alg);
+        if rent <= 0.0 {
+            return false;
+        }
+        let cost = crate::shm::window_cost(nodes.max_ppn);
+        if !st.node_windows_now(rent, cost, crate::shm::after()) {
+            return true;
+        }
+    }
+    let _ = st.node_shm(g);
+    false
 }
 
 /// `shm` is turned off, or the communicator has no shared window for it (made here on first

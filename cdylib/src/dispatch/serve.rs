@@ -33,12 +33,10 @@ pub(super) fn run(
     let spec = &v.spec;
     if spec.p > 1 {
         // Every rank runs a pcoll program in this call: ask for the nodes now (once per
-        // communicator), so that later decisions can weigh the node-aware algorithms; a
-        // node-aware one makes the nodes' windows for its node steps (every rank is here).
+        // communicator), so that later decisions can weigh the node-aware algorithms (the
+        // nodes' windows for their node steps are made by the caller:
+        // `resolve::node_windows_wait`).
         st.layout(g);
-        if alg.node_aware() && crate::shm::node_mode().is_some() {
-            let _ = st.node_shm(g);
-        }
     }
     if spec.p == 1 && spec.coll.reduces() {
         // Alone, no MPI call sees the datatype: an uncommitted one is refused here with the

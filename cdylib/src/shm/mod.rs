@@ -146,7 +146,7 @@ fn settings() -> &'static Settings {
 /// milliseconds (4 MiB a rank to touch at p = 2), what a few hundred 64 KiB calls gain back
 /// from it: a communicator made for a handful of calls is better served without it. Eight
 /// keeps a benchmark whose warm-up runs seven calls or more timing `shm` from its first
-/// timed call.
+/// timed call. `hier`'s node windows wait alike (`crate::dispatch::resolve::node_windows_wait`).
 pub fn after() -> u32 {
     static A: once_cell::sync::Lazy<u32> =
         once_cell::sync::Lazy::new(|| match crate::agree::var("PCOLL_SHM_AFTER") {
@@ -454,7 +454,9 @@ pub fn create(shadow: MPI_Comm, p: usize, rank: usize) -> Option<Box<Win>> {
     }
     let w = allocate(node, p, rank, (bytes, slots));
     if w.is_none() {
-        warn_once("the MPI refused a shared window");
+        warn_once("the MPI refused a shared window, or /dev/shm had no room for its pages");
+        // SAFETY: made by the split above, freed once (every rank of the shadow is here).
+        unsafe { PMPI_Comm_free(&mut node) };
     }
     w
 }
@@ -523,9 +525,10 @@ pub fn create_node(
     }
     let w = allocate(node, k, me, (bytes, slots));
     if !agree(shadow, w.is_some()) {
-        warn_once("the MPI refused a node's shared window");
-        if let Some(w) = w {
-            w.release(); // collective over the node, whose ranks all have it
+        warn_once("the MPI refused a node's shared window, or /dev/shm had no room for its pages");
+        match w {
+            Some(w) => w.release(), // collective over the node, whose ranks all have it
+            None => free(node),
         }
         return Err(());
     }
@@ -595,6 +598,29 @@ fn first_touch(base: *mut u8, bytes: usize) -> bool {
     true
 }
 
+/// The `p` segments of `win` (each from its first page boundary, [`page_up`]), and whether
+/// every one was found with room for `bytes`.
+fn segments(win: MPI_Win, p: usize, bytes: usize) -> (Vec<*mut u8>, bool) {
+    let mut bases = vec![std::ptr::null_mut::<u8>(); p];
+    let mut found = true;
+    for (k, b) in bases.iter_mut().enumerate() {
+        let (mut size, mut unit): (MPI_Aint, c_int) = (0, 0);
+        // SAFETY: valid window; out-pointers to locals.
+        let rc = unsafe {
+            PMPI_Win_shared_query(
+                win,
+                k as c_int,
+                &mut size,
+                &mut unit,
+                b as *mut *mut u8 as *mut c_void,
+            )
+        };
+        found &= ok(rc) && size as usize >= bytes + PAGE && !b.is_null();
+        *b = page_up(*b);
+    }
+    (bases, found)
+}
+
 /// `MPI_Win_allocate_shared` of `bytes` per rank over `node` (ranks in the shadow's order),
 /// every segment looked up, the own one first-touched; None if any rank failed.
 fn allocate(
@@ -622,29 +648,22 @@ fn allocate(
         PMPI_Info_free(&mut info);
         ok(rc)
     };
-    let mut bases = vec![std::ptr::null_mut::<u8>(); p];
-    let mut found = made;
-    for (k, b) in bases.iter_mut().enumerate().take(if made { p } else { 0 }) {
-        let (mut size, mut unit): (MPI_Aint, c_int) = (0, 0);
-        // SAFETY: valid window; out-pointers to locals.
-        let rc = unsafe {
-            PMPI_Win_shared_query(
-                win,
-                k as c_int,
-                &mut size,
-                &mut unit,
-                b as *mut *mut u8 as *mut c_void,
-            )
-        };
-        found &= ok(rc) && size as usize >= bytes + PAGE && !b.is_null();
-        *b = page_up(*b);
-    }
+    let (bases, mut found) = if made {
+        segments(win, p, bytes)
+    } else {
+        (vec![std::ptr::null_mut(); p], false)
+    };
     let base = page_up(base);
     // First touch by the owner (pages on its memory), counters zero.
     found = found && first_touch(base, bytes);
     // Every rank's counters are zero before anybody reads them.
     if !agree(node, found) {
-        // A window some rank lacks cannot be freed collectively: leave it.
+        // Made everywhere (some rank's pages could not be had: a full tmpfs), it is freed on
+        // every rank; a window some rank lacks cannot be freed collectively: left.
+        if agree(node, made) {
+            // SAFETY: made on every rank of `node` (agreed), freed once, collectively.
+            unsafe { PMPI_Win_free(&mut win) };
+        }
         return None;
     }
     prefault(&bases, rank, bytes);
