@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How a shadow not made yet is being made.
 pub(super) enum Making {
-    /// `PMPI_Comm_idup` (of a first non-blocking call) runs.
+    /// `PMPI_Comm_idup` (started by a non-blocking call: [`CommState::start_for_nb`]) runs.
     Idup(MPI_Request),
     /// Not started: the dup of this communicator is made by the next blocking collective
     /// that needs it ([`CommState::shadow`]), or, once a non-blocking call wanted it where
