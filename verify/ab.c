@@ -11,6 +11,10 @@
  *       [iters=400] [sizes in bytes...] [cold=1]
  * cold=1 (anywhere in the arguments): every call, native and interposed alike, on the next
  * send/receive pair of a pool of at least 96 MiB per rank (as IMB's -off_cache); default hot.
+ * warm=1 (hot buffers): each rank rewrites its send buffer before every sample, untimed, as an
+ * application writes its input between calls: hot, a peer's unchanged input stays cached on
+ * the core that reads it (a single-copy native reads it there), where an application's fresh
+ * input has to cross from its writer's core (session 37's VM: 12-24 GB/s).
  * Prints one line per size: "ab <collective> <p> <bytes> <native_us> <mpi_us> <ratio>
  * <floor_us> <x_floor> <hot|cold>": the floor is ONE CORE's memory-stream bound for the bytes
  * the busiest rank moves (z = x + y over the vector or the largest block for the reductions,
@@ -175,11 +179,17 @@ static double now(void)
 }
 
 static int batch = 1; /* calls per timed sample (see main) */
+static int warm;      /* warm=1: each rank rewrites its send buffer before each sample */
 
 /* One timed sample: barrier, `batch` calls each on the pool's next set (hot: the only one),
  * the maximum over ranks of their time divided by `batch`. */
 static double timed(enum coll c, int native, struct bufs *b, int rank, int p)
 {
+    if (warm) { /* as an application does between calls: its input written anew (not timed) */
+        double *s = (double *)pool_part(&b->pool, b->pool.cur, 0);
+        for (int i = 0; i < b->n; i++)
+            s[i] = (double)(rank + i % 7);
+    }
     PMPI_Barrier(MPI_COMM_WORLD);
     double t0 = now();
     for (int j = 0; j < batch; j++) {
@@ -293,6 +303,8 @@ int main(int argc, char **argv)
     for (int a = 1; a < argc; a++) { /* cold=1 anywhere; the others stay positional */
         if (!strncmp(argv[a], "cold=", 5))
             cold = atoi(argv[a] + 5);
+        else if (!strncmp(argv[a], "warm=", 5))
+            warm = atoi(argv[a] + 5);
         else
             argv[na++] = argv[a];
     }
