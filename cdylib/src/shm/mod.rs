@@ -569,31 +569,28 @@ fn page_up(b: *mut u8) -> *mut u8 {
 }
 
 /// The owner's first touch of its segment (`bytes` at `base`, page aligned): every page made
-/// present for writing by `MADV_POPULATE_WRITE` (Linux 5.14), then the counters' page zeroed
-/// (the cells are always written before they are read). False if the pages cannot be had:
-/// a tmpfs without room for them fails here, with `EFAULT`, where a write would have raised
-/// `SIGBUS`. Without the advice (older kernels: `EINVAL`), every byte is written as before.
-/// On the second VM a 4 MiB segment took 2.9 ms to populate against 3.8 ms written (the
-/// window's largest cost: docs/shm.md, Lifetime and limits).
+/// present for writing by `MADV_POPULATE_WRITE` (Linux 5.14), then every byte written (zero).
+/// False if the pages cannot be had: a tmpfs without room for them fails at the advice, with
+/// `EFAULT`, where a write would have raised `SIGBUS` (without the advice, on older kernels:
+/// `EINVAL`, the write alone). The write is not left to the cells' first use: session 36
+/// zeroed only the counters' page, and each page's first write then cost the window's first
+/// calls (forced `shm` reduce of 64 KiB, Open MPI 4.1, p = 2, session 37's VM: the first 32
+/// calls, presumably one per cell region, 12-15 µs, every later one 8-9), which a raced rule's race timed
+/// as `shm`'s own and lost to native.
 fn first_touch(base: *mut u8, bytes: usize) -> bool {
     const MADV_POPULATE_WRITE: c_int = 23;
     // SAFETY: our own segment of `bytes` bytes, mapped writable by the MPI; the advice only
     // faults its pages in (their contents stay).
     let rc = unsafe { libc::madvise(base as *mut c_void, bytes, MADV_POPULATE_WRITE) };
-    if rc == 0 {
-        // SAFETY: the counters' page of our own segment (`bytes` >= CTRL, checked by
-        // `settings`).
-        unsafe { std::ptr::write_bytes(base, 0, CTRL.min(bytes)) };
-        return true;
-    }
-    if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+    if rc != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
         log::debug!(
             "shm: the segment's pages could not be populated ({})",
             std::io::Error::last_os_error()
         );
         return false;
     }
-    // SAFETY: our own segment of `bytes` bytes.
+    // SAFETY: our own segment of `bytes` bytes, its pages present (or, without the advice,
+    // a tmpfs with room: checked by `room`).
     unsafe { std::ptr::write_bytes(base, 0, bytes) };
     true
 }
