@@ -182,7 +182,7 @@ fn no_shadow(a: &Args, v: &Valid) -> bool {
     // The shadow is made here (a dup left for later, or an idup still running, completes:
     // every rank is in this call) and may fail: the MPI's context ids used up.
     let rc = match crate::comm::state(a.comm, spec.p, spec.rank) {
-        Ok(st) if st.shadow() != consts::comm_null() && !st.shadow_failed() => return false,
+        Ok(st) if st.live_shadow().is_some() => return false,
         Ok(_) => consts::ERR_INTERN(),
         Err(rc) => rc,
     };
