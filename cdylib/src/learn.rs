@@ -198,15 +198,18 @@ pub fn step(
     Some((c, explore, tally))
 }
 
-/// The call's raced rule asks for `shm` on a communicator whose window may still wait: not
-/// asked for yet, the nodes one or not known yet (no MPI call).
+/// The call's raced rule (or, on a crowded node, the model) asks for `shm` on a communicator
+/// whose window may still wait: not asked for yet, the nodes one or not known yet (no MPI
+/// call).
 fn window_waits(g: &'static Global, st: &CommState, call: &CallFacts) -> bool {
-    crate::shm::may_wait(st)
-        && st.known_layout().map_or(true, |l| l.shape().nodes <= 1)
-        && matches!(
-            state::resolver(g, call.coll, call.p).request(call).0,
-            pcoll::Pick::Alg(Algorithm::Shm)
-        )
+    if !crate::shm::may_wait(st) || st.known_layout().is_some_and(|l| l.shape().nodes > 1) {
+        return false;
+    }
+    let r = state::resolver(g, call.coll, call.p);
+    match r.request(call).0 {
+        pcoll::Pick::Alg(a) => a == Algorithm::Shm,
+        pcoll::Pick::Model => r.model_pick(call).best == Algorithm::Shm,
+    }
 }
 
 /// A new cell: the communicator's nodes (asked now: every rank is in this call), the

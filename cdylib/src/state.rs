@@ -213,6 +213,7 @@ pub fn resolver(g: &'static Global, coll: Collective, p: usize) -> Resolver<'sta
             segment: segment(),
         })
         .with_memo(Some(memo(p)))
+        .with_crowded(crate::nodes::crowded())
 }
 
 /// Model memos of small communicator sizes, by p (no lock on the hot path).

@@ -313,6 +313,10 @@ pub struct Resolver<'a> {
     /// `PCOLL_LEARN`'s pick for the call (its cell's candidate or agreed winner), above the
     /// table; the same on every rank of the call ([`crate::learn`]).
     pub learned: Option<crate::learn::Candidate>,
+    /// Some node of the job runs more ranks than cores (agreed at `MPI_Init`): the model's
+    /// pcoll picks, which do not price ranks waiting for a core, race native
+    /// ([`crate::learn::raced`]).
+    pub crowded: bool,
 }
 
 impl<'a> Resolver<'a> {
@@ -324,7 +328,11 @@ impl<'a> Resolver<'a> {
             over: Overrides::default(),
             memo: None,
             learned: None,
+            crowded: false,
         }
+    }
+    pub fn with_crowded(self, crowded: bool) -> Self {
+        Resolver { crowded, ..self }
     }
     pub fn with_learned(self, learned: Option<crate::learn::Candidate>) -> Self {
         Resolver { learned, ..self }

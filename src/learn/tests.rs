@@ -489,6 +489,42 @@ fn raced_where_the_rule_says_race_for_blocking_calls_only() {
     );
 }
 
+/// On a crowded node the model's pcoll picks beyond the table race native (from 4 KiB);
+/// rules naming an algorithm keep their own `race`, and an uncrowded node races nothing the
+/// table does not say.
+#[test]
+fn crowded_nodes_race_the_models_pcoll_picks() {
+    let t = Table::parse(
+        "[[reduce]]\np = 4\nbytes = [0, \"32KiB\"]\nalgorithm = \"native\"\n[[reduce]]\np = 5\nalgorithm = \"model\"\n",
+        "t",
+    )
+    .unwrap();
+    let cfg = Config::default();
+    let r = Resolver::new(&cfg, &t, Mpi::OpenMpi);
+    let mut pcoll = 0;
+    for p in [4usize, 5, 6] {
+        for bytes in (10..24).map(|k| 1usize << k) {
+            let call = CallFacts::new(Collective::Reduce, p, bytes);
+            assert!(!raced(&r, &call), "uncrowded p {p} {bytes} B");
+            let crowded = r.with_crowded(true);
+            let best = crowded.model_pick(&call).best;
+            let ruled = p == 4 && bytes < 32 << 10;
+            let want = !ruled && bytes >= CROWDED_MIN_BYTES && best != Algorithm::Native;
+            assert_eq!(raced(&crowded, &call), want, "p {p} {bytes} B: {best}");
+            pcoll += usize::from(want);
+        }
+    }
+    assert!(pcoll > 0, "the model picks a pcoll algorithm somewhere");
+    // Outranked as a rule's race is.
+    let mut off = Config::default();
+    off.race_off = true;
+    let call = CallFacts::new(Collective::Reduce, 6, 1 << 20);
+    assert!(!raced(
+        &Resolver::new(&off, &t, Mpi::OpenMpi).with_crowded(true),
+        &call
+    ));
+}
+
 #[test]
 fn race_rules_parse_round_trip_and_name_what_cannot_race() {
     let t = Table::parse(
