@@ -26,7 +26,7 @@ use std::os::raw::{c_int, c_void};
 /// A raced rule's cell explores native and the rule's algorithm in blocks of this many calls
 /// ([`Cell::blocked`]): 16 calls for a cell of 64 KiB (56 below) ...
 const RACE_BLOCK: u64 = 4;
-/// ... and of this many from [`LONG_BLOCK_BYTES`] (32 calls): `shm` on its ring of 8 slots
+/// ... and of this many from [`LONG_BLOCK_BYTES`] to [`core::HUGE_CELL`] (32 calls): `shm` on its ring of 8 slots
 /// runs its first calls after a run of native calls slower than it runs steadily (Open MPI
 /// 4.1, p = 2, 256 KiB: the race measured 31-60 us in blocks of 4, 33-41 in blocks of 8,
 /// 15-19 in blocks of 16, where a loop of `shm` calls takes 16-19).
@@ -251,7 +251,8 @@ fn new_cell(
     );
     let timed = key.map_or(params.timed, |k| params.timed_for(&k));
     let cell = Cell::new(cands, timed);
-    let long = key.is_some_and(|k| k.bytes().0 >= LONG_BLOCK_BYTES);
+    // From `HUGE_CELL` a call passes every slot of the window: blocks of 4 again.
+    let long = key.is_some_and(|k| (LONG_BLOCK_BYTES..core::HUGE_CELL).contains(&k.bytes().0));
     let block = if long { LONG_BLOCK } else { RACE_BLOCK };
     Some(if full {
         // A learned cell explores in blocks too, as a race does: call by call its `shm` ran

@@ -66,6 +66,14 @@ pub const MAX_TIMED: usize = 100;
 pub const SMALL_CELL: usize = 64 << 10;
 /// See [`SMALL_CELL`]: 4 x 5 = 20 timed calls per candidate.
 pub const SMALL_FACTOR: usize = 4;
+/// Cells from this many bytes take half the timed calls, rounded up (3 of 5): a call lasts
+/// hundreds of microseconds there, long beside the ranks' skew, and each call a race gives
+/// the loser costs that much. One such call also passes every slot of `shm`'s default window
+/// (8 slots of 256 KiB), so the C-ABI crate races these cells in blocks of 4 again (16 from
+/// 128 KiB below this). A race of 32 calls is what a benchmark timing few calls sees: IMB-MPI1
+/// calls a 4 MiB reduce 31 times in all and timed its last 10 in native's block, each from a
+/// barrier (Intel MPI, p = 2, session 38: 1.12x native hot, 1.17x cold).
+pub const HUGE_CELL: usize = 2 << 20;
 /// A pcoll algorithm must also win by this many nanoseconds. Measured (Intel MPI, p = 2,
 /// 2026-11-25): cells learned at 0.2-0.3 us below native's ~1-2 us (`binomial` bcast at 64 B
 /// and 4 KiB) replayed 1.3-1.4x slower than native; a gain that small is within the noise of
@@ -137,10 +145,14 @@ impl Default for Params {
 
 impl Params {
     /// Timed calls per candidate in the cell `key`: more for small cells ([`SMALL_CELL`]),
-    /// at most [`MAX_TIMED`]. A function of agreed facts: the same on every rank.
+    /// at most [`MAX_TIMED`], fewer for huge ones ([`HUGE_CELL`]). A function of agreed facts:
+    /// the same on every rank.
     pub fn timed_for(&self, key: &CellKey) -> usize {
-        if key.bytes().0 < SMALL_CELL {
+        let lo = key.bytes().0;
+        if lo < SMALL_CELL {
             self.timed_small()
+        } else if lo >= HUGE_CELL {
+            self.timed.div_ceil(2)
         } else {
             self.timed
         }

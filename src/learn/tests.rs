@@ -47,7 +47,7 @@ fn exploration_rotates_warms_up_then_agrees_once() {
 }
 
 #[test]
-fn small_cells_take_more_timed_calls() {
+fn small_cells_take_more_timed_calls_and_huge_ones_fewer() {
     let key = |bytes| CellKey::of(&CallFacts::new(Collective::Reduce, 2, bytes)).unwrap();
     let p = Params::default();
     assert_eq!(p.timed_for(&key(8)), DEFAULT_TIMED * SMALL_FACTOR);
@@ -56,7 +56,11 @@ fn small_cells_take_more_timed_calls() {
         DEFAULT_TIMED * SMALL_FACTOR
     );
     assert_eq!(p.timed_for(&key(SMALL_CELL)), DEFAULT_TIMED);
-    assert_eq!(p.timed_for(&key(1 << 24)), DEFAULT_TIMED);
+    assert_eq!(p.timed_for(&key(HUGE_CELL - 1)), DEFAULT_TIMED);
+    assert_eq!(p.timed_for(&key(HUGE_CELL)), 3);
+    assert_eq!(p.timed_for(&key(1 << 24)), 3);
+    let one = Params { timed: 1, ..p };
+    assert_eq!(one.timed_for(&key(1 << 24)), 1);
     // Never above the largest accepted count, nor below the one asked for.
     let many = Params {
         timed: MAX_TIMED,
