@@ -16,7 +16,7 @@
  * the core that reads it (a single-copy native reads it there), where an application's fresh
  * input has to cross from its writer's core (session 37's VM: 12-24 GB/s).
  * Prints one line per size: "ab <collective> <p> <bytes> <native_us> <mpi_us> <ratio>
- * <floor_us> <x_floor> <hot|cold>": the floor is ONE CORE's memory-stream bound for the bytes
+ * <floor_us> <x_floor> <hot|cold|warm>": the floor is ONE CORE's memory-stream bound for the bytes
  * the busiest rank moves (z = x + y over the vector or the largest block for the reductions,
  * memcpy of what a rank receives for bcast and allgather(v); "-" where nothing moves), timed
  * on rank 0 alone while the others wait at a barrier, same buffer temperature; x_floor =
@@ -401,10 +401,10 @@ int main(int argc, char **argv)
             snprintf(mean, sizeof mean, " %.3f %.3f", sn / nn * 1e6, sp / np * 1e6);
         if (rank == 0 && fl > 0)
             printf("ab %s%s %d %ld %.3f %.3f %.3f %.3f %.3f %s%s\n", nonblocking ? "i" : "", names[c], p,
-                   bytes, mn, mp, mp / mn, fl, mp / fl, cold ? "cold" : "hot", mean);
+                   bytes, mn, mp, mp / mn, fl, mp / fl, cold ? "cold" : warm ? "warm" : "hot", mean);
         else if (rank == 0)
             printf("ab %s%s %d %ld %.3f %.3f %.3f - - %s%s\n", nonblocking ? "i" : "", names[c], p, bytes, mn,
-                   mp, mp / mn, cold ? "cold" : "hot", mean);
+                   mp, mp / mn, cold ? "cold" : warm ? "warm" : "hot", mean);
         fflush(stdout);
         free(b.pool.mem);
         free(b.counts);
