@@ -62,9 +62,9 @@ pub fn at_init() {
     let inputs = exchange(read_local());
     let _ = SETTLED.set(inputs);
     if !crate::state::disabled() {
-        let (rank, size) = world();
+        let (_, size) = world();
         let mode = crate::state::global().cfg.nodes;
-        crate::nodes::at_init(mode, rank.max(0) as usize, size.max(1) as usize);
+        crate::nodes::at_init(mode, size.max(1) as usize);
     }
     crate::learn::at_init();
 }

@@ -166,7 +166,7 @@ impl CommState {
             let Some(shadow) = self.live_shadow() else {
                 return pcoll::nodes::Layout::single(self.size);
             };
-            let l = crate::nodes::layout(shadow, self.size, self.rank, g.cfg.nodes);
+            let l = crate::nodes::layout(shadow, self.size, g.cfg.nodes);
             log::debug!(target: "pcoll::nodes", "a communicator of {} ranks: nodes {:?} (gathered)", self.size, l.members);
             l
         })

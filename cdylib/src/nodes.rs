@@ -51,14 +51,14 @@ pub fn crowding() -> Option<Crowding> {
     CROWDING.get().copied()
 }
 
-/// At `MPI_Init`, once `PCOLL_NODES` is agreed (`agree.rs`, which passes this process's
-/// world rank and size): `MPI_COMM_WORLD`'s layout (collective over it, as `MPI_Init` is),
+/// At `MPI_Init`, once `PCOLL_NODES` is agreed (`agree.rs`, which passes the world's
+/// size): `MPI_COMM_WORLD`'s layout (collective over it, as `MPI_Init` is),
 /// and how crowded its nodes are (the shared-memory node of the default `PCOLL_NODES`
 /// gives it; other modes split `MPI_COMM_WORLD` by shared memory for it).
-pub fn at_init(mode: NodeMode, rank: usize, size: usize) {
+pub fn at_init(mode: NodeMode, size: usize) {
     let world = consts::comm_world();
     let mut load = None;
-    let _ = WORLD.set(layout_and_load(world, size.max(1), rank, mode, &mut load));
+    let _ = WORLD.set(layout_and_load(world, size.max(1), mode, &mut load));
     if mode != NodeMode::Shared {
         load = shared_node(world).and_then(|mut node| {
             let l = node_load(node);
@@ -108,25 +108,36 @@ pub fn from_world(comm: MPI_Comm, size: usize) -> Option<Layout> {
 /// local MPI calls only. None if the MPI cannot translate them.
 fn world_ranks(comm: MPI_Comm, size: usize) -> Option<Vec<c_int>> {
     let ranks: Vec<c_int> = (0..size as c_int).collect();
-    let mut in_world = vec![consts::UNDEFINED(); size];
-    // SAFETY: groups of two valid communicators into locals, freed here; `size` ranks
-    // translated from `ranks` into `in_world` (both of that length).
+    translate(comm, &ranks, consts::comm_world())
+}
+
+/// The ranks in `to` of the ranks `ranks` of `from` (`MPI_UNDEFINED` for one outside it);
+/// local MPI calls only. None if the MPI cannot translate them.
+fn translate(from: MPI_Comm, ranks: &[c_int], to: MPI_Comm) -> Option<Vec<c_int>> {
+    let mut out = vec![consts::UNDEFINED(); ranks.len()];
+    // SAFETY: groups of two valid communicators into locals, freed here; `ranks.len()` ranks
+    // translated from `ranks` into `out` (both of that length).
     unsafe {
-        let (mut g, mut wg) = (MaybeUninit::uninit(), MaybeUninit::uninit());
-        ok(PMPI_Comm_group(comm, g.as_mut_ptr()))?;
+        let (mut g, mut tg) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+        ok(PMPI_Comm_group(from, g.as_mut_ptr()))?;
         let mut g: MPI_Group = g.assume_init();
-        if PMPI_Comm_group(consts::comm_world(), wg.as_mut_ptr()) != consts::SUCCESS() {
+        if PMPI_Comm_group(to, tg.as_mut_ptr()) != consts::SUCCESS() {
             PMPI_Group_free(&mut g);
             return None;
         }
-        let mut wg: MPI_Group = wg.assume_init();
-        let rc =
-            PMPI_Group_translate_ranks(g, size as c_int, ranks.as_ptr(), wg, in_world.as_mut_ptr());
+        let mut tg: MPI_Group = tg.assume_init();
+        let rc = PMPI_Group_translate_ranks(
+            g,
+            ranks.len() as c_int,
+            ranks.as_ptr(),
+            tg,
+            out.as_mut_ptr(),
+        );
         PMPI_Group_free(&mut g);
-        PMPI_Group_free(&mut wg);
+        PMPI_Group_free(&mut tg);
         ok(rc)?;
     }
-    Some(in_world)
+    Some(out)
 }
 
 /// [`outside_world`]'s answers as kept on a communicator.
@@ -200,24 +211,21 @@ fn verdict_keyval() -> Option<c_int> {
 /// Bytes of a host name as gathered (names are cut there).
 const NAME_BYTES: usize = 256;
 
-/// The layout of `shadow` (a communicator of `size` ranks; this process is `rank`).
-pub fn layout(shadow: MPI_Comm, size: usize, rank: usize, mode: NodeMode) -> Layout {
-    layout_and_load(shadow, size, rank, mode, &mut None)
+/// The layout of `shadow` (a communicator of `size` ranks).
+pub fn layout(shadow: MPI_Comm, size: usize, mode: NodeMode) -> Layout {
+    layout_and_load(shadow, size, mode, &mut None)
 }
 
 /// [`layout`], and in mode `shared` the load of this rank's node ([`node_load`]).
 fn layout_and_load(
     shadow: MPI_Comm,
     size: usize,
-    rank: usize,
     mode: NodeMode,
     load: &mut Option<(usize, usize)>,
 ) -> Layout {
     let keys = match mode {
         NodeMode::Hostname => names(shadow, size),
-        NodeMode::Shared => {
-            shared_key(shadow, rank, load).and_then(|k| gather_keys(shadow, size, k))
-        }
+        NodeMode::Shared => shared_key(shadow, load).and_then(|k| gather_keys(shadow, size, k)),
         NodeMode::Block(k) => world_rank().and_then(|w| gather_keys(shadow, size, (w / k) as u64)),
     };
     match keys {
@@ -296,26 +304,19 @@ pub(crate) fn node_load(node: MPI_Comm) -> Option<(usize, usize)> {
 }
 
 /// The lowest rank (in `shadow`) of this rank's shared-memory group, and the group's
-/// [`node_load`] into `load`.
-fn shared_key(shadow: MPI_Comm, rank: usize, load: &mut Option<(usize, usize)>) -> Option<u64> {
+/// [`node_load`] into `load`. The group's rank 0 is that rank (the split keeps `shadow`'s
+/// order), read through the groups: one collective on the group, not two. Intel MPI 2021 ran
+/// a process's first ~200 pairs of alternated `PMPI_`/`MPI_` 8-byte allgathers at 3 µs
+/// instead of 0.5 after the second collective on a communicator freed at `MPI_Init` (an
+/// `MPI_Allreduce` of the lowest rank; `verify/probes/ramp.c`, docs/shm.md, A third machine).
+fn shared_key(shadow: MPI_Comm, load: &mut Option<(usize, usize)>) -> Option<u64> {
     let mut node = shared_node(shadow)?;
-    let (me, mut low) = (rank as c_int, 0 as c_int);
     *load = node_load(node);
-    // SAFETY: collective allreduce on the node communicator made above, out-pointers to
-    // locals; the node communicator is freed here and nowhere else.
-    unsafe {
-        let rc = PMPI_Allreduce(
-            &me as *const c_int as *const c_void,
-            &mut low as *mut c_int as *mut c_void,
-            1,
-            consts::dt_int(),
-            consts::op_min(),
-            node,
-        );
-        PMPI_Comm_free(&mut node);
-        ok(rc)?;
-    }
-    Some(low as u64)
+    let low = translate(node, &[0], shadow);
+    // SAFETY: the node communicator made above, freed here and nowhere else.
+    unsafe { PMPI_Comm_free(&mut node) };
+    let low = *low?.first()?;
+    (low >= 0).then_some(low as u64)
 }
 
 /// Every rank's key, grouped into nodes.

@@ -2,9 +2,10 @@
  * a barrier, one through PMPI_Allgather and one through MPI_Allgather (pcoll when preloaded);
  * rank 0 prints each side's median per 50 pairs. RAMP_ORDER=pcoll puts pcoll's call first.
  * Under Intel MPI 2021 (p = 2) the second call of each pair takes ~3 us instead of ~0.5 for
- * the first ~200 pairs, whichever side it is, when pcoll is preloaded; a plain forwarder
- * (MPI_Allgather calling PMPI_Allgather) or pcoll's calls alone show nothing, nor do MPICH
- * 4.0 and 5 (docs/shm.md, A third machine, session 38).
+ * the first ~200 pairs, whichever side it is, after a communicator that carried two
+ * collectives was freed at MPI_Init (pcoll's node communicator until session 38); a plain
+ * forwarder (MPI_Allgather calling PMPI_Allgather) or pcoll's calls alone show nothing, nor
+ * do MPICH 4.0 and 5 (docs/shm.md, A third machine, session 38).
  * `mpicc -O2 -o ramp ramp.c`, `mpirun -np 2 -genv LD_PRELOAD .../libpcoll.so ./ramp 400`. */
 #include <mpi.h>
 #include <stdio.h>
