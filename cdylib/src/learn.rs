@@ -205,11 +205,10 @@ fn window_waits(g: &'static Global, st: &CommState, call: &CallFacts) -> bool {
     if !crate::shm::may_wait(st) || st.known_layout().is_some_and(|l| l.shape().nodes > 1) {
         return false;
     }
-    let r = state::resolver(g, call.coll, call.p);
-    match r.request(call).0 {
-        pcoll::Pick::Alg(a) => a == Algorithm::Shm,
-        pcoll::Pick::Model => r.model_pick(call).best == Algorithm::Shm,
-    }
+    // The resolver's own decision (`step` has sent calls a native defect fires for away).
+    state::resolver(g, call.coll, call.p)
+        .resolve(call, &pcoll::decide::PlainFacts)
+        .is_ok_and(|d| d.algorithm == Algorithm::Shm)
 }
 
 /// A new cell: the communicator's nodes (asked now: every rank is in this call), the
