@@ -76,14 +76,7 @@ pub(crate) fn no_world(
 /// [`collective`] with the process context.
 fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -> c_int {
     let t0 = stat_time(g);
-    if let Some(rc) = again::again(false, a, |e| {
-        let result = if e.alg == Algorithm::Shm {
-            serve::run_shm(g, a, &e.v).map(|()| 0)
-        } else {
-            serve::run_program(g, a, &e.v, e.st, &e.prog).map(|()| e.prog.rounds)
-        };
-        finish(g, a, (&e.v, e.alg), result, t0, "")
-    }) {
+    if let Some(rc) = served_again(g, a, native, t0) {
         return rc;
     }
     if let Some(bytes) = native::native_requested(g, a) {
@@ -107,16 +100,18 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         Ok(x) => x,
         Err(code) => return badinput::raise(a.comm, code),
     };
-    let (alg, why, tally) = (chosen.alg, chosen.why, chosen.tally);
+    let (alg, why, learned) = (chosen.alg, chosen.why, (chosen.tally, chosen.kept));
     if alg != Algorithm::Native && no_shadow(a, &v) {
         return unserved(g, a, native, t0);
     }
     // `hier`'s node windows may wait too: the call then runs its node steps point-to-point.
     let at_once = chosen.forced || chosen.explore.is_some();
     let waits = resolve::node_windows_wait(g, a, &v.spec, alg, at_once);
-    // A call exploring its cell (PCOLL_LEARN) is timed, and never kept to be served again.
+    // A call exploring its cell (a race, PCOLL_LEARN) is timed, and kept to be served again
+    // only with its cell (whose next call may run another candidate).
     let timer = chosen.explore.as_ref().and_then(|e| e.start());
-    let settled = settled && chosen.explore.is_none() && !chosen.provisional && !waits;
+    let explores = chosen.explore.is_some() && learned.1.is_none();
+    let settled = settled && !explores && !chosen.provisional && !waits;
     if alg == Algorithm::Native {
         let rc = native();
         if let Some(t) = timer {
@@ -134,7 +129,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         // Kept for the next call as the programs are (with an empty program; p > 1 only).
         if let (Ok(()), true, true, Some(st)) = (&result, settled, why.is_empty(), known(a)) {
             let empty = std::sync::Arc::new(pcoll::Program::new());
-            again::keep(false, a, &v, (alg, st, &empty), gen, tally);
+            again::keep(false, a, &v, (alg, st, &empty), gen, learned);
         }
         let rc = finish(g, a, (&v, alg), result.map(|()| 0), t0, &why);
         call::recycle(std::mem::take(&mut v.spec.counts));
@@ -146,13 +141,49 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     }
     // `why` is only written for a warning or the debug log: neither is kept.
     if let (Ok((st, prog)), true, true) = (&result, settled, why.is_empty()) {
-        again::keep(false, a, &v, (alg, st, prog), gen, tally);
+        again::keep(false, a, &v, (alg, st, prog), gen, learned);
     }
     let result = result.map(|(_, prog)| prog.rounds);
     let rc = finish(g, a, (&v, alg), result, t0, &why);
     call::recycle(std::mem::take(&mut v.spec.counts));
     call::recycle(std::mem::take(&mut v.spec.displs));
     rc
+}
+
+/// The call served from an entry of [`again`] (`None`: none is kept for it): its entry's
+/// algorithm, or native where the entry steps a raced cell that runs native at this call
+/// (timed from a common start if the call is timed).
+fn served_again(
+    g: &'static Global,
+    a: &Args,
+    native: &mut dyn FnMut() -> c_int,
+    t0: f64,
+) -> Option<c_int> {
+    again::again(g, false, a, |e, pick| {
+        let timer = pick.explore.as_ref().and_then(|x| x.start());
+        if pick.alg == Algorithm::Native {
+            let rc = native();
+            if let Some(t) = timer {
+                t.stop();
+            }
+            state::record(
+                a.coll,
+                Algorithm::Native,
+                e.v.spec.bytes(),
+                stat_time(g) - t0,
+            );
+            return rc;
+        }
+        let result = if e.alg == Algorithm::Shm {
+            serve::run_shm(g, a, &e.v).map(|()| 0)
+        } else {
+            serve::run_program(g, a, &e.v, e.st, &e.prog).map(|()| e.prog.rounds)
+        };
+        if let Some(t) = timer {
+            t.stop();
+        }
+        finish(g, a, (&e.v, e.alg), result, t0, "")
+    })
 }
 
 /// A call whose arguments pcoll does not serve (an intercommunicator, one with processes from

@@ -123,10 +123,24 @@ impl Explore {
     /// calls and measured faster than it runs where calls start together: Intel MPI, p = 2,
     /// bcast 32 KiB, races back to back chose `shm` at 2.1-4.6 us against native's 4.0-4.4 in
     /// processes whose A/B (a barrier before each call) measured it 1.16-1.32x native.
+    ///
+    ///
+    /// The barrier is the communicator's window's ([`crate::shm::run::barrier`]) once it is
+    /// made (on every rank alike), else `MPI_Barrier` on the shadow: MPICH 5, p = 2, the
+    /// calls of a race of `shm` against native at allgatherv 4 KiB took ~0.5 us more with the
+    /// MPI's (session 39). Not on a crowded node (agreed), where ranks leave the window's
+    /// barrier as they get a core: Open MPI 5, 4 ranks on 2 cores, reduce 4-16 KiB, races
+    /// timed `shm` at 1.7-4.7 us against native's 11-18, where the A/B measured it 1.2-1.6x
+    /// native (with `MPI_Barrier`: 8.7-20 against 11-19).
     pub fn start(&self) -> Option<Timer> {
         self.timed.map(|(st, key, cand)| {
-            // Without a shadow (never made: on every rank alike) the call goes to the MPI.
-            if let Some(shadow) = st.live_shadow() {
+            let window = st
+                .known_shm()
+                .filter(|w| w.ranks() == st.size && !crate::nodes::crowded());
+            if window.is_some_and(|w| crate::shm::run::barrier(w).is_ok()) {
+                // Synchronised through the window.
+            } else if let Some(shadow) = st.live_shadow() {
+                // Without a shadow (never made: on every rank alike) the call goes to the MPI.
                 // SAFETY: a barrier on the shadow, which every rank of the communicator enters
                 // at this call (the call is collective and timed on every rank).
                 unsafe { PMPI_Barrier(shadow) };
@@ -146,19 +160,31 @@ fn wtime() -> f64 {
     unsafe { PMPI_Wtime() }
 }
 
+/// What [`step`] decided for a call of a cell.
+pub struct Stepped {
+    /// The candidate the call runs.
+    pub cand: Candidate,
+    /// The call explores its cell (timed or not).
+    pub explore: Option<Explore>,
+    /// A settled call's tally, for the served-again path that may run the cell's next calls.
+    pub tally: Option<Tally>,
+    /// The cell, if the served-again path may step its next calls ([`step_kept`]: its one
+    /// pcoll candidate is the algorithm this call's entry runs).
+    pub kept: Option<CellKey>,
+}
+
 /// The full path's step for a call the learner decides: count it in its cell (made on the
 /// first call, every rank alike: the communicator's state, nodes and, when `shm` is a
 /// candidate, its window are made here, collectively), then its candidate, and whether it
 /// explores. `call` gets the nodes and the `shm` facts the candidates were chosen with.
-/// `None`: not the learner's call (the resolver decides as without learning). A settled
-/// call comes with its cell's [`Tally`], for the served-again path that may run its next ones.
+/// `None`: not the learner's call (the resolver decides as without learning).
 pub fn step(
     g: &'static Global,
     comm: MPI_Comm,
     rank: usize,
     call: &mut CallFacts,
     nf: &dyn NativeFacts,
-) -> Option<(Candidate, Option<Explore>, Option<Tally>)> {
+) -> Option<Stepped> {
     let (key, full) = cell_of(g, call)?;
     // A call native must be kept away from is the resolver's (every rank knows the defect).
     if defects::fired(g.mpi, call, nf).is_some() {
@@ -177,7 +203,28 @@ pub fn step(
     }
     call.nodes = st.known_layout().map(|l| l.shape()).unwrap_or_default();
     let cell = cells.get_mut(&key)?;
-    let (cand, explore) = match cell.step() {
+    let (cand, explore) = step_cell(g, st, key, cell);
+    let c = cell.cands[cand];
+    if c.alg == Algorithm::Shm {
+        call.shm_refused = st.shm().is_none();
+    }
+    Some(Stepped {
+        cand: c,
+        tally: explore.is_none().then(|| cell.tally()),
+        explore,
+        kept: (c.alg != Algorithm::Native && servable(cell, c.alg)).then_some(key),
+    })
+}
+
+/// One call of `cell` (the cell `key` of the communicator of `st`, every rank at the same
+/// call): its candidate, and whether it explores.
+fn step_cell(
+    g: &'static Global,
+    st: &'static CommState,
+    key: CellKey,
+    cell: &mut Cell,
+) -> (usize, Option<Explore>) {
+    match cell.step() {
         Step::Run { cand, timed } => {
             let timed = timed.then_some((st, key, cand));
             (cand, Some(Explore { timed }))
@@ -189,13 +236,35 @@ pub fn step(
             // served-again path either (its next calls are counted here).
             (w, cell.outcome.is_none().then_some(Explore { timed: None }))
         }
-    };
-    let c = cell.cands[cand];
-    if c.alg == Algorithm::Shm {
-        call.shm_refused = st.shm().is_none();
     }
+}
+
+/// The served-again path may step `cell`, whose entry runs `alg`: every candidate but native
+/// is `alg` (a race's cell: native and its rule's algorithm, with the rule's segment, which
+/// the entry's program was built with).
+fn servable(cell: &Cell, alg: Algorithm) -> bool {
+    let mut own = cell.cands.iter().filter(|c| c.alg != Algorithm::Native);
+    own.next().is_some_and(|c| c.alg == alg) && own.next().is_none()
+}
+
+/// [`step`] for a call the served-again path runs from the entry of an earlier call of the
+/// cell `key` on the communicator of `st` that ran `alg` (the call is the same but for its
+/// buffers, so its cell and candidates are too): the cell is stepped as the full path steps
+/// it, on every rank alike whichever path each rank's call takes. Skips the validation and
+/// the decision, which cost a 4 KiB call as much again as `shm` takes to run it (MPICH 5,
+/// p = 2, allgatherv: 1.88 us against 1.33 served again). `None`: the cell is gone or not
+/// [`servable`] (the full path steps it).
+pub fn step_kept(
+    g: &'static Global,
+    st: &'static CommState,
+    key: CellKey,
+    alg: Algorithm,
+) -> Option<(Algorithm, Option<Explore>, Option<Tally>)> {
+    let mut cells = st.learn.lock();
+    let cell = cells.get_mut(&key).filter(|c| servable(c, alg))?;
+    let (cand, explore) = step_cell(g, st, key, cell);
     let tally = explore.is_none().then(|| cell.tally());
-    Some((c, explore, tally))
+    Some((cell.cands[cand].alg, explore, tally))
 }
 
 /// The call's raced rule (or, on a crowded node, the model) asks for `shm` on a communicator

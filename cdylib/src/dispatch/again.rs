@@ -33,6 +33,7 @@ use crate::consts;
 use crate::mpi_types::{self, handle_bits};
 use parking_lot::Mutex;
 use pcoll::algo::{Algorithm, Collective};
+use pcoll::learn::CellKey;
 use pcoll::Program;
 use std::os::raw::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,9 +51,19 @@ pub(super) struct Entry {
     pub alg: Algorithm,
     pub st: &'static CommState,
     pub prog: Arc<Program>,
-    /// The call's raced (or learned) cell: each call served from the entry is counted in it,
-    /// and none once the cell is due to be raced again (that call takes the full path).
+    /// The call's raced (or learned) cell once decided: each call served from the entry is
+    /// counted in it, and none once the cell is due to be raced again.
     tally: Option<crate::learn::Tally>,
+    /// The cell, if this path steps its calls itself while it explores (its race and
+    /// confirmation) or is due to be raced again: `crate::learn::step_kept`.
+    cell: Option<CellKey>,
+}
+
+/// What a call served from an entry runs: the entry's algorithm, or (a call of a cell the
+/// entry steps, [`Entry::cell`]) native; `explore`: the call explores its cell (timed or not).
+pub(super) struct Pick {
+    pub alg: Algorithm,
+    pub explore: Option<crate::learn::Explore>,
 }
 
 // SAFETY: as for `comm::Known`: the state is shared between threads already (its mutable parts
@@ -135,20 +146,44 @@ pub fn forget_all() {
 /// Serve `a` with `run` if it is the same call as one of the last [`KEPT`] pcoll served of
 /// its kind, blocking or (`nb`) non-blocking and persistent (`None`: it is not; take the full
 /// path). The entries stay locked while the call runs: a second thread in the same collective
-/// meanwhile takes the full path.
-pub(super) fn again<R>(nb: bool, a: &Args, run: impl FnOnce(&Entry) -> R) -> Option<R> {
+/// meanwhile takes the full path. A call of a raced cell that is not settled on the entry's
+/// algorithm (exploring, or due to be raced again) is stepped in its cell here if the entry
+/// has the cell, else it takes the full path.
+pub(super) fn again<R>(
+    g: &'static crate::state::Global,
+    nb: bool,
+    a: &Args,
+    run: impl FnOnce(&Entry, Pick) -> R,
+) -> Option<R> {
     if log::log_enabled!(log::Level::Debug) {
         return None;
     }
     let mut kept = LAST[usize::from(nb)][a.coll.index()].try_lock()?;
     let gen = GEN.load(Ordering::Acquire);
     let i = kept.iter().position(|e| e.gen == gen && e.is(a))?;
-    if kept[i].tally.as_ref().is_some_and(|t| !t.take()) {
-        return None;
+    let e = &mut kept[i];
+    let mut pick = Pick {
+        alg: e.alg,
+        explore: None,
+    };
+    match (&e.tally, e.cell) {
+        (Some(t), _) if t.take() => {}
+        (None, None) => {}
+        (_, None) => return None,
+        (_, Some(key)) => {
+            let (alg, explore, tally) = crate::learn::step_kept(g, e.st, key, e.alg)?;
+            pick = Pick { alg, explore };
+            // Settled on native: the fast paths forward the cell's next calls.
+            if tally.is_some() && alg != e.alg {
+                let e = kept.remove(i);
+                return Some(run(&e, pick));
+            }
+            e.tally = tally;
+        }
     }
     // Most recently used first: a loop of one call finds it at once.
     kept[..=i].rotate_right(1);
-    Some(run(&kept[0]))
+    Some(run(&kept[0], pick))
 }
 
 /// The generation a decision starts in (see [`keep`]).
@@ -158,14 +193,15 @@ pub(super) fn begin() -> u64 {
 
 /// Keep the full path's decision `alg` for `a` (validated as `v`, decided in generation
 /// `gen` with the communicator's nodes known, run as `prog` on the communicator of `st`; a
-/// raced cell's `tally`), if its handles cannot be reused.
+/// raced cell's `tally` once decided, and the `cell` if this path may step its calls), if its
+/// handles cannot be reused.
 pub(super) fn keep(
     nb: bool,
     a: &Args,
     v: &Valid,
     (alg, st, prog): (Algorithm, &'static CommState, &Arc<Program>),
     gen: u64,
-    tally: Option<crate::learn::Tally>,
+    (tally, cell): (Option<crate::learn::Tally>, Option<CellKey>),
 ) {
     if log::log_enabled!(log::Level::Debug) || !stable_handles(a) {
         return;
@@ -190,6 +226,7 @@ pub(super) fn keep(
             st,
             prog: prog.clone(),
             tally,
+            cell,
         },
     );
 }

@@ -70,7 +70,7 @@ pub fn plan(a: Args) -> Option<Planned> {
     let keep = |v: &Valid, prog: &Arc<Program>| {
         let settled = v.spec.p <= 1 || st.known_layout().is_some();
         if settled && chosen.why.is_empty() && g.cfg.learn.is_none() && !chosen.provisional {
-            super::again::keep(true, &a, v, (alg, st, prog), gen, None);
+            super::again::keep(true, &a, v, (alg, st, prog), gen, (None, None));
         }
     };
     let log = |v: &Valid| {
@@ -119,7 +119,7 @@ pub fn plan(a: Args) -> Option<Planned> {
 /// The same call as the last one served (everything it was decided by but its buffers),
 /// planned from it; else the arguments back.
 fn again(a: Args) -> Result<Planned, Args> {
-    let Some((v, alg, st, prog)) = super::again::again(true, &a, |e| {
+    let Some((v, alg, st, prog)) = super::again::again(state::global(), true, &a, |e, _| {
         let prog = (e.alg != Algorithm::Shm).then(|| e.prog.clone());
         (e.v.clone(), e.alg, e.st, prog)
     }) else {

@@ -53,8 +53,8 @@ pub(super) fn decide(
 }
 
 /// What the full path runs: the algorithm, why (for the debug log and warnings), and, for a
-/// call that explores its cell under `PCOLL_LEARN`, its clock (such a call is never kept to
-/// be served again: the next call of the cell may run another candidate).
+/// call that explores its cell (a race, `PCOLL_LEARN`), its clock (such a call is kept to be
+/// served again only with its cell, whose next call may run another candidate: `kept`).
 pub(super) struct Chosen {
     pub alg: Algorithm,
     pub why: String,
@@ -62,6 +62,9 @@ pub(super) struct Chosen {
     /// A decided raced (or learned) cell's count of its winner's calls, for the served-again
     /// path that may run the next ones.
     pub tally: Option<crate::learn::Tally>,
+    /// The call's cell, if the served-again path may step its next calls (exploring or not:
+    /// `crate::learn::step_kept`).
+    pub kept: Option<pcoll::learn::CellKey>,
     /// The call asked for `shm` and runs without it while the communicator's window waits
     /// ([`window_waits`]): never kept to be served again (a later call makes the window).
     pub provisional: bool,
@@ -125,11 +128,16 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
         op: a.op,
         unequal: &unequal,
     };
-    if let Some((cand, explore, tally)) = crate::learn::step(g, a.comm, spec.rank, &mut call, &nf) {
-        let d = decided(g, &call, &nf, Some(cand))?;
+    if let Some(s) = crate::learn::step(g, a.comm, spec.rank, &mut call, &nf) {
+        let d = decided(g, &call, &nf, Some(s.cand))?;
+        // Kept for the served-again path only if it runs the candidate.
+        let kept = s
+            .kept
+            .filter(|_| d.algorithm == s.cand.alg && d.fallback.is_none());
         return Ok(Chosen {
-            tally,
-            ..chosen(g, spec, &call, d, explore)
+            tally: s.tally,
+            kept,
+            ..chosen(g, spec, &call, d, s.explore)
         });
     }
     let mut d = decided(g, &call, &nf, None)?;
@@ -289,6 +297,7 @@ fn chosen(
         why,
         explore,
         tally: None,
+        kept: None,
         provisional: false,
     }
 }

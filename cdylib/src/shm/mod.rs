@@ -74,6 +74,8 @@ pub(crate) const READ: usize = 256;
 /// Rank 0's page only: until when (`CLOCK_MONOTONIC` ns) copies into cells stream
 /// (`run::stream_now`).
 pub(crate) const STREAM_UNTIL: usize = 384;
+/// Barriers this rank has entered on the window ([`run::barrier`]).
+pub(crate) const SYNC: usize = 512;
 /// Lines a rank writes before each `filled`, which a reader loads to time a core-to-core
 /// transfer (`run::probe`): 512 bytes apart, so that no prefetcher pairs them.
 pub(crate) const PROBES: [usize; 4] = [1024, 1536, 2048, 2560];
@@ -278,6 +280,8 @@ struct Inner {
     /// Chunks this rank has finished: a call runs once every earlier call on the window is
     /// done here ([`run::Cursor`]), so that outstanding non-blocking calls keep issue order.
     done: u64,
+    /// Barriers entered on the window ([`run::barrier`]; the same count on every rank).
+    syncs: u64,
 }
 
 // SAFETY: the window and communicator handles are plain values used as MPI allows for the
@@ -674,6 +678,7 @@ fn allocate(
             bases,
             seq: 0,
             done: 0,
+            syncs: 0,
         })),
         cell,
         slots,
