@@ -381,7 +381,8 @@ fn native_defects_are_never_sent_to_native() {
 }
 
 /// The gate's ranges equal the resolver size by size: at every cut point, its neighbours,
-/// and a spread of sizes, for measured and `model` tables, forced or not, several p.
+/// and a spread of sizes, for measured and `model` tables, forced or not, several p, on a
+/// crowded node or not.
 #[test]
 fn native_ranges_match_resolve() {
     let tables = [
@@ -419,8 +420,8 @@ fn native_ranges_match_resolve() {
     ];
     for t in &tables {
         for c in &envs {
-            for mpi in Mpi::ALL {
-                let r = Resolver::new(c, t, mpi);
+            for (mpi, crowded) in Mpi::ALL.into_iter().flat_map(|m| [(m, false), (m, true)]) {
+                let r = Resolver::new(c, t, mpi).with_crowded(crowded);
                 for coll in Collective::ALL {
                     for (p, nb) in [1, 2, 3, 5, 8, 13, 64]
                         .into_iter()
@@ -446,13 +447,71 @@ fn native_ranges_match_resolve() {
                                 matches!(d, Ok(d) if d.algorithm == Algorithm::Native && d.defect.is_none())
                             });
                             let got = ranges.iter().any(|&(lo, hi)| lo <= b && b < hi);
-                            assert_eq!(got, want, "{} {coll} p={p} bytes={b} nb={nb}", t.origin());
+                            assert_eq!(
+                                got,
+                                want,
+                                "{} {coll} p={p} bytes={b} nb={nb} crowded={crowded}",
+                                t.origin()
+                            );
                         }
                     }
                 }
             }
         }
     }
+}
+
+/// On a crowded node the model's pcoll picks below 4 KiB give way to native (the reason says
+/// so); from 4 KiB, and every rule that names an algorithm, decide as on an uncrowded node.
+#[test]
+fn crowded_nodes_keep_small_model_picks_native() {
+    let t = Table::parse(
+        "[[reduce]]\np = 4\nbytes = [0, \"2KiB\"]\nalgorithm = \"binomial\"\n",
+        "t",
+    )
+    .unwrap();
+    let c = Config::default();
+    let mut given_way = 0;
+    for mpi in Mpi::ALL {
+        let r = Resolver::new(&c, &t, mpi);
+        let crowded = r.with_crowded(true);
+        for coll in Collective::ALL {
+            for p in [3usize, 4, 5, 8] {
+                for bytes in (0..20).map(|k| 1usize << k) {
+                    let f = call(coll, p, bytes, true);
+                    let (a, b) = (
+                        r.resolve(&f, &PlainFacts).unwrap(),
+                        crowded.resolve(&f, &PlainFacts).unwrap(),
+                    );
+                    let gives_way = a.by_model
+                        && a.algorithm != Algorithm::Native
+                        && a.defect.is_none()
+                        && bytes < pcoll::learn::CROWDED_MIN_BYTES;
+                    let what = format!(
+                        "{mpi} {coll} p={p} {bytes} B: {} / {}",
+                        a.algorithm, b.algorithm
+                    );
+                    if gives_way {
+                        assert!(b.algorithm == Algorithm::Native && b.crowded, "{what}");
+                        assert!(b.reason(&f, &t).contains("more ranks than cores"), "{what}");
+                        given_way += 1;
+                    } else {
+                        assert!(b.algorithm == a.algorithm && !b.crowded, "{what}");
+                    }
+                }
+            }
+        }
+        // The rule's own algorithm stays.
+        let f = call(Collective::Reduce, 4, 64, true);
+        assert_eq!(
+            crowded.resolve(&f, &PlainFacts).unwrap().algorithm,
+            Algorithm::Binomial
+        );
+    }
+    assert!(
+        given_way > 0,
+        "the model picks a pcoll algorithm below 4 KiB somewhere"
+    );
 }
 
 /// The memo gives the same answers as a fresh computation, with `shm` possible and refused

@@ -79,17 +79,19 @@ pub fn cell(
     bytes: usize,
     commutative: bool,
 ) -> Result<Cell, String> {
-    cell_on(cfg, table, mpi, (coll, p, bytes, commutative), 0)
+    cell_on(cfg, table, mpi, (coll, p, bytes, commutative), (0, false))
 }
 
 /// [`cell`] on nodes of `ppn` consecutive ranks (0: nodes not given, one node; 1: every rank
-/// a node of its own, one level of network, where `shm` cannot serve, as in the library).
+/// a node of its own, one level of network, where `shm` cannot serve, as in the library);
+/// `crowded`: some node runs more ranks than cores, as the library agrees at `MPI_Init`
+/// ([`Resolver::crowded`]).
 pub fn cell_on(
     cfg: &Config,
     table: &Table,
     mpi: Mpi,
     (coll, p, bytes, commutative): (Collective, usize, usize, bool),
-    ppn: usize,
+    (ppn, crowded): (usize, bool),
 ) -> Result<Cell, String> {
     let nodes = if ppn >= 1 {
         NodeShape::blocks(p, ppn)
@@ -102,6 +104,7 @@ pub fn cell_on(
         ..CallFacts::new(coll, p, bytes)
     };
     let decision = Resolver::new(cfg, table, mpi)
+        .with_crowded(crowded)
         .resolve(&call, &PlainFacts)
         .map_err(|e| e.to_string())?;
     let params = table.model();
@@ -243,9 +246,9 @@ mod tests {
         let table = Table::builtin_for(Mpi::Mpich);
         let cfg = Config::default();
         let call = (Collective::Reduce, 4, 1 << 20, true);
-        let one = cell_on(&cfg, &table, Mpi::Mpich, call, 0).unwrap();
+        let one = cell_on(&cfg, &table, Mpi::Mpich, call, (0, false)).unwrap();
         assert_eq!(one.decision.algorithm, pcoll::Algorithm::Shm.into());
-        let four = cell_on(&cfg, &table, Mpi::Mpich, call, 1).unwrap();
+        let four = cell_on(&cfg, &table, Mpi::Mpich, call, (1, false)).unwrap();
         assert_ne!(four.decision.algorithm, pcoll::Algorithm::Shm.into());
         assert!(
             four.prices.iter().all(|(a, _)| *a != "shm"),

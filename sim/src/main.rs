@@ -123,6 +123,10 @@ enum Cmd {
         /// Nodes (instead of --ppn: ppn = ceil(p / nodes)).
         #[arg(long, default_value_t = 0)]
         nodes: usize,
+        /// Some node runs more ranks than cores (the library agrees it at MPI_Init): the
+        /// model's pcoll picks below 4 KiB go native there.
+        #[arg(long)]
+        crowded: bool,
     },
     /// Predicted time against p for each collective at 8 B, 64 KiB and 16 MiB: every pcoll
     /// algorithm, native's own algorithm and the decision, as an SVG (one panel per cell).
@@ -174,7 +178,7 @@ fn choose_cmd(
     bytes: &str,
     op: &str,
     format: &str,
-    (ppn, nodes): (usize, usize),
+    (ppn, nodes, crowded): (usize, usize, bool),
 ) {
     let table = choose::load_table(table, mpi).unwrap_or_else(|e| fail(e));
     let cfg = env_config();
@@ -200,7 +204,7 @@ fn choose_cmd(
         for &p in &ps {
             for &b in &sizes {
                 let k = if nodes > 0 { p.div_ceil(nodes) } else { ppn };
-                let c = choose::cell_on(&cfg, &table, mpi, (coll, p, b, commutative), k)
+                let c = choose::cell_on(&cfg, &table, mpi, (coll, p, b, commutative), (k, crowded))
                     .unwrap_or_else(|e| fail(e));
                 if format == "json" {
                     println!("{}", choose::to_json(&c, &table, mpi));
@@ -258,6 +262,7 @@ fn main() {
             format,
             ppn,
             nodes,
+            crowded,
         } => choose_cmd(
             &table,
             mpi,
@@ -266,7 +271,7 @@ fn main() {
             &bytes,
             &op,
             &format,
-            (ppn, nodes),
+            (ppn, nodes, crowded),
         ),
         Cmd::Scale {
             table,

@@ -252,6 +252,9 @@ pub struct Decision {
     pub warn: bool,
     /// The native defect that kept the call away from native.
     pub defect: Option<&'static Defect>,
+    /// The model's pick was a pcoll algorithm, and the call is kept native because some node
+    /// is crowded and the call too small to race ([`Resolver::crowded`]).
+    pub crowded: bool,
 }
 
 impl Decision {
@@ -292,6 +295,12 @@ impl Decision {
                 self.source.describe(coll, table),
                 f.why
             );
+        }
+        if self.crowded {
+            s.push_str(&format!(
+                "; native: a node runs more ranks than cores, and below {} the model's pick is not raced",
+                crate::tuning::size::format_size(crate::learn::CROWDED_MIN_BYTES)
+            ));
         }
         if let Some(d) = self.defect {
             s.push_str(&format!("; native avoided: {} ({})", d.name, d.reason));
@@ -522,6 +531,7 @@ impl<'a> Resolver<'a> {
             fallback: None,
             warn: false,
             defect: None,
+            crowded: false,
         };
         if source == Source::Disabled {
             return Ok(d);
@@ -552,6 +562,19 @@ impl<'a> Resolver<'a> {
                 d.by_model = true;
             }
         }
+        // On a crowded node the model prices no rank waiting for a core, and a call below
+        // `CROWDED_MIN_BYTES` is not raced (its timings are the scheduler's): the model's pcoll
+        // pick gives way to native. Open MPI 5, 4 ranks on 2 cores, 64 B-2 KiB: `binomial`
+        // reduce 1.25-1.37x native in two processes of three, `circulant` allgatherv 1.3-2.0x,
+        // reduce_scatter_block 1.16-3.1x (session 39; oversubscribed: a statement of cost).
+        if d.by_model
+            && d.algorithm != Algorithm::Native
+            && self.crowded
+            && call.bytes < crate::learn::CROWDED_MIN_BYTES
+        {
+            d.algorithm = Algorithm::Native;
+            d.crowded = true;
+        }
         if d.algorithm == Algorithm::Native {
             if let Some(defect) = defects::fired(self.mpi, call, nf) {
                 d.defect = Some(defect);
@@ -577,6 +600,9 @@ impl<'a> Resolver<'a> {
         nonblocking: bool,
     ) -> Vec<(usize, usize)> {
         let mut cuts: Vec<usize> = vec![0];
+        if self.crowded {
+            cuts.push(crate::learn::CROWDED_MIN_BYTES);
+        }
         cuts.extend(self.table.cuts(coll, p));
         cuts.extend(model::cut_points(
             self.mpi,
