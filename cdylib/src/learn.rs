@@ -124,7 +124,6 @@ impl Explore {
     /// bcast 32 KiB, races back to back chose `shm` at 2.1-4.6 us against native's 4.0-4.4 in
     /// processes whose A/B (a barrier before each call) measured it 1.16-1.32x native.
     ///
-    ///
     /// The barrier is the communicator's window's ([`crate::shm::run::barrier`]) once it is
     /// made (on every rank alike), else `MPI_Barrier` on the shadow: MPICH 5, p = 2, the
     /// calls of a race of `shm` against native at allgatherv 4 KiB took ~0.5 us more with the
@@ -251,8 +250,8 @@ fn servable(cell: &Cell, alg: Algorithm) -> bool {
 /// cell `key` on the communicator of `st` that ran `alg` (the call is the same but for its
 /// buffers, so its cell and candidates are too): the cell is stepped as the full path steps
 /// it, on every rank alike whichever path each rank's call takes. Skips the validation and
-/// the decision, which cost a 4 KiB call as much again as `shm` takes to run it (MPICH 5,
-/// p = 2, allgatherv: 1.88 us against 1.33 served again). `None`: the cell is gone or not
+/// the decision, ~0.55 us of a small call (MPICH 5, p = 2, a forced `shm` allgatherv of
+/// 4 KiB: 1.88 us through them against 1.33 served again). `None`: the cell is gone or not
 /// [`servable`] (the full path steps it).
 pub fn step_kept(
     g: &'static Global,

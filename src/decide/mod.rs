@@ -323,8 +323,8 @@ pub struct Resolver<'a> {
     /// table; the same on every rank of the call ([`crate::learn`]).
     pub learned: Option<crate::learn::Candidate>,
     /// Some node of the job runs more ranks than cores (agreed at `MPI_Init`): the model's
-    /// pcoll picks, which do not price ranks waiting for a core, race native
-    /// ([`crate::learn::raced`]).
+    /// pcoll picks, which do not price ranks waiting for a core, race native from
+    /// [`crate::learn::CROWDED_MIN_BYTES`] ([`crate::learn::raced`]) and give way to it below.
     pub crowded: bool,
 }
 
