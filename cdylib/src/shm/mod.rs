@@ -24,11 +24,13 @@
 pub mod call;
 pub mod kernel;
 pub mod run;
+mod segment;
 pub mod stream;
 
 use crate::consts;
 use mpi_sys::*;
 use parking_lot::Mutex;
+use segment::{first_touch, page_up, prefault, segments, PAGE};
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::AtomicU64;
 
@@ -427,6 +429,7 @@ fn warn_once(why: &str) {
 /// The window of a communicator (`shadow`, `p` ranks, this one `rank`), or None if refused.
 /// Collective over the communicator.
 pub fn create(shadow: MPI_Comm, p: usize, rank: usize) -> Option<Box<Win>> {
+    let t0 = std::time::Instant::now();
     let s = settings();
     let mut node: MPI_Comm = consts::comm_null();
     // SAFETY: collective split of a valid communicator; out-pointer.
@@ -456,6 +459,10 @@ pub fn create(shadow: MPI_Comm, p: usize, rank: usize) -> Option<Box<Win>> {
         }
         return None;
     }
+    log::debug!(
+        "shm: the window's node communicator and checks: {:.2} ms",
+        t0.elapsed().as_secs_f64() * 1e3
+    );
     let w = allocate(node, p, rank, (bytes, slots));
     if w.is_none() {
         warn_once("the MPI refused a shared window, or /dev/shm had no room for its pages");
@@ -539,87 +546,19 @@ pub fn create_node(
     Ok(w)
 }
 
-/// Map every page of the other ranks' segments into this process now, once, instead of in
-/// the window's first calls: each first read of a peer's page is a minor fault, and with 8
-/// slots the first eight calls read fresh cells (a raced cell times such calls). Forced `shm`
-/// reduce at 256 KiB, Open MPI 4.1, p = 2, the first 8 calls: mean 3 us above the median
-/// mapped, 7-10 us above it unmapped. `MADV_POPULATE_READ` (Linux 5.14), else a read per page.
-fn prefault(bases: &[*mut u8], me: usize, bytes: usize) {
-    const MADV_POPULATE_READ: c_int = 22;
-    for (k, &b) in bases.iter().enumerate() {
-        if k == me || b.is_null() {
-            continue;
-        }
-        // SAFETY: the pages of a segment the MPI mapped here, from a page boundary
-        // ([`page_up`]); the advice only maps pages, reading nothing.
-        let rc = unsafe { libc::madvise(b as *mut c_void, bytes, MADV_POPULATE_READ) };
-        if rc != 0 {
-            for off in (0..bytes).step_by(PAGE) {
-                // SAFETY: inside the peer's segment of `bytes` bytes, mapped readable.
-                unsafe { std::ptr::read_volatile(b.add(off)) };
-            }
-        }
-    }
-}
-
-/// A page more than the segment is asked of the MPI, whose segments need not start on a page:
-/// Open MPI 4.1's start 264 bytes into one (the others' on one), which put every cell 8 bytes
-/// off a cache line. Each rank's segment is used from its first page boundary, the same
-/// bytes in every process (a mapping keeps the offset within a page).
-const PAGE: usize = 4096;
-
-fn page_up(b: *mut u8) -> *mut u8 {
-    b.wrapping_add((PAGE - (b as usize) % PAGE) % PAGE)
-}
-
-/// The owner's first touch of its segment (`bytes` at `base`, page aligned): every page made
-/// present for writing by `MADV_POPULATE_WRITE` (Linux 5.14), then every byte written (zero).
-/// False if the pages cannot be had: a tmpfs without room for them fails at the advice, with
-/// `EFAULT`, where a write would have raised `SIGBUS` (without the advice, on older kernels:
-/// `EINVAL`, the write alone). The write is not left to the cells' first use: session 36
-/// zeroed only the counters' page, and each page's first write then cost the window's first
-/// calls (forced `shm` reduce of 64 KiB, Open MPI 4.1, p = 2, session 37's VM: the first 32
-/// calls, presumably one per cell region, 12-15 µs, every later one 8-9), which a raced rule's race timed
-/// as `shm`'s own and lost to native.
-fn first_touch(base: *mut u8, bytes: usize) -> bool {
-    const MADV_POPULATE_WRITE: c_int = 23;
-    // SAFETY: our own segment of `bytes` bytes, mapped writable by the MPI; the advice only
-    // faults its pages in (their contents stay).
-    let rc = unsafe { libc::madvise(base as *mut c_void, bytes, MADV_POPULATE_WRITE) };
-    if rc != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
-        log::debug!(
-            "shm: the segment's pages could not be populated ({})",
-            std::io::Error::last_os_error()
-        );
-        return false;
-    }
-    // SAFETY: our own segment of `bytes` bytes, its pages present (or, without the advice,
-    // a tmpfs with room: checked by `room`).
-    unsafe { std::ptr::write_bytes(base, 0, bytes) };
-    true
-}
-
-/// The `p` segments of `win` (each from its first page boundary, [`page_up`]), and whether
-/// every one was found with room for `bytes`.
-fn segments(win: MPI_Win, p: usize, bytes: usize) -> (Vec<*mut u8>, bool) {
-    let mut bases = vec![std::ptr::null_mut::<u8>(); p];
-    let mut found = true;
-    for (k, b) in bases.iter_mut().enumerate() {
-        let (mut size, mut unit): (MPI_Aint, c_int) = (0, 0);
-        // SAFETY: valid window; out-pointers to locals.
-        let rc = unsafe {
-            PMPI_Win_shared_query(
-                win,
-                k as c_int,
-                &mut size,
-                &mut unit,
-                b as *mut *mut u8 as *mut c_void,
-            )
-        };
-        found &= ok(rc) && size as usize >= bytes + PAGE && !b.is_null();
-        *b = page_up(*b);
-    }
-    (bases, found)
+/// How long a window took from `t0`, and its parts (each ends at the given time since `t0`).
+fn made_in(t0: std::time::Instant, ends: [std::time::Duration; 4]) -> String {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let [alloc, own, agree, others] = ends;
+    format!(
+        "made in {:.2} ms (MPI_Win_allocate_shared {:.2}, own pages {:.2}, agreement {:.2}, \
+         the others' pages {:.2})",
+        ms(t0.elapsed()),
+        ms(alloc),
+        ms(own - alloc),
+        ms(agree - own),
+        ms(others - agree)
+    )
 }
 
 /// `MPI_Win_allocate_shared` of `bytes` per rank over `node` (ranks in the shadow's order),
@@ -630,6 +569,8 @@ fn allocate(
     rank: usize,
     (bytes, slots): (usize, usize),
 ) -> Option<Box<Win>> {
+    // The parts' times, for the debug log (docs/shm.md, Lifetime and limits: what it costs).
+    let t0 = std::time::Instant::now();
     let mut base: *mut u8 = std::ptr::null_mut();
     let mut win: MPI_Win = unsafe { std::mem::zeroed() };
     let mut info: MPI_Info = consts::info_null();
@@ -655,8 +596,10 @@ fn allocate(
         (vec![std::ptr::null_mut(); p], false)
     };
     let base = page_up(base);
+    let t_alloc = t0.elapsed();
     // First touch by the owner (pages on its memory), counters zero.
     found = found && first_touch(base, bytes);
+    let t_own = t0.elapsed();
     // Every rank's counters are zero before anybody reads them.
     if !agree(node, found) {
         // Made everywhere (some rank's pages could not be had: a full tmpfs), it is freed on
@@ -667,7 +610,9 @@ fn allocate(
         }
         return None;
     }
+    let t_agree = t0.elapsed();
     prefault(&bases, rank, bytes);
+    let t_others = t0.elapsed();
     let fresh = own_cores(node, p);
     let split = fresh && p == 2;
     let cell = cell_of(bytes, slots);
@@ -691,7 +636,9 @@ fn allocate(
     REGISTRY.lock().push(&*w as *const Win as usize);
     log::debug!(
         "shm: window of {bytes} bytes per rank, {cell}-byte cells, {slots} slots; calls under \
-         a cell on fresh lines: {fresh}; one-cell reduces and bcasts in quarter cells: {split}"
+         a cell on fresh lines: {fresh}; one-cell reduces and bcasts in quarter cells: {split}; \
+         {}",
+        made_in(t0, [t_alloc, t_own, t_agree, t_others])
     );
     Some(w)
 }
