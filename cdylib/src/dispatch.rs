@@ -109,23 +109,17 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     let waits = resolve::node_windows_wait(g, a, &v.spec, alg, at_once);
     // A call exploring its cell (a race, PCOLL_LEARN) is timed, and kept to be served again
     // only with its cell (whose next call may run another candidate).
-    let timer = chosen.explore.as_ref().and_then(|e| e.start());
+    let explore = chosen.explore.as_ref();
     let explores = chosen.explore.is_some() && learned.1.is_none();
     let settled = settled && !explores && !chosen.provisional && !waits;
     if alg == Algorithm::Native {
-        let rc = native();
-        if let Some(t) = timer {
-            t.stop();
-        }
+        let rc = crate::learn::timed(explore, native);
         state::record(a.coll, alg, bytes, stat_time(g) - t0);
         log::debug!("{} p={} bytes={bytes}: native ({why})", a.coll, v.spec.p);
         return rc;
     }
     if alg == Algorithm::Shm {
-        let result = serve::run_shm(g, a, &v);
-        if let Some(t) = timer {
-            t.stop();
-        }
+        let result = crate::learn::timed(explore, || serve::run_shm(g, a, &v));
         // Kept for the next call as the programs are (with an empty program; p > 1 only).
         if let (Ok(()), true, true, Some(st)) = (&result, settled, why.is_empty(), known(a)) {
             let empty = std::sync::Arc::new(pcoll::Program::new());
@@ -135,10 +129,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         call::recycle(std::mem::take(&mut v.spec.counts));
         return rc;
     }
-    let result = serve::run(g, a, &v, alg);
-    if let Some(t) = timer {
-        t.stop();
-    }
+    let result = crate::learn::timed(explore, || serve::run(g, a, &v, alg));
     // `why` is only written for a warning or the debug log: neither is kept.
     if let (Ok((st, prog)), true, true) = (&result, settled, why.is_empty()) {
         again::keep(false, a, &v, (alg, st, prog), gen, learned);
@@ -160,12 +151,9 @@ fn served_again(
     t0: f64,
 ) -> Option<c_int> {
     again::again(g, false, a, |e, pick| {
-        let timer = pick.explore.as_ref().and_then(|x| x.start());
+        let explore = pick.explore.as_ref();
         if pick.alg == Algorithm::Native {
-            let rc = native();
-            if let Some(t) = timer {
-                t.stop();
-            }
+            let rc = crate::learn::timed(explore, native);
             state::record(
                 a.coll,
                 Algorithm::Native,
@@ -174,14 +162,13 @@ fn served_again(
             );
             return rc;
         }
-        let result = if e.alg == Algorithm::Shm {
-            serve::run_shm(g, a, &e.v).map(|()| 0)
-        } else {
-            serve::run_program(g, a, &e.v, e.st, &e.prog).map(|()| e.prog.rounds)
-        };
-        if let Some(t) = timer {
-            t.stop();
-        }
+        let result = crate::learn::timed(explore, || {
+            if e.alg == Algorithm::Shm {
+                serve::run_shm(g, a, &e.v).map(|()| 0)
+            } else {
+                serve::run_program(g, a, &e.v, e.st, &e.prog).map(|()| e.prog.rounds)
+            }
+        });
         finish(g, a, (&e.v, e.alg), result, t0, "")
     })
 }

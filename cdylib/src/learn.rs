@@ -154,6 +154,17 @@ impl Explore {
     }
 }
 
+/// Run `run`, timed for its cell if `explore` says so (from the common start of
+/// [`Explore::start`]; recorded by [`Timer::stop`]).
+pub fn timed<R>(explore: Option<&Explore>, run: impl FnOnce() -> R) -> R {
+    let timer = explore.and_then(Explore::start);
+    let r = run();
+    if let Some(t) = timer {
+        t.stop();
+    }
+    r
+}
+
 fn wtime() -> f64 {
     // SAFETY: no arguments.
     unsafe { PMPI_Wtime() }
