@@ -176,6 +176,13 @@ int main(int argc, char **argv)
             CASE("world %s counts=irregular displs=permuted+gaps inplace=%d", kind_names[kinds[ki]], inpl)
             one_agv(&t, MPI_COMM_WORLD, kinds[ki], PAT_IRREGULAR, 0, D_PERMUTED_GAPS, inpl);
         }
+    /* C: one call repeated on a one-rank communicator, its block at the start and away from it
+     * by turns (a gate that remembers the last call it forwarded must tell the two apart). */
+    for (int rep = 0; rep < (t.quick ? 6 : 12); rep++) {
+        int dp = rep % 2 ? D_REVERSED_GAPS : D_PACKED;
+        CASE("self repeat %d MPI_INT counts=uniform(1000) displs=%s", rep, disp_names[dp])
+        one_agv(&t, MPI_COMM_SELF, K_INT, PAT_UNIFORM, 1000, dp, 0);
+    }
     free_comms(comms, nc);
     int rc = tc_finish(&t);
     MPI_Finalize();

@@ -3,7 +3,7 @@
 
 use pcoll::algo::{Algorithm, Collective, Pick};
 use pcoll::config::Config;
-use pcoll::decide::defects::{self, DEFECTS};
+use pcoll::decide::defects::{self, Guard, DEFECTS};
 use pcoll::decide::{model, CallFacts, Memo, NativeFacts, Overrides, PlainFacts, Resolver, Source};
 use pcoll::model::native::Mpi;
 use pcoll::tuning::{Rule, Table};
@@ -257,6 +257,7 @@ struct Facts {
     holes: bool,
     tlb: bool,
     unequal: bool,
+    displaced: bool,
 }
 
 impl NativeFacts for Facts {
@@ -273,6 +274,9 @@ impl NativeFacts for Facts {
     fn unequal_counts(&self) -> bool {
         self.unequal
     }
+    fn displaced(&self) -> bool {
+        self.displaced
+    }
 }
 
 #[test]
@@ -288,6 +292,7 @@ fn native_defects_are_never_sent_to_native() {
         holes: true,
         tlb: true,
         unequal: true,
+        displaced: true,
     };
     let cases: [(Mpi, CallFacts, &str); 5] = [
         (
@@ -374,6 +379,25 @@ fn native_defects_are_never_sent_to_native() {
         plain(Mpi::OpenMpi, call(Collective::Allreduce, 4, 64, true)),
         n
     );
+    // A one-rank allgatherv whose block is not displaced.
+    assert_eq!(
+        plain(Mpi::Mpich, call(Collective::Allgatherv, 1, 64, true)),
+        n
+    );
+    // Members of the family checked free of a defect keep native for its shape.
+    let agv = call(Collective::Allgatherv, 1, 64, true);
+    let root1 = CallFacts {
+        root: 1,
+        ..call(Collective::Reduce, 3, 4096, true)
+    };
+    for (mpi, x, guard) in [
+        (Mpi::Mpich5, agv, Guard::OneRank),
+        (Mpi::IntelMpi, agv, Guard::OneRank),
+        (Mpi::Mpich5, root1, Guard::RootNonzeroAbove(2048)),
+    ] {
+        assert_eq!(plain(mpi, x), n, "{mpi:?} {}", x.coll);
+        assert!(defects::guards(mpi, x.coll).all(|g| g != guard), "{mpi:?}");
+    }
     // Every defect has a guard the gate checks, and one per (MPI, collective) is listed.
     for d in &DEFECTS {
         assert!(defects::guards(d.mpi, d.coll).any(|g| g == d.guard));

@@ -195,7 +195,8 @@ for pre in "" "LD_PRELOAD=$LIB"; do
 done
 [ "${count[1]}" -ge "${count[0]}" ] || { echo "gate: FAIL (manycomms turns: ${count[1]} communicators under pcoll, ${count[0]} natively)"; exit 1; }
 # verify/gate.c's table: native at p = 2 below 1 KiB and at p = 4 (a reduce there only at
-# root 0), a pcoll algorithm elsewhere;
+# root 0), allgatherv at p = 1 (each of its pairs puts the second call's block away from the
+# start), a pcoll algorithm elsewhere;
 # for the I-forms (form = "nonblocking") native at p = 3 and the pcoll algorithm at p = 4
 # first (the gate's non-blocking cells).
 for ca in reduce:binomial allreduce:binomial reduce_scatter:binomial allgatherv:ring bcast:binomial \
@@ -208,6 +209,7 @@ done >"$OUT/gate.nb.toml"
 for ca in reduce:binomial allreduce:binomial reduce_scatter:binomial allgatherv:ring bcast:binomial \
   allgather:ring reduce_scatter_block:binomial; do
   [ "${ca%:*}" = reduce ] && printf '[[reduce]]\np = 4\nroot = "nonzero"\nalgorithm = "binomial"\n'
+  [ "${ca%:*}" = allgatherv ] && printf '[[allgatherv]]\np = 1\nalgorithm = "native"\n'
   printf '[[%s]]\np = 2\nbytes = [0, 1024]\nalgorithm = "native"\n[[%s]]\np = 4\nalgorithm = "native"\n' "${ca%:*}" "${ca%:*}"
   printf '[[%s]]\nalgorithm = "%s"\n' "${ca%:*}" "${ca#*:}"
 done >"$TABLE.rest"

@@ -18,6 +18,7 @@
  * measured in lines of code (memo_hit). */
 #define ENTRY __attribute__((section(".text.hot.pcoll"), visibility("hidden"), optimize("omit-frame-pointer")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define FWD(coll, type) ((type)pcoll_hot[coll].fwd)
 
 /* Not a repeat: the full gate, and pcoll's Rust path when it declines. */
@@ -83,6 +84,9 @@ ENTRY int pcoll_entry_allgatherv(const void *s, int sn, MPI_Datatype st, void *r
 {
     int mp = s == MPI_IN_PLACE || sn >= 0 ? memo_p(G_ALLGATHERV, comm) : 0;
     struct memo_key k = {comm, rt, MPI_OP_NULL, mp ? sum_counts(counts, mp) : -1, -1, s == MPI_IN_PLACE};
+    /* The key has no displacements: a one-rank call the guard declines never repeats a memo. */
+    if (UNLIKELY(mp == 1 && one_rank_declined(s, counts, displs)))
+        k.n = -1;
     if (LIKELY(k.n >= 0 && memo_hit(G_ALLGATHERV, &k, s, r)))
         return FWD(G_ALLGATHERV, allgatherv_fn)(s, sn, st, r, counts, displs, rt, comm);
     return allgatherv_miss(s, sn, st, r, counts, displs, rt, comm);

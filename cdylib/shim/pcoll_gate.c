@@ -51,15 +51,14 @@ void pcoll_gate_guard(int coll, unsigned flags, unsigned long long root_above)
 extern int pcoll_c_logical_op_on_float(MPI_Op op, MPI_Datatype dt);
 extern int pcoll_c_op_is_predefined(MPI_Op op);
 
-/* 1 if a guard of `coll` holds for the call (decline it). */
-HOT int guarded(int coll, int p, int root, unsigned long long bytes, int tlb_nz, MPI_Op op, const void *sendbuf)
+/* 1 if a guard of `coll` holds for the call (decline it). The one-rank guard is
+ * allgatherv_native's own. */
+HOT int guarded(int coll, int root, unsigned long long bytes, int tlb_nz, MPI_Op op, const void *sendbuf)
 {
     unsigned f = pcoll_hot[coll].flags;
     if (!f)
         return 0;
     if ((f & PCOLL_GUARD_ROOT_NONZERO_ABOVE) && root > 0 && bytes > pcoll_hot[coll].root_above)
-        return 1;
-    if ((f & PCOLL_GUARD_ONE_RANK) && p == 1)
         return 1;
     if ((f & PCOLL_GUARD_TRUE_LB) && tlb_nz)
         return 1;
@@ -448,7 +447,7 @@ HOT int plain_reduce_like(int coll, const void *sendbuf, void *recvbuf, int coun
     *recv = coll == G_REDUCE ? rank == root : 1;
     if (count > 0 && (sendbuf == NULL || (*recv && recvbuf == NULL)))
         return 0;
-    return !guarded(coll, *p, root, *bytes, tlb_nz, op, sendbuf);
+    return !guarded(coll, root, *bytes, tlb_nz, op, sendbuf);
 }
 
 /* Reduce and allreduce (root < 0: allreduce): 1 if the call goes native here (counted; `nb`:
@@ -510,7 +509,7 @@ HOT int reduce_scatter_native(const void *sendbuf, void *recvbuf, const int *rec
         return 0;
 #endif
     unsigned long long bytes = (unsigned long long)elems * (unsigned long long)size;
-    if (guarded(G_REDUCE_SCATTER, p, 0, bytes, tlb_nz, op, sendbuf) || !native_at(G_REDUCE_SCATTER, p, bytes, nb))
+    if (guarded(G_REDUCE_SCATTER, 0, bytes, tlb_nz, op, sendbuf) || !native_at(G_REDUCE_SCATTER, p, bytes, nb))
         return 0;
     k.n = elems;
     return going_native(G_REDUCE_SCATTER, &k, 1, p, bytes, gen, nb);
@@ -530,8 +529,9 @@ int pcoll_gate_nb_reduce_scatter(const void *sendbuf, void *recvbuf, const int *
     return reduce_scatter_native(sendbuf, recvbuf, recvcounts, dt, op, comm, 1);
 }
 
+/* `displs` NULL: not known (the non-blocking form's and a kept call's). */
 HOT int allgatherv_native(const void *sendbuf, int sendcount, void *recvbuf, const int *recvcounts,
-                                 MPI_Datatype recvtype, MPI_Comm comm, int nb)
+                          const int *displs, MPI_Datatype recvtype, MPI_Comm comm, int nb)
 {
     struct memo_key k = {comm, recvtype, MPI_OP_NULL, -1, -1, sendbuf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
@@ -544,7 +544,9 @@ HOT int allgatherv_native(const void *sendbuf, int sendcount, void *recvbuf, con
     if (elems > 0 && (sendbuf == NULL || recvbuf == NULL))
         return 0;
     unsigned long long bytes = (unsigned long long)elems * (unsigned long long)size;
-    if (guarded(G_ALLGATHERV, p, 0, bytes, tlb_nz, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHERV, p, bytes, nb))
+    if (guarded(G_ALLGATHERV, 0, bytes, tlb_nz, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHERV, p, bytes, nb))
+        return 0;
+    if (p == 1 && one_rank_declined(sendbuf, recvcounts, displs))
         return 0;
     k.n = elems;
     return going_native(G_ALLGATHERV, &k, 1, p, bytes, gen, nb);
@@ -553,7 +555,7 @@ HOT int allgatherv_native(const void *sendbuf, int sendcount, void *recvbuf, con
 int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                           const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (!(PASS || allgatherv_native(sendbuf, sendcount, recvbuf, recvcounts, recvtype, comm, 0)))
+    if (!(PASS || allgatherv_native(sendbuf, sendcount, recvbuf, recvcounts, displs, recvtype, comm, 0)))
         return PCOLL_GATE_DECLINED;
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
@@ -561,7 +563,7 @@ int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendt
 int pcoll_gate_nb_allgatherv(const void *sendbuf, int sendcount, void *recvbuf, const int *recvcounts,
                              MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return allgatherv_native(sendbuf, sendcount, recvbuf, recvcounts, recvtype, comm, 1);
+    return allgatherv_native(sendbuf, sendcount, recvbuf, recvcounts, NULL, recvtype, comm, 1);
 }
 
 HOT int bcast_native(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, int nb)
@@ -575,7 +577,7 @@ HOT int bcast_native(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm c
     if (count > 0 && buf == NULL)
         return 0;
     unsigned long long bytes = (unsigned long long)count * (unsigned long long)size;
-    if (guarded(G_BCAST, p, root, bytes, tlb_nz, MPI_OP_NULL, buf) || !native_at(G_BCAST, p, bytes, nb))
+    if (guarded(G_BCAST, root, bytes, tlb_nz, MPI_OP_NULL, buf) || !native_at(G_BCAST, p, bytes, nb))
         return 0;
     return going_native(G_BCAST, &k, 1, p, bytes, gen, nb);
 }
@@ -606,7 +608,7 @@ HOT int allgather_native(const void *sendbuf, int sendcount, void *recvbuf, int 
     if (recvcount > 0 && (sendbuf == NULL || recvbuf == NULL))
         return 0;
     unsigned long long bytes = (unsigned long long)recvcount * (unsigned long long)p * (unsigned long long)size;
-    if (guarded(G_ALLGATHER, p, 0, bytes, tlb_nz, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHER, p, bytes, nb))
+    if (guarded(G_ALLGATHER, 0, bytes, tlb_nz, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHER, p, bytes, nb))
         return 0;
     return going_native(G_ALLGATHER, &k, 1, p, bytes, gen, nb);
 }
@@ -642,7 +644,7 @@ HOT int reduce_scatter_block_native(const void *sendbuf, void *recvbuf, int recv
         return 0;
 #endif
     unsigned long long bytes = (unsigned long long)recvcount * (unsigned long long)p * (unsigned long long)size;
-    if (guarded(G_REDUCE_SCATTER_BLOCK, p, 0, bytes, tlb_nz, op, sendbuf) ||
+    if (guarded(G_REDUCE_SCATTER_BLOCK, 0, bytes, tlb_nz, op, sendbuf) ||
         !native_at(G_REDUCE_SCATTER_BLOCK, p, bytes, nb))
         return 0;
     return going_native(G_REDUCE_SCATTER_BLOCK, &k, 1, p, bytes, gen, nb);
@@ -672,7 +674,7 @@ void pcoll_gate_keep(int coll, const void *sendbuf, int sendcount, void *recvbuf
     else if (coll == G_REDUCE_SCATTER)
         reduce_scatter_native(sendbuf, recvbuf, counts, dt, op, comm, KEEP);
     else if (coll == G_ALLGATHERV)
-        allgatherv_native(sendbuf, sendcount, recvbuf, counts, dt, comm, KEEP);
+        allgatherv_native(sendbuf, sendcount, recvbuf, counts, NULL, dt, comm, KEEP);
     else if (coll == G_BCAST)
         bcast_native(recvbuf, count, dt, root, comm, KEEP);
     else if (coll == G_ALLGATHER)

@@ -111,6 +111,14 @@ HOT int memo_p(int coll, MPI_Comm comm)
     return ok && !(s & 1) && __atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED) == s ? p : 0;
 }
 
+/* 1 if a one-rank allgatherv is declined by its guard (MPICH 4.0 ignores displs[0]): its
+ * block not empty, not in place and away from the start (`displs` NULL: not known). */
+HOT int one_rank_declined(const void *sendbuf, const int *recvcounts, const int *displs)
+{
+    return (pcoll_hot[G_ALLGATHERV].flags & PCOLL_GUARD_ONE_RANK) && sendbuf != MPI_IN_PLACE && recvcounts[0] != 0 &&
+           (!displs || displs[0] != 0);
+}
+
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the gate's state word (MEMO_READY) is laid out for a little-endian machine"
 #endif

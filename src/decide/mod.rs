@@ -134,6 +134,11 @@ pub trait NativeFacts {
     fn user_op(&self) -> bool {
         false
     }
+    /// An allgatherv's first block (rank 0's), not empty and not in place, lies away from the
+    /// start of the receive buffer (`displs[0]` != 0); no other call's is.
+    fn displaced(&self) -> bool {
+        false
+    }
 }
 
 /// A plain call: contiguous type, true lower bound 0, equal counts.

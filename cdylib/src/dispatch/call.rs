@@ -86,6 +86,15 @@ impl Args {
         self.sendbuf == crate::consts::in_place()
     }
 
+    /// An allgatherv whose first block is not empty, not in place and not at the start of
+    /// the receive buffer (for the native-defect rules, which read it at p = 1 only).
+    pub(crate) fn displaced(&self) -> bool {
+        self.coll == Collective::Allgatherv
+            && !self.in_place()
+            && self.counts.first().is_some_and(|&c| c != 0)
+            && self.displs.first().is_some_and(|&d| d != 0)
+    }
+
     /// Not every rank passes the same count (for the native-defect rules).
     pub(crate) fn unequal_counts(&self) -> bool {
         self.counts.windows(2).any(|w| w[0] != w[1])

@@ -43,11 +43,7 @@ pub(super) fn native_requested(g: &'static Global, a: &Args) -> Option<usize> {
     let gen = crate::gate::memo_gen();
     let (learned, tally) = learned(g, a.comm, &call)?;
     let unequal = || a.unequal_counts();
-    let nf = ArgFacts {
-        dt: a.dt,
-        op: a.op,
-        unequal: &unequal,
-    };
+    let nf = ArgFacts::of(a, &unequal);
     let d = decide(g, &call, &nf, learned).ok()?;
     (d.algorithm == Algorithm::Native).then(|| {
         // A cell decided native (a raced rule's, or PCOLL_LEARN's, whose gate is closed):
@@ -149,13 +145,14 @@ fn rank(comm: MPI_Comm) -> i64 {
 /// which decides everything else (bad input, intercommunicators, pcoll's algorithms).
 ///
 /// # Safety
-/// `recvcounts` is null or points to comm-size readable values (MPI's rule for both calls).
+/// `recvcounts` (and allgatherv's `displs`) are null or point to comm-size readable values
+/// (MPI's rule for both calls).
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn vector_native<T: Copy + Into<i64>>(
+pub unsafe fn vector_native<T: Copy + Into<i64>, D: Copy + Into<i64>>(
     coll: Collective,
     sendbuf: *const c_void,
     recvbuf: *const c_void,
-    recvcounts: *const T,
+    (recvcounts, displs): (*const T, *const D),
     sendcount: i64,
     dt: MPI_Datatype,
     op: MPI_Op,
@@ -186,6 +183,15 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
         return None; // possibly a NULL buffer error (or MPI_BOTTOM): the full path decides
     }
     let unequal = || counts.windows(2).any(|w| w[0].into() != w[1].into());
+    let nf = ArgFacts {
+        dt,
+        op,
+        unequal: &unequal,
+        // SAFETY: as above, for displs (read only for a one-rank allgatherv's first block).
+        displaced: p == 1 && coll == Collective::Allgatherv && sendbuf != consts::in_place() && {
+            counts[0].into() != 0 && (displs.is_null() || unsafe { *displs }.into() != 0)
+        },
+    };
     let fast = (sendbuf, elems as usize * size, t0);
     let kept = || {
         let counts: Option<Vec<c_int>> = counts
@@ -195,7 +201,7 @@ pub unsafe fn vector_native<T: Copy + Into<i64>>(
         let bufs = (sendbuf, recvbuf as *mut c_void);
         Some(fast_kept(coll, bufs, sendcount, counts?, (dt, op, comm)))
     };
-    native_decided(g, (coll, p), fast, (dt, op, comm), &unequal, &kept, native)
+    native_decided(g, (coll, p), fast, (comm, &nf), &kept, native)
 }
 
 /// One rank's side of an allgather / reduce_scatter_block: `(sendbuf, recvbuf, recvcount,
@@ -240,7 +246,13 @@ pub fn regular_native(
         let counts = vec![c_int::try_from(count).ok()?];
         Some(fast_kept(coll, bufs, sendcount, counts, (dt, op, comm)))
     };
-    native_decided(g, (coll, p), fast, (dt, op, comm), &|| false, &kept, native)
+    let nf = ArgFacts {
+        dt,
+        op,
+        unequal: &|| false,
+        displaced: false,
+    };
+    native_decided(g, (coll, p), fast, (comm, &nf), &kept, native)
 }
 
 /// A fast path's call as the gate's memo keeps it ([`crate::gate::keep`]).
@@ -270,13 +282,12 @@ fn native_decided(
     g: &'static Global,
     (coll, p): (Collective, usize),
     (sendbuf, bytes, t0): (*const c_void, usize, f64),
-    (dt, op, comm): (MPI_Datatype, MPI_Op, MPI_Comm),
-    unequal: &dyn Fn() -> bool,
+    (comm, nf): (MPI_Comm, &ArgFacts),
     kept: &dyn Fn() -> Option<crate::gate::Kept>,
     native: &mut dyn FnMut() -> c_int,
 ) -> Option<c_int> {
     let commutative = if coll.reduces() {
-        mpi_types::op_commutative(op).ok()?
+        mpi_types::op_commutative(nf.op).ok()?
     } else {
         true
     };
@@ -294,8 +305,7 @@ fn native_decided(
     };
     let gen = crate::gate::memo_gen();
     let (learned, tally) = learned(g, comm, &call)?;
-    let nf = ArgFacts { dt, op, unequal };
-    let d = decide(g, &call, &nf, learned).ok()?;
+    let d = decide(g, &call, nf, learned).ok()?;
     if d.algorithm != Algorithm::Native {
         return None;
     }

@@ -21,6 +21,20 @@ pub(super) struct ArgFacts<'a> {
     /// The call's op (`MPI_OP_NULL` for the collectives that do not reduce).
     pub op: MPI_Op,
     pub unequal: &'a dyn Fn() -> bool,
+    /// [`NativeFacts::displaced`].
+    pub displaced: bool,
+}
+
+impl<'a> ArgFacts<'a> {
+    /// The facts of a call the full path holds (`unequal`: its counts' test).
+    pub fn of(a: &Args, unequal: &'a dyn Fn() -> bool) -> ArgFacts<'a> {
+        ArgFacts {
+            dt: a.dt,
+            op: a.op,
+            unequal,
+            displaced: a.displaced(),
+        }
+    }
 }
 
 impl NativeFacts for ArgFacts<'_> {
@@ -35,6 +49,9 @@ impl NativeFacts for ArgFacts<'_> {
     }
     fn user_op(&self) -> bool {
         self.op != consts::op_null() && !mpi_types::op_is_predefined(self.op)
+    }
+    fn displaced(&self) -> bool {
+        self.displaced
     }
 }
 
@@ -123,11 +140,7 @@ fn spec_facts(a: &Args, spec: &CallSpec) -> CallFacts {
 pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Result<Chosen, c_int> {
     let mut call = spec_facts(a, spec);
     let unequal = || a.unequal_counts();
-    let nf = ArgFacts {
-        dt: a.dt,
-        op: a.op,
-        unequal: &unequal,
-    };
+    let nf = ArgFacts::of(a, &unequal);
     if let Some(s) = crate::learn::step(g, a.comm, spec.rank, &mut call, &nf) {
         let d = decided(g, &call, &nf, Some(s.cand))?;
         // Kept for the served-again path only if it runs the candidate.
@@ -203,11 +216,7 @@ pub(super) fn choose_nb(
         ..spec_facts(a, spec)
     };
     let unequal = || a.unequal_counts();
-    let nf = ArgFacts {
-        dt: a.dt,
-        op: a.op,
-        unequal: &unequal,
-    };
+    let nf = ArgFacts::of(a, &unequal);
     let learned = match crate::learn::verdict(g, a.comm, &call) {
         crate::learn::Verdict::Settled(c, _) => Some(c),
         _ => None,

@@ -108,7 +108,15 @@ unsafe fn reduce_scatter_entry<C: Copy + Into<i64>>(
     // SAFETY: the caller's guarantee on recvcounts.
     let fast = unsafe {
         vector_native(
-            coll, sendbuf, recvbuf, recvcounts, 0, datatype, op, comm, native,
+            coll,
+            sendbuf,
+            recvbuf,
+            (recvcounts, std::ptr::null::<c_int>()),
+            0,
+            datatype,
+            op,
+            comm,
+            native,
         )
     };
     if let Some(rc) = fast {
@@ -144,7 +152,7 @@ unsafe fn allgatherv_entry<C: Copy + Into<i64>, D: Copy + Into<i64>>(
             Collective::Allgatherv,
             sendbuf,
             recvbuf,
-            recvcounts,
+            (recvcounts, displs),
             sendcount,
             recvtype,
             consts::op_null(),
