@@ -7,8 +7,8 @@
  *
  *   window <mode>
  *     table    (PCOLL_TUNING: allreduce `shm`, reduce `shm` raced): 64 KiB allreduce and
- *              reduce: calls 1-7 not `shm`, the 8th `shm`; the reduce then races (some of
- *              its next 64 calls native);
+ *              reduce: calls 1-7 not `shm`, the 8th `shm`; the reduce's 1-7 native, and it
+ *              then races (some of its next 64 calls native);
  *              8 MiB allreduce: `shm` from a call in 2..7 (the rent); an 8 B allreduce
  *              (native) never
  *     first    (the same table, PCOLL_SHM_AFTER=1): the first call runs `shm`
@@ -40,8 +40,9 @@ static const char *last(const char *coll)
     return f ? f(coll) : "none";
 }
 
-/* Calls after the first `shm` one that ran another algorithm (first_shm's last case). */
-static int later_other;
+/* Calls after the first `shm` one that ran another algorithm, and calls before it that ran
+ * neither `shm` nor native (first_shm's last case). */
+static int later_other, before_other;
 
 /* `calls` calls of `coll` (allreduce; reduce to rank 0: MPICH 4.0 keeps native away from
  * other roots above 2 KiB, so their raced cells never race; iallreduce, each completed and
@@ -49,7 +50,7 @@ static int later_other;
  * on a fresh dup: the 1-based call that first ran `shm` (0: none). */
 static int first_shm(const char *coll, size_t n, int calls)
 {
-    later_other = 0;
+    later_other = before_other = 0;
     MPI_Comm c;
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     double *s = malloc(n * sizeof *s), *d = malloc(n * sizeof *d);
@@ -82,6 +83,8 @@ static int first_shm(const char *coll, size_t n, int calls)
             first = k;
         else if (first && strcmp(last(coll), "shm"))
             later_other++;
+        else if (!first && strcmp(last(coll), "native"))
+            before_other++;
         if (coll[0] == 'i')
             MPI_Barrier(c);
     }
@@ -128,6 +131,8 @@ int main(int argc, char **argv)
         f = first_shm("reduce", 8192, 72);
         want(f == 8, "reduce 64 KiB (raced), first `shm` call", f);
         want(later_other > 0, "reduce 64 KiB (raced), later calls not `shm`", later_other);
+        /* Until the window is made a raced cell's calls run native, the race's other side. */
+        want(before_other == 0, "reduce 64 KiB (raced), earlier calls neither `shm` nor native", before_other);
         f = first_shm("allreduce", 1 << 20, 8);
         want(f >= 2 && f <= 7, "allreduce 8 MiB, first `shm` call", f);
         f = first_shm("allreduce", 1, 3);

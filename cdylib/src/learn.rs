@@ -72,6 +72,11 @@ fn cell_of(g: &'static Global, call: &CallFacts) -> Option<(CellKey, bool)> {
     (g.races && core::raced(&r, call)).then_some((key, false))
 }
 
+/// The call's cell races native against the rule's algorithm (not `PCOLL_LEARN`'s cell).
+pub fn races(g: &'static Global, call: &CallFacts) -> bool {
+    matches!(cell_of(g, call), Some((_, false)))
+}
+
 /// The verdict of the call's cell on `comm` for a fast path (no MPI call, nothing counted:
 /// a path that runs a settled call counts it with the [`Tally`]).
 pub fn verdict(g: &'static Global, comm: MPI_Comm, call: &CallFacts) -> Verdict {

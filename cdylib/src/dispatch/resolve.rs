@@ -166,11 +166,24 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
         }
     }
     // A communicator's first calls that ask for `shm` may run without it while its window
-    // waits (the same calls on every rank).
+    // waits (the same calls on every rank): native where the cell races `shm` against native
+    // (a raced rule's; it races once the window is made), else the model's pick without `shm`.
     if d.algorithm == Algorithm::Shm && !d.source.forced() {
         let mut alt = call;
         alt.shm_refused = true;
-        if let Some(c) = window_waits(g, a, spec, &call, || decided(g, &alt, &nf, None))? {
+        let waiting = || {
+            if d.defect.is_none() && crate::learn::races(g, &call) {
+                Ok(Decision {
+                    algorithm: Algorithm::Native,
+                    by_model: false,
+                    segment: 0,
+                    ..d.clone()
+                })
+            } else {
+                decided(g, &alt, &nf, None)
+            }
+        };
+        if let Some(c) = window_waits(g, a, spec, &call, waiting)? {
             let mut c = chosen(g, spec, &alt, c, None);
             if !c.why.is_empty() {
                 // Read in the debug log: the window is not refused, it waits.
