@@ -94,7 +94,8 @@ enum Cmd {
     /// The decision the library makes for each cell (same code), and every option's
     /// predicted time. PCOLL_<COLL> and PCOLL_SEGMENT in the environment apply, as in the
     /// library. `shm` as on a communicator whose window is made (its first calls asking for
-    /// it run the decision without it: PCOLL_SHM_AFTER).
+    /// it run without it, native where the cell is raced, else the decision without it:
+    /// PCOLL_SHM_AFTER).
     Choose {
         /// A tuning.toml, or `builtin` (the table embedded in the library built for --mpi).
         #[arg(long, default_value = "builtin")]
