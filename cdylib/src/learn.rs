@@ -72,9 +72,10 @@ fn cell_of(g: &'static Global, call: &CallFacts) -> Option<(CellKey, bool)> {
     (g.races && core::raced(&r, call)).then_some((key, false))
 }
 
-/// The call's cell races native against the rule's algorithm (not `PCOLL_LEARN`'s cell).
-pub fn races(g: &'static Global, call: &CallFacts) -> bool {
-    matches!(cell_of(g, call), Some((_, false)))
+/// The call's cell races native against the rule's algorithm (not `PCOLL_LEARN`'s cell), and
+/// no native defect keeps the call away from native (as [`step`] checks).
+pub fn races(g: &'static Global, call: &CallFacts, nf: &dyn NativeFacts) -> bool {
+    matches!(cell_of(g, call), Some((_, false))) && defects::fired(g.mpi, call, nf).is_none()
 }
 
 /// The verdict of the call's cell on `comm` for a fast path (no MPI call, nothing counted:

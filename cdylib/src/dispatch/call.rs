@@ -86,19 +86,36 @@ impl Args {
         self.sendbuf == crate::consts::in_place()
     }
 
-    /// An allgatherv whose first block is not empty, not in place and not at the start of
-    /// the receive buffer (for the native-defect rules, which read it at p = 1 only).
+    /// [`displaced`] for this call (no displacement given counts as displaced).
     pub(crate) fn displaced(&self) -> bool {
-        self.coll == Collective::Allgatherv
-            && !self.in_place()
-            && self.counts.first().is_some_and(|&c| c != 0)
-            && self.displs.first().is_some_and(|&d| d != 0)
+        let first = |v: &[i64]| v.first().copied();
+        displaced(
+            self.coll,
+            self.in_place(),
+            first(&self.counts),
+            first(&self.displs),
+        )
     }
 
     /// Not every rank passes the same count (for the native-defect rules).
     pub(crate) fn unequal_counts(&self) -> bool {
         self.counts.windows(2).any(|w| w[0] != w[1])
     }
+}
+
+/// An allgatherv whose first block (`count0` elements at `displ0`) is not empty, not in place
+/// and not at the start of the receive buffer (for the native-defect rules, which read it at
+/// p = 1 only); a displacement not known (`None`) counts as displaced.
+pub(crate) fn displaced(
+    coll: Collective,
+    in_place: bool,
+    count0: Option<i64>,
+    displ0: Option<i64>,
+) -> bool {
+    coll == Collective::Allgatherv
+        && !in_place
+        && count0.is_some_and(|c| c != 0)
+        && displ0 != Some(0)
 }
 
 thread_local! {
@@ -144,6 +161,25 @@ pub(super) fn nonneg(v: &[i64]) -> Option<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only a non-empty allgatherv block, not in place, away from the start (or not known
+    /// to be at it) is displaced.
+    #[test]
+    fn only_an_allgatherv_block_away_from_the_start_is_displaced() {
+        let agv = Collective::Allgatherv;
+        assert!(displaced(agv, false, Some(4), Some(5)));
+        assert!(displaced(agv, false, Some(4), None));
+        assert!(!displaced(agv, false, Some(4), Some(0)));
+        assert!(!displaced(agv, false, Some(0), Some(5)));
+        assert!(!displaced(agv, false, None, Some(5)));
+        assert!(!displaced(agv, true, Some(4), Some(5)));
+        assert!(!displaced(
+            Collective::ReduceScatter,
+            false,
+            Some(4),
+            Some(5)
+        ));
+    }
 
     #[test]
     fn counts_keep_small_arrays_inline() {

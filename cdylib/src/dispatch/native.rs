@@ -187,9 +187,12 @@ pub unsafe fn vector_native<T: Copy + Into<i64>, D: Copy + Into<i64>>(
         dt,
         op,
         unequal: &unequal,
-        // SAFETY: as above, for displs (read only for a one-rank allgatherv's first block).
-        displaced: p == 1 && coll == Collective::Allgatherv && sendbuf != consts::in_place() && {
-            counts[0].into() != 0 && (displs.is_null() || unsafe { *displs }.into() != 0)
+        // SAFETY: as above, for displs (its first entry read for a one-rank allgatherv).
+        displaced: p == 1 && {
+            let displ0 = (coll == Collective::Allgatherv && !displs.is_null())
+                .then(|| unsafe { *displs }.into());
+            let count0 = counts.first().map(|&c| c.into());
+            super::call::displaced(coll, sendbuf == consts::in_place(), count0, displ0)
         },
     };
     let fast = (sendbuf, elems as usize * size, t0);

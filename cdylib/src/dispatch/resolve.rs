@@ -167,12 +167,13 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
     }
     // A communicator's first calls that ask for `shm` may run without it while its window
     // waits (the same calls on every rank): native where the cell races `shm` against native
-    // (a raced rule's; it races once the window is made), else the model's pick without `shm`.
+    // (a raced rule's; it races once the window is made) and no native defect fires, else the
+    // model's pick without `shm`.
     if d.algorithm == Algorithm::Shm && !d.source.forced() {
         let mut alt = call;
         alt.shm_refused = true;
         let waiting = || {
-            if d.defect.is_none() && crate::learn::races(g, &call) {
+            if crate::learn::races(g, &call, &nf) {
                 Ok(Decision {
                     algorithm: Algorithm::Native,
                     by_model: false,
