@@ -8,7 +8,9 @@
  *   window <mode>
  *     table    (PCOLL_TUNING: allreduce `shm`, reduce `shm` raced): 64 KiB allreduce and
  *              reduce: calls 1-7 not `shm`, the 8th `shm`; the reduce's 1-7 native, and it
- *              then races (some of its next 64 calls native);
+ *              then races (some of its next 64 calls native); under MPICH 5, reduces of a
+ *              commutative user op on a type with true lower bound 4 to root 1 (its native
+ *              defect) never native;
  *              8 MiB allreduce: `shm` from a call in 2..7 (the rent); an 8 B allreduce
  *              (native) never
  *     first    (the same table, PCOLL_SHM_AFTER=1): the first call runs `shm`
@@ -94,6 +96,71 @@ static int first_shm(const char *coll, size_t n, int calls)
     return first;
 }
 
+/* MPICH 5.0 (its own MPI_Reduce with a commutative user op on a type whose true lower bound
+ * is not 0, to a root other than 0, frees a wrong pointer: pcoll's defect
+ * mpich5-reduce-userop-true-lb). */
+static int is_mpich5(void)
+{
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int n = 0;
+    MPI_Get_library_version(v, &n);
+    const char *m = strstr(v, "MPICH Version:");
+    if (!m || strstr(v, "Intel(R) MPI"))
+        return 0;
+    m += strlen("MPICH Version:");
+    while (*m == ' ' || *m == '\t')
+        m++;
+    return strncmp(m, "5.0", 3) == 0;
+}
+
+static void sum_lead(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    for (int i = 0; i < *len; i++)
+        *(int *)((char *)inout + 12 * i + 4) += *(int *)((char *)in + 12 * i + 4);
+}
+
+/* `calls` reduces to root 1 of n elements of an int 4 bytes into a 12-byte extent (true lower
+ * bound 4) with a commutative user op, on a fresh dup, each checked: the calls that ran native
+ * (the raced reduce rule's waiting calls must not, where the native defect fires). */
+static int native_defect_calls(int n, int calls)
+{
+    MPI_Datatype t0, t;
+    int bl = 1;
+    MPI_Aint disp = 4;
+    MPI_Datatype ty = MPI_INT;
+    MPI_Type_create_struct(1, &bl, &disp, &ty, &t0);
+    MPI_Type_create_resized(t0, 0, 12, &t);
+    MPI_Type_commit(&t);
+    MPI_Op op;
+    MPI_Op_create(sum_lead, 1, &op);
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    char *s = calloc((size_t)n, 12), *d = calloc((size_t)n, 12);
+    int natives = 0;
+    for (int k = 1; k <= calls; k++) {
+        for (int i = 0; i < n; i++) {
+            *(int *)(s + 12 * i + 4) = (rank + 1) * (i % 100 + k);
+            *(int *)(d + 12 * i + 4) = -1;
+        }
+        MPI_Reduce(s, d, n, t, op, 1, c);
+        natives += !strcmp(last("reduce"), "native");
+        for (int i = 0; rank == 1 && i < n; i++)
+            if (*(int *)(d + 12 * i + 4) != size * (size + 1) / 2 * (i % 100 + k)) {
+                fails++;
+                fprintf(stderr, "window: rank 1 reduce lead12 call %d: element %d wrong\n", k, i);
+                break;
+            }
+    }
+    free(s);
+    free(d);
+    MPI_Comm_free(&c);
+    MPI_Op_free(&op);
+    MPI_Type_free(&t);
+    MPI_Type_free(&t0);
+    return natives;
+}
+
 static void want(int ok, const char *what, int got)
 {
     /* Every rank must have seen the same first call: compare through PMPI_. */
@@ -137,6 +204,11 @@ int main(int argc, char **argv)
         want(f >= 2 && f <= 7, "allreduce 8 MiB, first `shm` call", f);
         f = first_shm("allreduce", 1, 3);
         want(f == 0, "allreduce 8 B (native), first `shm` call", f);
+        /* A waiting call of a raced cell runs native only where no native defect fires. */
+        if (is_mpich5()) {
+            f = native_defect_calls(5461, 10);
+            want(f == 0, "reduce 21 KiB (raced) of a user op on a type with true lower bound 4 to root 1 (MPICH 5's defect), calls native", f);
+        }
     } else if (!strcmp(mode, "first") || !strcmp(mode, "forced")) {
         f = first_shm("allreduce", 8192, 2);
         want(f == 1, "allreduce 64 KiB, first `shm` call", f);
