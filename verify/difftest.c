@@ -50,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "mpi_kind.h"
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
@@ -1510,10 +1511,7 @@ int main(int argc, char **argv) {
     MPI_Get_library_version(ver, &vlen);
     is_mpich = strstr(ver, "MPICH") != NULL;
     is_impi = strstr(ver, "Intel") != NULL;
-    int mpich_major = 0;
-    const char *mv = strstr(ver, "MPICH Version:");
-    if (mv) sscanf(mv, "MPICH Version: %d", &mpich_major);
-    is_mpich5 = !is_impi && mpich_major >= 5;
+    is_mpich5 = mpich_major() >= 5;
     char *nl = strchr(ver, '\n');
     if (nl) *nl = 0;
 

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "mpi_kind.h"
 
 typedef const char *(*last_fn)(const char *);
 typedef int (*stats_fn)(const char *, const char *, unsigned long long *, unsigned long long *, double *);
@@ -56,15 +57,7 @@ static int displaced;
 static void find_mpich4(void)
 {
 #if !(defined(OPEN_MPI) && OPEN_MPI)
-    char v[MPI_MAX_LIBRARY_VERSION_STRING];
-    int n = 0;
-    MPI_Get_library_version(v, &n);
-    const char *m = strstr(v, "MPICH Version:");
-    if (m) {
-        m += strlen("MPICH Version:");
-        while (*m == ' ' || *m == '\t') m++;
-    }
-    mpich4 = !(strncmp(v, "Intel(R) MPI Library 2021", 25) == 0 || (m && strncmp(m, "5.0", 3) == 0));
+    mpich4 = !(intel_mpi() || mpich_major() == 5);
 #endif
 }
 

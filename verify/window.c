@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "last_alg.h"
+#include "mpi_kind.h"
 
 static int rank, size, fails;
 
@@ -99,19 +100,7 @@ static int first_shm(const char *coll, size_t n, int calls)
 /* MPICH 5.0 (its own MPI_Reduce with a commutative user op on a type whose true lower bound
  * is not 0, to a root other than 0, frees a wrong pointer: pcoll's defect
  * mpich5-reduce-userop-true-lb). */
-static int is_mpich5(void)
-{
-    char v[MPI_MAX_LIBRARY_VERSION_STRING];
-    int n = 0;
-    MPI_Get_library_version(v, &n);
-    const char *m = strstr(v, "MPICH Version:");
-    if (!m || strstr(v, "Intel(R) MPI"))
-        return 0;
-    m += strlen("MPICH Version:");
-    while (*m == ' ' || *m == '\t')
-        m++;
-    return strncmp(m, "5.0", 3) == 0;
-}
+static int is_mpich5(void) { return mpich_major() == 5; }
 
 static void sum_lead(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
