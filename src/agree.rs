@@ -30,6 +30,7 @@ pub fn steering_vars() -> Vec<&'static str> {
         "PCOLL_SHM",
         "PCOLL_SHM_AFTER",
         "PCOLL_SHM_BYTES",
+        "PCOLL_SHM_LIMIT",
         "PCOLL_SHM_COMBINE",
         "PCOLL_SHM_REPLICATE",
         "PCOLL_SHM_SLOTS",

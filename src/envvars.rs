@@ -28,6 +28,7 @@ pub const LIBRARY: &[&str] = &[
     "PCOLL_SHM_BYTES",
     "PCOLL_SHM_SLOTS",
     "PCOLL_SHM_AFTER",
+    "PCOLL_SHM_LIMIT",
     "PCOLL_SHM_COMBINE",
     "PCOLL_SHM_REPLICATE",
     "PCOLL_SHM_STREAM",

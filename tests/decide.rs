@@ -709,6 +709,18 @@ fn shm_refusal_names_the_window_not_made_for_a_nonblocking_call() {
     };
     let blocking = refused.eligible(Algorithm::Shm).unwrap_err();
     assert!(!blocking.contains("not made yet"), "{blocking}");
+    assert!(
+        blocking.contains("refused") && !blocking.contains("nodes"),
+        "{blocking}"
+    );
+    // Ranks on several nodes: that is the reason, whether or not a window was refused.
+    let spread = CallFacts {
+        nodes: pcoll::nodes::NodeShape::blocks(4, 2),
+        ..CallFacts::new(Collective::Bcast, 4, 4096)
+    }
+    .eligible(Algorithm::Shm)
+    .unwrap_err();
+    assert!(spread.contains("span 2 nodes"), "{spread}");
     let nb = CallFacts {
         nonblocking: true,
         ..refused

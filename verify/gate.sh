@@ -64,6 +64,17 @@ for c in "2 1 PCOLL_ALLREDUCE=shm" "4 1 PCOLL_ALLREDUCE=hier" "4 2 PCOLL_ALLREDU
   { grep -q '^window: PASS' <<<"$out" && grep -q 'or /dev/shm had no room for its pages' <<<"$out"; } ||
     { echo "$out" | tail -8; echo "gate: FAIL (window pages refused, $c)"; exit 1; }
 done
+# What one process's windows hold at once (PCOLL_SHM_LIMIT; verify/window.c limit): room for
+# two windows (4 MiB + 72 KiB a rank each at p <= 4), `shm` forced, p = 2 and 3: two live dups
+# run `shm`, a third's window is refused (one warning naming the limit) and its calls served
+# without it, each result checked, and a dup made after one is freed runs `shm` again.
+for np in 2 3; do
+  out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- $np LD_PRELOAD="$LIB" PCOLL_ALLREDUCE=shm PCOLL_SHM_LIMIT=10MiB -- \
+    "$OUT/window-$MPI" limit 2 </dev/null 2>&1)
+  { grep -q '^window: PASS' <<<"$out" && grep -q 'would pass PCOLL_SHM_LIMIT' <<<"$out"; } ||
+    { echo "$out" | tail -8; echo "gate: FAIL (window limit, p=$np)"; exit 1; }
+done
 # Kept decisions over several shapes of a call (verify/again.c: roots rotating, two sizes, two
 # communicators, periods shorter and longer than what is kept, blocking and non-blocking),
 # forced to `shm` and to `circulant`, p = 3: closed-form results, the forced algorithm ran.

@@ -18,6 +18,10 @@
  *     nb       (the table, non-blocking rules too): MPI_Iallreduce of 64 KiB, each followed by
  *              an MPI_Barrier: the 8th wants the window, its barrier makes it, the 9th runs
  *              `shm` (with PCOLL_SHM_AFTER=1 or forced: the 2nd)
+ *     limit <kept> (PCOLL_ALLREDUCE=shm, PCOLL_SHM_LIMIT room for `kept` windows): kept + 1
+ *              live dups, two 64 KiB allreduces each: the first `kept` dups' ran `shm`, the
+ *              last's not (its window refused: past the limit); after one dup is freed a new
+ *              dup's call runs `shm` again
  *     plain <doubles> <calls>  that many allreduces on a fresh dup, each checked, none
  *              `shm`. gate.sh runs it with PCOLL_NODES and a table rule `hier` (whether the
  *              node steps ran through the nodes' windows shows in the PCOLL_STATS line at
@@ -47,6 +51,36 @@ static const char *last(const char *coll)
  * neither `shm` nor native (first_shm's last case). */
 static int later_other, before_other;
 
+/* Call k of `coll` (allreduce; reduce to rank 0; iallreduce + MPI_Wait) of n doubles on c,
+ * its result checked: the algorithm pcoll ran. */
+static const char *one_call(const char *coll, MPI_Comm c, double *s, double *d, size_t n, int k)
+{
+    for (size_t i = 0; i < n; i++)
+        s[i] = (double)(rank + 1) * (double)((i % 1000) + k);
+    for (size_t i = 0; i < n; i++)
+        d[i] = -1.0;
+    int reduce = !strcmp(coll, "reduce");
+    if (reduce)
+        MPI_Reduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, 0, c);
+    else if (!strcmp(coll, "iallreduce")) {
+        MPI_Request q;
+        MPI_Iallreduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, c, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+    } else
+        MPI_Allreduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, c);
+    if (!reduce || rank == 0) {
+        double tri = (double)size * (size + 1) / 2;
+        for (size_t i = 0; i < n; i++)
+            if (d[i] != tri * (double)((i % 1000) + k)) {
+                fails++;
+                fprintf(stderr, "window: rank %d %s n=%zu call %d: element %zu is %g, not %g\n", rank, coll, n, k,
+                        i, d[i], tri * (double)((i % 1000) + k));
+                break;
+            }
+    }
+    return last(coll);
+}
+
 /* `calls` calls of `coll` (allreduce; reduce to rank 0: MPICH 4.0 keeps native away from
  * other roots above 2 KiB, so their raced cells never race; iallreduce, each completed and
  * followed by an MPI_Barrier, which makes a window a non-blocking call wanted) of n doubles
@@ -59,34 +93,12 @@ static int first_shm(const char *coll, size_t n, int calls)
     double *s = malloc(n * sizeof *s), *d = malloc(n * sizeof *d);
     int first = 0;
     for (int k = 1; k <= calls; k++) {
-        for (size_t i = 0; i < n; i++)
-            s[i] = (double)(rank + 1) * (double)((i % 1000) + k);
-        for (size_t i = 0; i < n; i++)
-            d[i] = -1.0;
-        int reduce = !strcmp(coll, "reduce");
-        if (reduce)
-            MPI_Reduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, 0, c);
-        else if (!strcmp(coll, "iallreduce")) {
-            MPI_Request q;
-            MPI_Iallreduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, c, &q);
-            MPI_Wait(&q, MPI_STATUS_IGNORE);
-        } else
-            MPI_Allreduce(s, d, (int)n, MPI_DOUBLE, MPI_SUM, c);
-        if (!reduce || rank == 0) {
-            double tri = (double)size * (size + 1) / 2;
-            for (size_t i = 0; i < n; i++)
-                if (d[i] != tri * (double)((i % 1000) + k)) {
-                    fails++;
-                    fprintf(stderr, "window: rank %d %s n=%zu call %d: element %zu is %g, not %g\n",
-                            rank, coll, n, k, i, d[i], tri * (double)((i % 1000) + k));
-                    break;
-                }
-        }
-        if (!first && !strcmp(last(coll), "shm"))
+        const char *alg = one_call(coll, c, s, d, n, k);
+        if (!first && !strcmp(alg, "shm"))
             first = k;
-        else if (first && strcmp(last(coll), "shm"))
+        else if (first && strcmp(alg, "shm"))
             later_other++;
-        else if (!first && strcmp(last(coll), "native"))
+        else if (!first && strcmp(alg, "native"))
             before_other++;
         if (coll[0] == 'i')
             MPI_Barrier(c);
@@ -95,6 +107,32 @@ static int first_shm(const char *coll, size_t n, int calls)
     free(d);
     MPI_Comm_free(&c);
     return first;
+}
+
+/* PCOLL_SHM_LIMIT (gate.sh sets it to hold `kept` windows, `shm` forced): `kept` + 1 live dups
+ * of MPI_COMM_WORLD, two 64 KiB allreduces on each, checked; then the first dup freed and a new
+ * one made. The number of dups whose calls ran `shm` before the free (every one's both calls),
+ * and 1000 more if the new dup's ran it (the freed window's room came back). */
+static int windows_within_limit(int kept)
+{
+    enum { N = 8192 };
+    MPI_Comm c[64];
+    double *s = malloc(N * sizeof *s), *d = malloc(N * sizeof *d);
+    int ran = 0;
+    for (int j = 0; j <= kept && j < 63; j++) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &c[j]);
+        int a = !strcmp(one_call("allreduce", c[j], s, d, N, 1), "shm");
+        ran += a && !strcmp(one_call("allreduce", c[j], s, d, N, 2), "shm");
+    }
+    MPI_Comm_free(&c[0]);
+    MPI_Comm_dup(MPI_COMM_WORLD, &c[0]);
+    if (!strcmp(one_call("allreduce", c[0], s, d, N, 3), "shm"))
+        ran += 1000;
+    for (int j = 0; j <= kept && j < 63; j++)
+        MPI_Comm_free(&c[j]);
+    free(s);
+    free(d);
+    return ran;
 }
 
 /* MPICH 5.0 (its own MPI_Reduce with a commutative user op on a type whose true lower bound
@@ -203,6 +241,10 @@ int main(int argc, char **argv)
         want(f == 1, "allreduce 64 KiB, first `shm` call", f);
         f = first_shm("iallreduce", 8192, 3);
         want(f == 2, "iallreduce 64 KiB, barriers between, first `shm` call", f);
+    } else if (!strcmp(mode, "limit") && argc > 2) {
+        int kept = atoi(argv[2]);
+        f = windows_within_limit(kept);
+        want(f == 1000 + kept, "PCOLL_SHM_LIMIT: dups that ran `shm` (+1000: the one made after a free)", f);
     } else if (!strcmp(mode, "nb")) {
         f = first_shm("iallreduce", 8192, 10);
         want(f == 9, "iallreduce 64 KiB, barriers between, first `shm` call", f);

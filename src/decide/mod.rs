@@ -97,14 +97,16 @@ impl CallFacts {
         if alg == Algorithm::Shm && !self.shm_ok() {
             // A non-blocking call never makes the window (making it blocks): say so, as it is
             // the common reason there.
-            let made = if self.nonblocking {
-                "not made yet: the next blocking call or MPI_Barrier on the communicator makes it; "
-            } else {
-                ""
+            let why = match (self.nodes.nodes, self.nonblocking) {
+                (n, _) if n > 1 => format!("its ranks span {n} nodes"),
+                (_, true) => "not made yet (the next blocking call or MPI_Barrier on the \
+                              communicator makes it), or refused"
+                    .to_string(),
+                (_, false) => "refused: see the shm warning".to_string(),
             };
             return Err(format!(
-                "{} shm: no shared window for this communicator ({made}refused, or its ranks on {} nodes)",
-                self.coll, self.nodes.nodes
+                "{} shm: no shared window for this communicator ({why})",
+                self.coll
             ));
         }
         Ok(())

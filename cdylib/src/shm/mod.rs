@@ -15,12 +15,14 @@
 //! communicator; communicators whose calls never ask for `shm` never pay it.
 //!
 //! `PCOLL_SHM=0` turns it off; `PCOLL_SHM_BYTES` is the segment of each rank and
-//! `PCOLL_SHM_SLOTS` its slots (defaults: [`default_slots`], 256 KiB cells). Any refusal
-//! (turned off, ranks on several nodes, `/dev/shm` without
-//! room for every rank's segment twice over, the MPI refusing the window) leaves the
+//! `PCOLL_SHM_SLOTS` its slots (defaults: [`default_slots`], 256 KiB cells), and
+//! `PCOLL_SHM_LIMIT` what one process's windows hold at once ([`budget`]). Any refusal
+//! (turned off, ranks on several nodes, `/dev/shm` without room for every rank's segment
+//! twice over, a rank's windows at their limit, the MPI refusing the window) leaves the
 //! communicator without a window, agreed by all its ranks, with one warning per process: the
 //! decision then falls back as for any ineligible algorithm.
 
+pub mod budget;
 pub mod call;
 pub mod kernel;
 pub mod run;
@@ -270,6 +272,8 @@ pub struct Win {
     rank: usize,
     /// The node's communicator (a copy of `Inner::node`, for [`Win::poke`] without the lock).
     node: MPI_Comm,
+    /// This rank's bytes of it in the process's [`budget`], given back when it is freed.
+    held: usize,
 }
 
 struct Inner {
@@ -356,6 +360,7 @@ impl Win {
         REGISTRY
             .lock()
             .retain(|&w| w != self as *const Win as usize);
+        budget::give_back(self.held);
         // SAFETY: made by `create`, freed exactly once (taken out of the mutex above).
         unsafe {
             PMPI_Win_free(&mut inner.win);
@@ -421,6 +426,23 @@ fn room(p: usize, bytes: usize) -> bool {
     }
 }
 
+/// Why this rank refuses a window of `p` segments of `bytes` (None: it does not): /dev/shm
+/// without room for them ([`room`]), or this process's windows at `PCOLL_SHM_LIMIT` (`held`:
+/// its segment was reserved in the [`budget`]).
+fn refusal(p: usize, bytes: usize, held: bool) -> Option<&'static str> {
+    if !room(p, bytes) {
+        Some("/dev/shm lacks room for the window (PCOLL_SHM_BYTES)")
+    } else if !held {
+        Some("this process's shared windows would pass PCOLL_SHM_LIMIT")
+    } else {
+        None
+    }
+}
+
+/// The warning of a window refused by another rank of its communicator.
+const ANOTHER: &str =
+    "another rank refused the window (its /dev/shm room, or its windows at PCOLL_SHM_LIMIT)";
+
 fn warn_once(why: &str) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| log::warn!("shm: {why}; point-to-point algorithms serve instead"));
@@ -446,13 +468,16 @@ pub fn create(shadow: MPI_Comm, p: usize, rank: usize) -> Option<Box<Win>> {
     // SAFETY: out-pointer; `node` is valid when the split succeeded.
     let one_node = split && ok(unsafe { PMPI_Comm_size(node, &mut nsize) }) && nsize as usize == p;
     let (bytes, slots) = s.layout(p);
-    let local = s.on && one_node && room(p, bytes);
-    if !agree(shadow, local) {
-        warn_once(match (s.on, one_node) {
-            (false, _) => "turned off (PCOLL_SHM=0)",
-            (true, false) => "the communicator spans several nodes",
-            _ => "/dev/shm lacks room for the window (PCOLL_SHM_BYTES)",
-        });
+    let held = budget::reserve(bytes + PAGE);
+    let why = if !s.on {
+        Some("turned off (PCOLL_SHM=0)")
+    } else if !one_node {
+        Some("the communicator spans several nodes")
+    } else {
+        refusal(p, bytes, held.is_some())
+    };
+    if !agree(shadow, why.is_none()) {
+        warn_once(why.unwrap_or(ANOTHER));
         if split {
             // SAFETY: made by the split above, freed once.
             unsafe { PMPI_Comm_free(&mut node) };
@@ -463,7 +488,7 @@ pub fn create(shadow: MPI_Comm, p: usize, rank: usize) -> Option<Box<Win>> {
         "shm: the window's node communicator and checks: {:.2} ms",
         t0.elapsed().as_secs_f64() * 1e3
     );
-    let w = allocate(node, p, rank, (bytes, slots));
+    let w = held.and_then(|h| allocate(node, p, rank, (bytes, slots), h));
     if w.is_none() {
         warn_once("the MPI refused a shared window, or /dev/shm had no room for its pages");
         // SAFETY: made by the split above, freed once (every rank of the shadow is here).
@@ -516,13 +541,18 @@ pub fn create_node(
         }
     };
     let (bytes, slots) = s.layout(k);
-    let local = s.on && one && (k == 1 || room(k, bytes));
-    if !agree(shadow, local) {
-        warn_once(match (s.on, one) {
-            (false, _) => "turned off (PCOLL_SHM=0)",
-            (true, false) => "a node of pcoll's grouping does not share memory (PCOLL_NODES)",
-            _ => "/dev/shm lacks room for the nodes' windows (PCOLL_SHM_BYTES)",
-        });
+    let held = (k > 1).then(|| budget::reserve(bytes + PAGE)).flatten();
+    let why = if !s.on {
+        Some("turned off (PCOLL_SHM=0)")
+    } else if !one {
+        Some("a node of pcoll's grouping does not share memory (PCOLL_NODES)")
+    } else if k == 1 {
+        None
+    } else {
+        refusal(k, bytes, held.is_some())
+    };
+    if !agree(shadow, why.is_none()) {
+        warn_once(why.unwrap_or(ANOTHER));
         free(node);
         return Err(());
     }
@@ -534,7 +564,7 @@ pub fn create_node(
             Err(())
         };
     }
-    let w = allocate(node, k, me, (bytes, slots));
+    let w = held.and_then(|h| allocate(node, k, me, (bytes, slots), h));
     if !agree(shadow, w.is_some()) {
         warn_once("the MPI refused a node's shared window, or /dev/shm had no room for its pages");
         match w {
@@ -562,14 +592,16 @@ fn made_in(t0: std::time::Instant, ends: [std::time::Duration; 4]) -> String {
 }
 
 /// `MPI_Win_allocate_shared` of `bytes` per rank over `node` (ranks in the shadow's order),
-/// every segment looked up, the own one first-touched; None if any rank failed.
+/// every segment looked up, the own one first-touched, `held` kept in the [`budget`] until
+/// it is freed; None if any rank failed. Its parts are timed for the debug log (docs/shm.md,
+/// Lifetime and limits: what it costs).
 fn allocate(
     node: MPI_Comm,
     p: usize,
     rank: usize,
     (bytes, slots): (usize, usize),
+    held: budget::Reserved,
 ) -> Option<Box<Win>> {
-    // The parts' times, for the debug log (docs/shm.md, Lifetime and limits: what it costs).
     let t0 = std::time::Instant::now();
     let mut base: *mut u8 = std::ptr::null_mut();
     let mut win: MPI_Win = unsafe { std::mem::zeroed() };
@@ -614,8 +646,6 @@ fn allocate(
     prefault(&bases, rank, bytes);
     let t_others = t0.elapsed();
     let fresh = own_cores(node, p);
-    let split = fresh && p == 2;
-    let cell = cell_of(bytes, slots);
     let w = Box::new(Win {
         inner: Mutex::new(Some(Inner {
             win,
@@ -625,19 +655,22 @@ fn allocate(
             done: 0,
             syncs: 0,
         })),
-        cell,
+        cell: cell_of(bytes, slots),
         slots,
         fresh,
-        split,
+        split: fresh && p == 2,
         p,
         rank,
         node,
+        held: held.keep(),
     });
     REGISTRY.lock().push(&*w as *const Win as usize);
     log::debug!(
-        "shm: window of {bytes} bytes per rank, {cell}-byte cells, {slots} slots; calls under \
-         a cell on fresh lines: {fresh}; one-cell reduces and bcasts in quarter cells: {split}; \
+        "shm: window of {bytes} bytes per rank, {}-byte cells, {slots} slots; calls under \
+         a cell on fresh lines: {fresh}; one-cell reduces and bcasts in quarter cells: {}; \
          {}",
+        w.cell,
+        w.split,
         made_in(t0, [t_alloc, t_own, t_agree, t_others])
     );
     Some(w)
