@@ -9,6 +9,7 @@
  *        or its non-blocking form ireduce, iallreduce, ...: MPI_I<coll> + MPI_Wait against
  *        PMPI_I<coll> + PMPI_Wait]
  *       [iters=400] [sizes in bytes...] [cold=1]
+ * root=R (anywhere): reduce's and bcast's root (default 0; R mod p).
  * cold=1 (anywhere in the arguments): every call, native and interposed alike, on the next
  * send/receive pair of a pool of at least 96 MiB per rank (as IMB's -off_cache); default hot.
  * warm=1 (hot buffers): each rank rewrites its send buffer before every sample, untimed, as an
@@ -85,6 +86,8 @@ static void pool_next(struct pool *pl) { pl->cur = (pl->cur + 1) % pl->sets; }
 
 enum coll { REDUCE, ALLREDUCE, REDUCE_SCATTER, ALLGATHERV, BCAST, ALLGATHER, REDUCE_SCATTER_BLOCK, NCOLL };
 
+static int root; /* root=R: the root of reduce and bcast (and their I-forms); default 0 */
+
 struct bufs {
     double *s, *r;
     int n, blk, *counts, *displs; /* blk: the regular calls' count per rank */
@@ -95,8 +98,8 @@ static int call(enum coll c, int native, struct bufs *b, int rank, int p)
 {
     switch (c) {
     case REDUCE:
-        return native ? PMPI_Reduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD)
-                      : MPI_Reduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        return native ? PMPI_Reduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD)
+                      : MPI_Reduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
     case ALLREDUCE:
         return native ? PMPI_Allreduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD)
                       : MPI_Allreduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -109,8 +112,8 @@ static int call(enum coll c, int native, struct bufs *b, int rank, int p)
                       : MPI_Allgatherv(b->s, b->counts[rank], MPI_DOUBLE, b->r, b->counts, b->displs,
                                        MPI_DOUBLE, MPI_COMM_WORLD);
     case BCAST:
-        return native ? PMPI_Bcast(b->r, b->n, MPI_DOUBLE, 0, MPI_COMM_WORLD)
-                      : MPI_Bcast(b->r, b->n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        return native ? PMPI_Bcast(b->r, b->n, MPI_DOUBLE, root, MPI_COMM_WORLD)
+                      : MPI_Bcast(b->r, b->n, MPI_DOUBLE, root, MPI_COMM_WORLD);
     case ALLGATHER: /* n / p elements each (at least 1) */
         return native ? PMPI_Allgather(b->s, b->blk, MPI_DOUBLE, b->r, b->blk, MPI_DOUBLE, MPI_COMM_WORLD)
                       : MPI_Allgather(b->s, b->blk, MPI_DOUBLE, b->r, b->blk, MPI_DOUBLE, MPI_COMM_WORLD);
@@ -132,8 +135,8 @@ static int call_nb(enum coll c, int native, struct bufs *b, int rank)
     int rc = MPI_ERR_OTHER;
     switch (c) {
     case REDUCE:
-        rc = native ? PMPI_Ireduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD, &q)
-                    : MPI_Ireduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD, &q);
+        rc = native ? PMPI_Ireduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD, &q)
+                    : MPI_Ireduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD, &q);
         break;
     case ALLREDUCE:
         rc = native ? PMPI_Iallreduce(b->s, b->r, b->n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q)
@@ -150,8 +153,8 @@ static int call_nb(enum coll c, int native, struct bufs *b, int rank)
                                       MPI_DOUBLE, MPI_COMM_WORLD, &q);
         break;
     case BCAST:
-        rc = native ? PMPI_Ibcast(b->r, b->n, MPI_DOUBLE, 0, MPI_COMM_WORLD, &q)
-                    : MPI_Ibcast(b->r, b->n, MPI_DOUBLE, 0, MPI_COMM_WORLD, &q);
+        rc = native ? PMPI_Ibcast(b->r, b->n, MPI_DOUBLE, root, MPI_COMM_WORLD, &q)
+                    : MPI_Ibcast(b->r, b->n, MPI_DOUBLE, root, MPI_COMM_WORLD, &q);
         break;
     case ALLGATHER:
         rc = native ? PMPI_Iallgather(b->s, b->blk, MPI_DOUBLE, b->r, b->blk, MPI_DOUBLE, MPI_COMM_WORLD, &q)
@@ -305,6 +308,8 @@ int main(int argc, char **argv)
             cold = atoi(argv[a] + 5);
         else if (!strncmp(argv[a], "warm=", 5))
             warm = atoi(argv[a] + 5);
+        else if (!strncmp(argv[a], "root=", 5))
+            root = atoi(argv[a] + 5);
         else
             argv[na++] = argv[a];
     }
@@ -312,6 +317,7 @@ int main(int argc, char **argv)
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
+    root = ((root % p) + p) % p;
     /* More ranks on this node than online cores (the same answer on every rank of a
      * one-node run; a multi-node run's nodes may differ, so the maximum is taken). */
     int oversubscribed = 0;

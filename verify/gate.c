@@ -2,8 +2,8 @@
  *
  * Run with pcoll preloaded, PCOLL_TUNING=<the table verify/gate.sh writes>, no PCOLL_STATS (the
  * gate is closed then). The table sends each of the seven collectives to `native` at p = 2
- * below 1 KiB and at p = 4 (a reduce there only at root 0: a rule reads the root, as learned
- * tables' rules do, and the gate declines the other roots), and to a pcoll algorithm
+ * below 1 KiB and at p = 4 (a reduce there from 1 KiB only at root 0: a rule reads the root, as
+ * learned tables' rules do, and the gate declines the other roots from there), and to a pcoll algorithm
  * elsewhere, so the right choice depends on the communicator's size. (Each collective has its own C entry and memo: shim/pcoll_entry.c.) The program splits MPI_COMM_WORLD (5 ranks) into sub-communicators of
  * sizes 1..4 again and again, freeing each before the next split (the MPI reuses their
  * handles: a size cached for a freed communicator would be wrong for its successor), and
@@ -75,7 +75,7 @@ static int native_expected(int q, int p, long bytes, int root)
 #endif
     if (mode)
         return mode == 1;
-    if (q == REDUCE && p == 4 && root != 0) /* the rule that reads the root */
+    if (q == REDUCE && p == 4 && root != 0 && bytes >= 1024) /* the rule that reads the root */
         return 0;
     return (p == 2 && bytes < 1024) || p == 4 || (p == 1 && q == ALLGATHERV);
 }

@@ -215,11 +215,12 @@ for ca in reduce:binomial allreduce:binomial reduce_scatter:binomial allgatherv:
   printf '[[%s]]\nform = "nonblocking"\np = 3\nalgorithm = "native"\n' "${ca%:*}"
   printf '[[%s]]\nform = "nonblocking"\np = 4\nalgorithm = "%s"\n' "${ca%:*}" "${ca#*:}"
 done >"$OUT/gate.nb.toml"
-# A reduce at p = 4 with a root other than 0 goes to binomial (a rule that reads the root, as
-# a learned table's do): the gate forwards root 0 there and declines the other roots.
+# A reduce at p = 4 with a root other than 0 goes to binomial from 1 KiB (a rule that reads
+# the root, as a learned table's and Intel MPI's do): the gate forwards root 0 there, and the
+# other roots below 1 KiB, and declines them from it (1016 B native, 1024 and 1032 binomial).
 for ca in reduce:binomial allreduce:binomial reduce_scatter:binomial allgatherv:ring bcast:binomial \
   allgather:ring reduce_scatter_block:binomial; do
-  [ "${ca%:*}" = reduce ] && printf '[[reduce]]\np = 4\nroot = "nonzero"\nalgorithm = "binomial"\n'
+  [ "${ca%:*}" = reduce ] && printf '[[reduce]]\np = 4\nbytes = [1024, "inf"]\nroot = "nonzero"\nalgorithm = "binomial"\n'
   [ "${ca%:*}" = allgatherv ] && printf '[[allgatherv]]\np = 1\nalgorithm = "native"\n'
   printf '[[%s]]\np = 2\nbytes = [0, 1024]\nalgorithm = "native"\n[[%s]]\np = 4\nalgorithm = "native"\n' "${ca%:*}" "${ca%:*}"
   printf '[[%s]]\nalgorithm = "%s"\n' "${ca%:*}" "${ca#*:}"

@@ -160,11 +160,17 @@ pub fn open(cfg: &Config, mpi: pcoll::mpi::Mpi, table: &pcoll::tuning::Table) {
                 root_above = b as c_ulonglong;
             }
         }
-        // The cells hold root 0's native sizes (`Resolver::native_ranges`): where a rule
-        // reads the root, a root other than 0 is declined at every size above 0.
-        if table.reads_root(coll) {
-            flags |= guard_bit(Guard::RootNonzeroAbove(0));
-            root_above = 0;
+        // The cells hold root 0's native sizes (`Resolver::native_ranges`): from the size
+        // where a rule reads the root, a root other than 0 is declined (`bytes > root_above`).
+        if let Some(lo) = table.root_from(coll) {
+            let above = lo.saturating_sub(1) as c_ulonglong;
+            let bit = guard_bit(Guard::RootNonzeroAbove(0));
+            root_above = if flags & bit != 0 {
+                root_above.min(above)
+            } else {
+                above
+            };
+            flags |= bit;
         }
         // SAFETY: as above.
         unsafe { pcoll_gate_guard(coll.index() as c_int, flags, root_above) };

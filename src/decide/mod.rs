@@ -595,8 +595,8 @@ impl<'a> Resolver<'a> {
     /// The message sizes (half-open byte ranges, merged, ascending, below
     /// [`crate::tuning::MAX_BYTES`]) at which `coll` on `p` ranks goes to native for every op
     /// (commutative or not) at root 0, before the native-defect rules (the gate checks their
-    /// conditions itself, and declines a root other than 0 where a rule reads the root:
-    /// [`crate::tuning::Table::reads_root`]): exactly [`Resolver::resolve`]'s answer, size by
+    /// conditions itself, and declines a root other than 0 from the size where a rule reads
+    /// the root: [`crate::tuning::Table::root_from`]): exactly [`Resolver::resolve`]'s answer, size by
     /// size. The answer can only change at a rule
     /// bound or a size-class bound of the model, which are the cut points tried.
     /// `nonblocking`: for the non-blocking and persistent forms (rules with `form = ...`).

@@ -540,7 +540,9 @@ fn race_rules_parse_round_trip_and_name_what_cannot_race() {
     let again = Table::parse(&t.to_toml(), "again").unwrap();
     assert!(again.rules(Collective::Allreduce)[0].race);
     // Every built-in table races each rule that picks one of pcoll's algorithms for a
-    // blocking call at p = 2-3 (measured on one machine; kept only where it still wins).
+    // blocking call at p = 2-3 (measured on one machine; kept only where it still wins), but
+    // Intel MPI's reduce at a root other than 0, where its native runs another algorithm
+    // (twice its root-0 time at 8 MiB) and a race's native blocks cost 4-7 ms a call.
     for mpi in [
         Mpi::OpenMpi,
         Mpi::Mpich,
@@ -554,6 +556,7 @@ fn race_rules_parse_round_trip_and_name_what_cannot_race() {
                 if matches!(rule.algorithm, crate::Pick::Alg(a) if a != crate::Algorithm::Native)
                     && rule.p.contains(2)
                     && rule.cond.nonblocking != Some(true)
+                    && !(mpi == Mpi::IntelMpi && rule.cond.root_zero == Some(false))
                 {
                     assert!(rule.race, "{mpi:?} {coll} line {}", rule.line);
                 }

@@ -184,7 +184,15 @@ mod tests {
         assert_eq!(alg(false, 2), crate::Algorithm::Binomial.into());
         assert_eq!(alg(false, 0), crate::Algorithm::Pipeline.into());
         assert_eq!(alg(true, 2), crate::Algorithm::Pipeline.into());
-        assert!(t.reads_root(Collective::Reduce));
+        assert_eq!(t.root_from(Collective::Reduce), Some(0));
+        assert_eq!(t.root_from(Collective::Allreduce), None);
+        // From the smallest size a rule reads the root at.
+        let t = Table::parse(
+            "[[reduce]]\nbytes = [1024, 4096]\nalgorithm = \"native\"\n[[reduce]]\nbytes = [131072, \"inf\"]\nroot = \"nonzero\"\nalgorithm = \"shm\"\n[[reduce]]\nbytes = [65536, \"inf\"]\nroot = \"zero\"\nalgorithm = \"pipeline\"\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(t.root_from(Collective::Reduce), Some(65536));
         // A rule for the non-blocking form only: the blocking call skips it.
         let t = Table::parse(
             "[[allreduce]]\nform = \"nonblocking\"\nalgorithm = \"shm\"\n[[allreduce]]\nalgorithm = \"native\"\n",

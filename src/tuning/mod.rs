@@ -365,11 +365,13 @@ impl Table {
             })
     }
 
-    /// Some rule of `coll` reads the root (`root = ...`).
-    pub fn reads_root(&self, coll: Collective) -> bool {
-        self.rules[coll.index()]
-            .iter()
-            .any(|r| r.cond.root_zero.is_some())
+    /// The smallest size at which a rule of `coll` reads the root (`root = ...`): below it
+    /// every root is decided as root 0 (nothing else in a table reads the root).
+    pub fn root_from(&self, coll: Collective) -> Option<usize> {
+        let rules = self.rules[coll.index()].iter();
+        rules
+            .filter_map(|r| r.cond.root_zero.map(|_| r.bytes.lo))
+            .min()
     }
 
     /// The byte bounds of the rules of `coll` that apply to `p` (finite ones, unsorted): the
