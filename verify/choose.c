@@ -1,7 +1,8 @@
 /* verify/choose.c: the library's decision for a grid of calls, as pcoll_last_algorithm reports
  * it after each call (rank 0 prints one line per call: `collective p bytes op algorithm`).
  * verify/choose.sh compares the lines with `pcoll-sim choose` for the same table.
- * Usage: choose <bytes> [<bytes> ...]   (message bytes; MPI_DOUBLE, a multiple of 8) */
+ * Usage: choose <bytes> [<bytes> ...]   (message bytes; MPI_DOUBLE, a multiple of 8)
+ * CHOOSE_ROOT=r in the environment: the reduces go to root r (default 0). */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -28,6 +29,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "choose: pcoll_last_algorithm not found (run with pcoll preloaded)\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+    const char *root_env = getenv("CHOOSE_ROOT");
+    int root = root_env ? atoi(root_env) % p : 0;
     MPI_Op user;
     MPI_Op_create(noncomm, 0, &user);
     int *counts = malloc(sizeof(int) * p), *displs = malloc(sizeof(int) * p);
@@ -45,7 +48,7 @@ int main(int argc, char **argv)
             for (int commute = 1; commute >= (c == 3 ? 1 : 0); commute--) {
                 MPI_Op op = commute ? MPI_SUM : user;
                 switch (c) {
-                case 0: MPI_Reduce(s, r, n, MPI_DOUBLE, op, 0, MPI_COMM_WORLD); break;
+                case 0: MPI_Reduce(s, r, n, MPI_DOUBLE, op, root, MPI_COMM_WORLD); break;
                 case 1: MPI_Allreduce(s, r, n, MPI_DOUBLE, op, MPI_COMM_WORLD); break;
                 case 2: MPI_Reduce_scatter(s, r, counts, MPI_DOUBLE, op, MPI_COMM_WORLD); break;
                 default:

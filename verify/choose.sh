@@ -26,6 +26,11 @@ bytes = [0, 4096]
 algorithm = "native"
 [[reduce]]
 p = 3
+bytes = ["64KiB", "inf"]
+root = "nonzero"
+algorithm = "binomial"
+[[reduce]]
+p = 3
 bytes = [4096, "1MiB"]
 algorithm = "greedy"
 [[allreduce]]
@@ -46,17 +51,19 @@ fails=0; checked=0
 # p = 1..5 with the table alone; then p = 3 again with environment overrides, which
 # pcoll-sim reads too: a forced algorithm that cannot serve non-commutative calls (fallback
 # to the model, with a warning), `model` forced over a table rule, a forced native; and p = 4
-# and 5 with every rank a node of its own (PCOLL_NODES=1; pcoll-sim --nodes p). Over nodes
+# and 5 with every rank a node of its own (PCOLL_NODES=1; pcoll-sim --nodes p); and p = 3
+# with the reduces at root 1 (a rule reads the root from 64 KiB; pcoll-sim --root 1). Over nodes
 # the MPICH-ABI MPIs stop at 1 MiB: their 4 ranks and more busy-poll the 2 cores, and the
 # 4 MiB calls took 17 of the 22 s of MPICH 5's p = 5 run (Open MPI's runs keep 4 MiB).
 ALL_SIZES=$SIZES
-for run in 1 2 3 4 5 env3 nodes4 nodes5; do
-  p=${run#env}; p=${p#nodes}
+for run in 1 2 3 4 5 env3 nodes4 nodes5 root3; do
+  p=${run#env}; p=${p#nodes}; p=${p#root}
   ENVV=(); SIMV=()
   SIZES=$ALL_SIZES
   [ "${run#nodes}" != "$run" ] && [ "$MPI_ABI" = mpich ] && SIZES=${ALL_SIZES% 4194304}
   [ "$run" = env3 ] && ENVV=(PCOLL_REDUCE=greedy PCOLL_ALLREDUCE=model PCOLL_ALLGATHERV=native PCOLL_FALLBACK=silent)
   [ "${run#nodes}" != "$run" ] && ENVV=(PCOLL_NODES=1) && SIMV=(--nodes $p)
+  [ "${run#root}" != "$run" ] && ENVV=(CHOOSE_ROOT=1) && SIMV=(--root 1)
   # More ranks than this machine's cores: the library finds its node crowded at MPI_Init.
   [ "$p" -gt "$(nproc)" ] && SIMV+=(--crowded)
   mpi_np $p
@@ -99,7 +106,7 @@ PY
   [ "$1" -ge $min ] || { echo "choose: FAIL (p=$p: only $1 decisions read, $min expected)"; echo "$got" | tail -3; exit 1; }
 done
 if [ $fails = 0 ]; then
-  echo "choose: PASS ($checked decisions at p = 1..5, with environment overrides and over nodes equal pcoll-sim choose)"
+  echo "choose: PASS ($checked decisions at p = 1..5, with environment overrides, over nodes and at root 1 equal pcoll-sim choose)"
   exit 0
 fi
 echo "choose: FAIL ($fails of $checked decisions differ from pcoll-sim choose)"

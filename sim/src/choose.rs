@@ -17,6 +17,8 @@ pub struct Cell {
     pub p: usize,
     pub bytes: usize,
     pub commutative: bool,
+    /// A reduce's or bcast's root (a table rule may read it: `root = "nonzero"`).
+    pub root: usize,
     pub decision: Decision,
     /// Segment bytes the algorithm uses (None: no segments).
     pub segment: Option<usize>,
@@ -79,20 +81,34 @@ pub fn cell(
     bytes: usize,
     commutative: bool,
 ) -> Result<Cell, String> {
-    cell_on(cfg, table, mpi, (coll, p, bytes, commutative), (0, false))
+    cell_on(
+        cfg,
+        table,
+        mpi,
+        (coll, p, bytes, commutative),
+        (0, false, 0),
+    )
 }
 
 /// [`cell`] on nodes of `ppn` consecutive ranks (0: nodes not given, one node; 1: every rank
 /// a node of its own, one level of network, where `shm` cannot serve, as in the library);
 /// `crowded`: some node runs more ranks than cores, as the library agrees at `MPI_Init`
-/// ([`Resolver::crowded`]).
+/// ([`Resolver::crowded`]); `root`: a reduce's or bcast's root (0 for the others).
 pub fn cell_on(
     cfg: &Config,
     table: &Table,
     mpi: Mpi,
     (coll, p, bytes, commutative): (Collective, usize, usize, bool),
-    (ppn, crowded): (usize, bool),
+    (ppn, crowded, root): (usize, bool, usize),
 ) -> Result<Cell, String> {
+    if root >= p && matches!(coll, Collective::Reduce | Collective::Bcast) {
+        return Err(format!("--root {root}: not a rank of p = {p}"));
+    }
+    let root = if matches!(coll, Collective::Reduce | Collective::Bcast) {
+        root
+    } else {
+        0
+    };
     let nodes = if ppn >= 1 {
         NodeShape::blocks(p, ppn)
     } else {
@@ -101,6 +117,7 @@ pub fn cell_on(
     let call = CallFacts {
         commutative,
         nodes,
+        root,
         ..CallFacts::new(coll, p, bytes)
     };
     let decision = Resolver::new(cfg, table, mpi)
@@ -139,6 +156,7 @@ pub fn cell_on(
         p,
         bytes,
         commutative,
+        root,
         decision,
         segment,
         prices: prices.into_iter().map(|(a, t)| (a.name(), t)).collect(),
@@ -190,6 +208,7 @@ pub fn to_json(c: &Cell, table: &Table, mpi: Mpi) -> Value {
         "p": c.p,
         "bytes": c.bytes,
         "op": if c.commutative { "commutative" } else { "noncommutative" },
+        "root": c.root,
         "algorithm": c.decision.algorithm.name(),
         "source": c.decision.source_label(table),
         "segment": c.segment,
@@ -238,6 +257,42 @@ pub fn table_row(c: &Cell, table: &Table) -> String {
 mod tests {
     use super::*;
 
+    /// Intel MPI's table reads the root from 128 KiB (its native reduce to another root is
+    /// another algorithm): `shm` unraced there, raced at root 0; below it both roots alike.
+    #[test]
+    fn a_rule_that_reads_the_root_shows_at_that_root() {
+        let table = Table::builtin_for(Mpi::IntelMpi);
+        let cfg = Config::default();
+        let at = |bytes, root| {
+            cell_on(
+                &cfg,
+                &table,
+                Mpi::IntelMpi,
+                (Collective::Reduce, 2, bytes, true),
+                (0, false, root),
+            )
+            .unwrap()
+            .decision
+        };
+        let (zero, one) = (at(1 << 20, 0), at(1 << 20, 1));
+        assert_eq!(one.algorithm, pcoll::Algorithm::Shm.into());
+        assert!(
+            zero.source != one.source,
+            "{:?} / {:?}",
+            zero.source,
+            one.source
+        );
+        assert_eq!(at(8, 0).algorithm, at(8, 1).algorithm);
+        assert!(cell_on(
+            &cfg,
+            &table,
+            Mpi::IntelMpi,
+            (Collective::Reduce, 2, 8, true),
+            (0, false, 2)
+        )
+        .is_err());
+    }
+
     /// Four nodes of one rank each (`--nodes 4` at p = 4): `shm` can neither be chosen nor
     /// priced, as in the library, whose `shm` needs the communicator on one node; without
     /// nodes the same cell takes it (the built-in MPICH table's rule).
@@ -246,9 +301,9 @@ mod tests {
         let table = Table::builtin_for(Mpi::Mpich);
         let cfg = Config::default();
         let call = (Collective::Reduce, 4, 1 << 20, true);
-        let one = cell_on(&cfg, &table, Mpi::Mpich, call, (0, false)).unwrap();
+        let one = cell_on(&cfg, &table, Mpi::Mpich, call, (0, false, 0)).unwrap();
         assert_eq!(one.decision.algorithm, pcoll::Algorithm::Shm.into());
-        let four = cell_on(&cfg, &table, Mpi::Mpich, call, (1, false)).unwrap();
+        let four = cell_on(&cfg, &table, Mpi::Mpich, call, (1, false, 0)).unwrap();
         assert_ne!(four.decision.algorithm, pcoll::Algorithm::Shm.into());
         assert!(
             four.prices.iter().all(|(a, _)| *a != "shm"),

@@ -128,6 +128,9 @@ enum Cmd {
         /// model's pcoll picks below 4 KiB go native there.
         #[arg(long)]
         crowded: bool,
+        /// The root of reduce and bcast (a table rule may read it: `root = "nonzero"`).
+        #[arg(long, default_value_t = 0)]
+        root: usize,
     },
     /// Predicted time against p for each collective at 8 B, 64 KiB and 16 MiB: every pcoll
     /// algorithm, native's own algorithm and the decision, as an SVG (one panel per cell).
@@ -179,7 +182,7 @@ fn choose_cmd(
     bytes: &str,
     op: &str,
     format: &str,
-    (ppn, nodes, crowded): (usize, usize, bool),
+    (ppn, nodes, crowded, root): (usize, usize, bool, usize),
 ) {
     let table = choose::load_table(table, mpi).unwrap_or_else(|e| fail(e));
     let cfg = env_config();
@@ -205,8 +208,14 @@ fn choose_cmd(
         for &p in &ps {
             for &b in &sizes {
                 let k = if nodes > 0 { p.div_ceil(nodes) } else { ppn };
-                let c = choose::cell_on(&cfg, &table, mpi, (coll, p, b, commutative), (k, crowded))
-                    .unwrap_or_else(|e| fail(e));
+                let c = choose::cell_on(
+                    &cfg,
+                    &table,
+                    mpi,
+                    (coll, p, b, commutative),
+                    (k, crowded, root),
+                )
+                .unwrap_or_else(|e| fail(e));
                 if format == "json" {
                     println!("{}", choose::to_json(&c, &table, mpi));
                 } else {
@@ -264,6 +273,7 @@ fn main() {
             ppn,
             nodes,
             crowded,
+            root,
         } => choose_cmd(
             &table,
             mpi,
@@ -272,7 +282,7 @@ fn main() {
             &bytes,
             &op,
             &format,
-            (ppn, nodes, crowded),
+            (ppn, nodes, crowded, root),
         ),
         Cmd::Scale {
             table,
