@@ -426,11 +426,23 @@ fn room(p: usize, bytes: usize) -> bool {
     }
 }
 
-/// Why this rank refuses a window of `p` segments of `bytes` (None: it does not): /dev/shm
-/// without room for them ([`room`]), or this process's windows at `PCOLL_SHM_LIMIT` (`held`:
-/// its segment was reserved in the [`budget`]).
-fn refusal(p: usize, bytes: usize, held: bool) -> Option<&'static str> {
-    if !room(p, bytes) {
+/// Why this rank refuses a window of `p` segments of `bytes` (None: it does not): `shm`
+/// turned off, its ranks not sharing memory (`apart`, the reason), /dev/shm without room for
+/// the segments ([`room`]), or this process's windows at `PCOLL_SHM_LIMIT` (`held`: its
+/// segment was reserved in the [`budget`]). One rank needs no window.
+fn refusal(
+    s: &Settings,
+    apart: Option<&'static str>,
+    (p, bytes): (usize, usize),
+    held: bool,
+) -> Option<&'static str> {
+    if !s.on {
+        Some("turned off (PCOLL_SHM=0)")
+    } else if apart.is_some() {
+        apart
+    } else if p == 1 {
+        None
+    } else if !room(p, bytes) {
         Some("/dev/shm lacks room for the window (PCOLL_SHM_BYTES)")
     } else if !held {
         Some("this process's shared windows would pass PCOLL_SHM_LIMIT")
@@ -469,13 +481,8 @@ pub fn create(shadow: MPI_Comm, p: usize, rank: usize) -> Option<Box<Win>> {
     let one_node = split && ok(unsafe { PMPI_Comm_size(node, &mut nsize) }) && nsize as usize == p;
     let (bytes, slots) = s.layout(p);
     let held = budget::reserve(bytes + PAGE);
-    let why = if !s.on {
-        Some("turned off (PCOLL_SHM=0)")
-    } else if !one_node {
-        Some("the communicator spans several nodes")
-    } else {
-        refusal(p, bytes, held.is_some())
-    };
+    let apart = (!one_node).then_some("the communicator spans several nodes");
+    let why = refusal(s, apart, (p, bytes), held.is_some());
     if !agree(shadow, why.is_none()) {
         warn_once(why.unwrap_or(ANOTHER));
         if split {
@@ -542,15 +549,8 @@ pub fn create_node(
     };
     let (bytes, slots) = s.layout(k);
     let held = (k > 1).then(|| budget::reserve(bytes + PAGE)).flatten();
-    let why = if !s.on {
-        Some("turned off (PCOLL_SHM=0)")
-    } else if !one {
-        Some("a node of pcoll's grouping does not share memory (PCOLL_NODES)")
-    } else if k == 1 {
-        None
-    } else {
-        refusal(k, bytes, held.is_some())
-    };
+    let apart = (!one).then_some("a node of pcoll's grouping does not share memory (PCOLL_NODES)");
+    let why = refusal(s, apart, (k, bytes), held.is_some());
     if !agree(shadow, why.is_none()) {
         warn_once(why.unwrap_or(ANOTHER));
         free(node);
