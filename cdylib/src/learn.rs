@@ -72,10 +72,20 @@ fn cell_of(g: &'static Global, call: &CallFacts) -> Option<(CellKey, bool)> {
     (g.races && core::raced(&r, call)).then_some((key, false))
 }
 
+/// [`cell_of`] for a call no native defect keeps away from native (that call is the
+/// resolver's: every rank knows the defect).
+fn learner_cell(
+    g: &'static Global,
+    call: &CallFacts,
+    nf: &dyn NativeFacts,
+) -> Option<(CellKey, bool)> {
+    cell_of(g, call).filter(|_| defects::fired(g.mpi, call, nf).is_none())
+}
+
 /// The call's cell races native against the rule's algorithm (not `PCOLL_LEARN`'s cell), and
-/// no native defect keeps the call away from native (as [`step`] checks).
+/// no native defect keeps the call away from native.
 pub fn races(g: &'static Global, call: &CallFacts, nf: &dyn NativeFacts) -> bool {
-    matches!(cell_of(g, call), Some((_, false))) && defects::fired(g.mpi, call, nf).is_none()
+    matches!(learner_cell(g, call, nf), Some((_, false)))
 }
 
 /// The verdict of the call's cell on `comm` for a fast path (no MPI call, nothing counted:
@@ -201,11 +211,7 @@ pub fn step(
     call: &mut CallFacts,
     nf: &dyn NativeFacts,
 ) -> Option<Stepped> {
-    let (key, full) = cell_of(g, call)?;
-    // A call native must be kept away from is the resolver's (every rank knows the defect).
-    if defects::fired(g.mpi, call, nf).is_some() {
-        return None;
-    }
+    let (key, full) = learner_cell(g, call, nf)?;
     let st = comm::state(comm, call.p, rank).ok()?;
     let mut cells = st.learn.lock();
     if let std::collections::hash_map::Entry::Vacant(e) = cells.entry(key) {

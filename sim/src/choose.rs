@@ -101,14 +101,10 @@ pub fn cell_on(
     (coll, p, bytes, commutative): (Collective, usize, usize, bool),
     (ppn, crowded, root): (usize, bool, usize),
 ) -> Result<Cell, String> {
-    if root >= p && matches!(coll, Collective::Reduce | Collective::Bcast) {
+    let root = if coll.has_root() { root } else { 0 };
+    if root >= p {
         return Err(format!("--root {root}: not a rank of p = {p}"));
     }
-    let root = if matches!(coll, Collective::Reduce | Collective::Bcast) {
-        root
-    } else {
-        0
-    };
     let nodes = if ppn >= 1 {
         NodeShape::blocks(p, ppn)
     } else {

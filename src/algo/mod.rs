@@ -57,6 +57,10 @@ impl Collective {
             Collective::ReduceScatterBlock => "reduce_scatter_block",
         }
     }
+    /// The collective has a root (reduce, bcast).
+    pub fn has_root(self) -> bool {
+        matches!(self, Collective::Reduce | Collective::Bcast)
+    }
     /// Environment variable that forces an algorithm for this collective.
     pub fn env_var(self) -> &'static str {
         match self {

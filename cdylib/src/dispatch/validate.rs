@@ -213,7 +213,7 @@ fn valid(
         coll: a.coll,
         p,
         rank,
-        root: if matches!(a.coll, Collective::Reduce | Collective::Bcast) {
+        root: if a.coll.has_root() {
             a.root as usize
         } else {
             0
