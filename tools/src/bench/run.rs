@@ -1,7 +1,8 @@
 //! The measurement engine: native and pcoll variants of one case, INTERLEAVED in one process
-//! (forward then reverse order per iteration, ABBA), a barrier before every timed call, each
-//! repetition's time the MAXIMUM over ranks (MPI-NOTES.md "Timing on 2 cores": separate runs
-//! differ by up to 2x; alternation inside one process makes ratios trustworthy).
+//! (forward then reverse order per iteration, ABBA, and BAAB the next), a barrier before every
+//! timed call, each repetition's time the MAXIMUM over ranks (MPI-NOTES.md "Timing on 2
+//! cores": separate runs differ by up to 2x; alternation inside one process makes ratios
+//! trustworthy).
 
 use super::case::{select, Case, Variant};
 use super::mpi;
@@ -218,15 +219,18 @@ fn iterations(o: &Opts, est: f64) -> usize {
     iters
 }
 
-/// `iters` timed ABBA iterations: every variant's 2·iters times (max over ranks), variant
+/// `iters` timed ABBA / BAAB iterations: every variant's 2·iters times (max over ranks), variant
 /// after variant, and its MPI errors (summed over ranks).
 fn timed(case: &mut Case, active: &[(Variant, Algorithm)], iters: usize) -> (Vec<f64>, Vec<i64>) {
     let (comm, nv) = (case.comm, active.len());
     let mut samples = vec![Vec::with_capacity(2 * iters); nv];
     let mut errs = vec![0i64; nv];
-    let order: Vec<usize> = (0..nv).chain((0..nv).rev()).collect();
-    for _ in 0..iters {
-        for &k in &order {
+    // ABBA, then BAAB: each variant takes both ends and both middles alike (with ABBA alone
+    // the middle positions read slower in cold sub-us cells, the same call on both sides).
+    let abba: Vec<usize> = (0..nv).chain((0..nv).rev()).collect();
+    let baab: Vec<usize> = (0..nv).rev().chain(0..nv).collect();
+    for i in 0..iters {
+        for &k in if i % 2 == 0 { &abba } else { &baab } {
             let v = active[k].0;
             select(case.coll, v);
             case.rotate();
