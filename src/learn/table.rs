@@ -213,6 +213,10 @@ impl Record {
             Some((_, None)) => {
                 s.push_str("\nits confirmation did not finish before the run ended")
             }
+            None if self.winner != 0 => s.push_str(&format!(
+                "\nkept unconfirmed: at most 1/{} of native's time, explored in blocks",
+                super::CLEAR_WIN
+            )),
             None => {}
         }
         match self.raced_alg() {

@@ -374,6 +374,56 @@ fn blocked_exploration_times_each_candidate_after_its_own_calls() {
     assert_eq!(rr.explore_calls(), 12);
 }
 
+/// An exploration in blocks keeps a pcoll winner of at most half native's time unconfirmed
+/// (native at least `CLEAR_MIN_NS`), where `clear_wins` is on; every other pcoll winner is
+/// confirmed.
+#[test]
+fn clear_wins_of_blocked_explorations_skip_the_confirmation() {
+    use Algorithm::*;
+    let half = CLEAR_MIN_NS / CLEAR_WIN;
+    // (agreed, block, clear_wins, incumbent, confirmed?)
+    let cases = [
+        (vec![CLEAR_MIN_NS, half], 4, true, true, false),
+        (vec![CLEAR_MIN_NS, half], 4, true, false, false),
+        (
+            vec![4 * CLEAR_MIN_NS, 2 * CLEAR_MIN_NS + 1],
+            4,
+            true,
+            true,
+            true,
+        ),
+        (vec![CLEAR_MIN_NS - 2, half - 1], 4, true, true, true),
+        (vec![CLEAR_MIN_NS, half], 4, false, true, true),
+        (vec![CLEAR_MIN_NS, half], 1, true, true, true),
+    ];
+    for (agreed, block, on, incumbent, confirmed) in cases {
+        let mut c = Cell::new(cands(&[Native, Shm]), 5)
+            .blocked(block)
+            .clear_wins(on);
+        if incumbent {
+            c = c.incumbent();
+        }
+        while c.step() != Step::Agree {}
+        let what = format!("{agreed:?} block {block} clear_wins {on} incumbent {incumbent}");
+        assert_eq!(c.settle(agreed, 0.1, true), 1, "{what}");
+        assert_eq!(c.confirm.is_some(), confirmed, "{what}");
+        assert_eq!(c.decided().is_none(), confirmed, "{what}");
+        if !confirmed {
+            assert_eq!(c.step(), Step::Settled(1), "{what}");
+            let rec = table::Record::of(c_key(), &c, 0.1).unwrap();
+            assert_eq!((rec.winner, rec.confirm), (1, None));
+            assert!(rec.note().contains("kept unconfirmed"), "{}", rec.note());
+        }
+    }
+    // A native winner is never confirmed, clear or not.
+    let mut c = Cell::new(cands(&[Native, Shm]), 5)
+        .blocked(4)
+        .clear_wins(true);
+    while c.step() != Step::Agree {}
+    assert_eq!(c.settle(vec![half, CLEAR_MIN_NS], 0.1, true), 0);
+    assert!(c.confirm.is_none() && c.decided().is_some());
+}
+
 /// A raced cell is raced again after `racing_again` calls of its winner, counted by `step`
 /// and by the paths that run it without `step` alike; the period doubles while the winner
 /// stays and starts over when it changes; 0 never races again.
