@@ -340,9 +340,7 @@ fn new_cell(
         names.join(", ")
     );
     let timed = key.map_or(params.timed, |k| params.timed_for(&k));
-    // Clear wins unconfirmed, not on a crowded node (agreed), where a block of native calls
-    // can fall in another rank's time slice.
-    let cell = Cell::new(cands, timed).clear_wins(!crate::nodes::crowded());
+    let cell = Cell::new(cands, timed).crowded(crate::nodes::crowded());
     // From `HUGE_CELL` a call passes every slot of the window: blocks of 4 again.
     let long = key.is_some_and(|k| (LONG_BLOCK_BYTES..core::HUGE_CELL).contains(&k.bytes().0));
     let block = if long { LONG_BLOCK } else { RACE_BLOCK };

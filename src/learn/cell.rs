@@ -3,7 +3,7 @@
 //! [`super`]).
 
 use super::{
-    confirm_calls, lower_quartile, race_winner, winner, Candidate, CLEAR_MIN_NS, CLEAR_WIN,
+    confirm_calls, lower_quartile, median, race_winner, winner, Candidate, CLEAR_MIN_NS, CLEAR_WIN,
     CONFIRM_BLOCK, CONFIRM_NATIVE, RACE_AGAIN_GROWTH,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -113,8 +113,8 @@ pub struct Cell {
     /// Exploration in blocks of this many consecutive calls of one candidate, the first not
     /// timed ([`Cell::blocked`]); 1: the candidates rotate call by call.
     pub block: u64,
-    /// A clear winner of an exploration in blocks is kept unconfirmed ([`Cell::clear_wins`]).
-    pub clear_wins: bool,
+    /// The cell is on a node with more ranks than cores ([`Cell::crowded`]).
+    pub crowded: bool,
 }
 
 impl Cell {
@@ -138,7 +138,7 @@ impl Cell {
             raced_rule: false,
             incumbent: false,
             block: 1,
-            clear_wins: false,
+            crowded: false,
             settled: Arc::new(AtomicU64::new(0)),
             until: u64::MAX,
             again: (0, 0),
@@ -227,19 +227,27 @@ impl Cell {
         self
     }
 
-    /// A pcoll winner of an exploration in blocks that took at most 1 / [`CLEAR_WIN`] of
-    /// native's time (native at least [`CLEAR_MIN_NS`]) is kept without confirmation, if `on`
-    /// (agreed: the library turns it off on a node with more ranks than cores, where a block
-    /// of native calls can fall in another rank's time slice).
-    pub fn clear_wins(mut self, on: bool) -> Cell {
-        self.clear_wins = on;
+    /// The cell is on a node with more ranks than cores, if `on` (agreed at `MPI_Init`): each
+    /// rank's time of a candidate is the median of its timed calls, not the lower quartile,
+    /// and every pcoll winner is confirmed, clear ([`CLEAR_WIN`]) or not. With ranks taking
+    /// turns on the cores a call's time is where the time slices fell, and `shm`'s luckiest
+    /// calls (every rank on a core at once) are far below its typical one: Intel MPI, 4 ranks
+    /// on 2 cores, reduce_scatter 128 KiB, a race's lower quartiles `shm` 11.5 us against
+    /// native's 18.6, whereupon the A/B's medians read 1.10x native. By medians, `verify/ab.c`
+    /// at p = 4, 100 iterations (session 42): six collectives at 4 KiB-1 MiB, two processes
+    /// each, Intel MPI: cells above 1.2x native 13 -> 0; every collective 8 B-8 MiB hot and
+    /// cold, one process: Intel MPI 9 -> 3 (5 -> 1 from 4 KiB, where races are), Open MPI 4.1
+    /// 2 -> 0. A block of native calls can also fall in another rank's time slice at once.
+    pub fn crowded(mut self, on: bool) -> Cell {
+        self.crowded = on;
         self
     }
 
-    /// Is candidate `w` a clear winner by the agreed times ([`Cell::clear_wins`])?
+    /// Is candidate `w` a clear winner by the agreed times ([`CLEAR_WIN`]), to be kept
+    /// unconfirmed (never on a crowded node)?
     fn clear_win(&self, agreed: &[u64], w: usize) -> bool {
         let native = agreed[0];
-        self.clear_wins
+        !self.crowded
             && self.block > 1
             && native >= CLEAR_MIN_NS
             && agreed[w].saturating_mul(CLEAR_WIN) <= native
@@ -311,15 +319,16 @@ impl Cell {
         }
     }
 
-    /// This rank's time per candidate: the lower quartile of its timed calls (nanoseconds;
-    /// `u64::MAX` for one never timed).
+    /// This rank's time per candidate: the lower quartile of its timed calls, the median on a
+    /// crowded node ([`Cell::crowded`]) (nanoseconds; `u64::MAX` for one never timed).
     pub fn times(&self) -> Vec<u64> {
-        self.samples.iter().map(|s| lower_quartile(s)).collect()
+        let of: fn(&[u64]) -> u64 = if self.crowded { median } else { lower_quartile };
+        self.samples.iter().map(|s| of(s)).collect()
     }
 
     /// Fix the outcome of an agreement from the agreed times (the same on every rank); the
     /// winner's index (the candidate this call runs). The exploration's agreement starts the
-    /// confirmation if the winner is pcoll's, not a clear one ([`Cell::clear_wins`]), and
+    /// confirmation if the winner is pcoll's, not a clear one ([`CLEAR_WIN`]), and
     /// `confirm` is on; the confirmation's keeps
     /// that winner only if it still beats native ([`winner`] of the two; a race's cell,
     /// [`Cell::incumbent`], decides both by [`race_winner`]).

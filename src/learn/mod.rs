@@ -30,7 +30,7 @@
 //! another algorithm's traffic: Intel MPI's native reduce at 512 KiB measured 214-322 us
 //! between `binomial` calls in an IMB loop, 54 us back to back, where `binomial` took 228).
 //! An exploration in blocks that found a pcoll winner at most half native's time keeps it
-//! unconfirmed ([`Cell::clear_wins`], [`CLEAR_WIN`]).
+//! unconfirmed ([`CLEAR_WIN`]), unless the node is crowded ([`Cell::crowded`]).
 //!
 //! Why the lower quartile and not the median: interference only ever adds time, and on a
 //! loaded node it hits more than half of a few calls (a descheduled rank of a busy-polling
@@ -49,7 +49,7 @@ pub mod table;
 mod verdict;
 
 pub use cell::{Cell, Confirm, Outcome, Step, Tally};
-pub use verdict::{confirm_calls, lower_quartile, race_winner, winner, RACE_PCOLL_COST_NS};
+pub use verdict::{confirm_calls, lower_quartile, median, race_winner, winner, RACE_PCOLL_COST_NS};
 
 use crate::algo::{Algorithm, Collective};
 use crate::decide::model::{node_prices, prices};
@@ -92,7 +92,7 @@ pub const CONFIRM_BLOCK: u64 = 8;
 pub const CONFIRM_BLOCKED: u64 = 4;
 /// Native calls at the end of each confirmation block (a quarter of the calls).
 pub const CONFIRM_NATIVE: u64 = 2;
-/// A pcoll winner of an exploration in blocks ([`Cell::clear_wins`]) at most 1 / `CLEAR_WIN`
+/// A pcoll winner of an exploration in blocks ([`Cell::blocked`]) at most 1 / `CLEAR_WIN`
 /// of native's time, native taking at least [`CLEAR_MIN_NS`], is kept without confirmation.
 /// Blocks already time each candidate after a call of its own (what the confirmation guards
 /// against in a call-by-call exploration), and a confirmation runs native on 8 of its 32

@@ -188,10 +188,15 @@ impl Record {
             format!("1 warm-up + {} timed calls each", self.timed)
         };
         let mut s = format!(
-            "{}: {} calls explored ({} candidates, {how}); lower quartiles (slowest rank): {}; margin {:.0}% and {:.1} us: {} ({:.2}x native)",
+            "{}: {} calls explored ({} candidates, {how}); {} (slowest rank): {}; margin {:.0}% and {:.1} us: {} ({:.2}x native)",
             self.key.describe(),
             self.calls,
             self.cands.len(),
+            if self.crowded {
+                "medians (a crowded node)"
+            } else {
+                "lower quartiles"
+            },
             meds.join(", "),
             100.0 * self.margin,
             super::MIN_GAIN_NS as f64 / 1e3,

@@ -364,6 +364,9 @@ fn near_native_winners_of_a_crowded_run_stay_native() {
     assert_eq!(crowded.near(), None);
     assert_eq!(crowded.raced_alg(), None);
     assert!(!crowded.note().contains("within"), "{}", crowded.note());
+    // Its times were each rank's medians (`Cell::crowded`), and its note says so.
+    assert!(crowded.note().contains("medians (a crowded node)"));
+    assert!(near.note().contains("lower quartiles"), "{}", near.note());
     // From 64 KiB (octave 16) a crowded run's close native winners are raced as anywhere.
     let large = Record {
         crowded: true,

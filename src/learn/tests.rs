@@ -354,8 +354,8 @@ fn blocked_exploration_times_each_candidate_after_its_own_calls() {
         assert_eq!(*s, want, "call {n}");
     }
     assert_eq!(c.step(), Step::Agree);
-    // A pcoll winner is confirmed as in round-robin cells.
-    assert_eq!(c.settle(vec![100_000, 50_000], 0.1, true), 1);
+    // A pcoll winner (not a clear one) is confirmed as in round-robin cells.
+    assert_eq!(c.settle(vec![100_000, 60_000], 0.1, true), 1);
     assert!(c.outcome.is_none() && c.confirm.is_some());
     assert_eq!(
         c.step(),
@@ -375,13 +375,13 @@ fn blocked_exploration_times_each_candidate_after_its_own_calls() {
 }
 
 /// An exploration in blocks keeps a pcoll winner of at most half native's time unconfirmed
-/// (native at least `CLEAR_MIN_NS`), where `clear_wins` is on; every other pcoll winner is
+/// (native at least `CLEAR_MIN_NS`), unless the node is crowded; every other pcoll winner is
 /// confirmed.
 #[test]
 fn clear_wins_of_blocked_explorations_skip_the_confirmation() {
     use Algorithm::*;
     let half = CLEAR_MIN_NS / CLEAR_WIN;
-    // (agreed, block, clear_wins, incumbent, confirmed?)
+    // (agreed, block, not crowded, incumbent, confirmed?)
     let cases = [
         (vec![CLEAR_MIN_NS, half], 4, true, true, false),
         (vec![CLEAR_MIN_NS, half], 4, true, false, false),
@@ -399,12 +399,15 @@ fn clear_wins_of_blocked_explorations_skip_the_confirmation() {
     for (agreed, block, on, incumbent, confirmed) in cases {
         let mut c = Cell::new(cands(&[Native, Shm]), 5)
             .blocked(block)
-            .clear_wins(on);
+            .crowded(!on);
         if incumbent {
             c = c.incumbent();
         }
         while c.step() != Step::Agree {}
-        let what = format!("{agreed:?} block {block} clear_wins {on} incumbent {incumbent}");
+        let what = format!(
+            "{agreed:?} block {block} crowded {} incumbent {incumbent}",
+            !on
+        );
         assert_eq!(c.settle(agreed, 0.1, true), 1, "{what}");
         assert_eq!(c.confirm.is_some(), confirmed, "{what}");
         assert_eq!(c.decided().is_none(), confirmed, "{what}");
@@ -418,10 +421,40 @@ fn clear_wins_of_blocked_explorations_skip_the_confirmation() {
     // A native winner is never confirmed, clear or not.
     let mut c = Cell::new(cands(&[Native, Shm]), 5)
         .blocked(4)
-        .clear_wins(true);
+        .crowded(false);
     while c.step() != Step::Agree {}
     assert_eq!(c.settle(vec![half, CLEAR_MIN_NS], 0.1, true), 0);
     assert!(c.confirm.is_none() && c.decided().is_some());
+}
+
+/// Each rank's time of a candidate is the lower quartile of its timed calls, the median on a
+/// crowded node.
+#[test]
+fn crowded_cells_time_candidates_by_their_median() {
+    use Algorithm::*;
+    // Native steady at 10 us; shm fast in its luckiest calls only.
+    let (nat, shm) = (
+        [10_000u64; 6],
+        [3_000u64, 3_000, 20_000, 20_000, 20_000, 20_000],
+    );
+    for (crowded, want, won) in [
+        (false, vec![10_000, 3_000], 1),
+        (true, vec![10_000, 20_000], 0),
+    ] {
+        let mut c = Cell::new(cands(&[Native, Shm]), 5)
+            .blocked(4)
+            .crowded(crowded)
+            .incumbent();
+        for (n, s) in nat.iter().zip(&shm) {
+            c.record(0, *n);
+            c.record(1, *s);
+        }
+        assert_eq!(c.times(), want, "crowded {crowded}");
+        assert_eq!(race_winner(&c.times()), won);
+    }
+    assert_eq!(median(&[4, 1, 3, 2]), 2);
+    assert_eq!(median(&[5, 1, 3]), 3);
+    assert_eq!(median(&[]), u64::MAX);
 }
 
 /// A raced cell is raced again after `racing_again` calls of its winner, counted by `step`
@@ -443,7 +476,8 @@ fn raced_cells_race_again_counting_every_winner_call() {
         c.settle(agreed, 0.1, true)
     };
     let slow_shm = || vec![100_000, 200_000];
-    let fast_shm = || vec![100_000, 50_000];
+    // 0.6x: a win, not a clear one (kept only after its confirmation).
+    let fast_shm = || vec![100_000, 60_000];
     let mut c = Cell::new(cands(&[Native, Shm]), 5)
         .blocked(4)
         .racing_again(8);

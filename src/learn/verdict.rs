@@ -1,16 +1,27 @@
-//! The arithmetic of a cell's decisions: each rank's time per candidate (the lower quartile),
+//! The arithmetic of a cell's decisions: each rank's time per candidate (the lower quartile,
+//! the median on a crowded node),
 //! the winner of an agreement (learning's and a race's), and the confirmation's length.
 use super::{CONFIRM_BLOCK, CONFIRM_BLOCKED, CONFIRM_ROUNDS, MIN_GAIN_NS};
 
 /// The lower quartile of `v`: its `(n - 1) / 4`-th smallest value (the best of 1-4 calls,
 /// the second best of 5-8, ...; `u64::MAX` for none).
 pub fn lower_quartile(v: &[u64]) -> u64 {
+    smallest_at(v, |n| (n - 1) / 4)
+}
+
+/// The (lower) median of `v`: its `(n - 1) / 2`-th smallest value (`u64::MAX` for none).
+pub fn median(v: &[u64]) -> u64 {
+    smallest_at(v, |n| (n - 1) / 2)
+}
+
+/// The `at(n)`-th smallest of the `n` values of `v` (`u64::MAX` for none).
+fn smallest_at(v: &[u64], at: fn(usize) -> usize) -> u64 {
     if v.is_empty() {
         return u64::MAX;
     }
     let mut s = v.to_vec();
     s.sort_unstable();
-    s[(s.len() - 1) / 4]
+    s[at(s.len())]
 }
 
 /// [`Cell::confirm_calls`](super::Cell::confirm_calls) of a cell explored in blocks of `block` with `timed` timed calls
