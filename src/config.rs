@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | `PCOLL_TUNING` | path of a `tuning.toml` | the built-in table |
 //! | `PCOLL_REDUCE`, `PCOLL_ALLREDUCE`, `PCOLL_REDUCE_SCATTER`, `PCOLL_ALLGATHERV` | an algorithm available for that collective, or `model` | not forced |
-//! | `PCOLL_SEGMENT` | segment bytes > 0 (`16384`, `64KiB`, ...) | rule's segment, else the algorithm's choice (a run-time segment, [`Overrides`], ranks above) |
+//! | `PCOLL_SEGMENT` | segment bytes > 0 (`16384`, `64KiB`, ...) | rule's segment, else the algorithm's choice (a run-time segment, [`Overrides`](crate::decide::Overrides), ranks above) |
 //! | `PCOLL_CHUNK` | chunk bytes, `0` = off (`3840`, `7680`, `8KiB`, ...) | the MPI library's default |
 //! | `PCOLL_CHUNK_MAX` | largest message split into chunks, bytes | the MPI library's default; 4 chunks for bcast/allgather(v) on one node |
 //! | `PCOLL_FALLBACK` | `silent`, `warn`, `error` | `warn` |

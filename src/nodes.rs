@@ -100,7 +100,7 @@ impl Layout {
         }
         Layout { node_of, members }
     }
-    /// Consecutive blocks of the given sizes (node 0 = ranks 0..sizes[0], ...).
+    /// Consecutive blocks of the given sizes (node 0 = ranks `0..sizes[0]`, ...).
     pub fn from_sizes(sizes: &[usize]) -> Layout {
         let keys: Vec<usize> = sizes
             .iter()

@@ -6,7 +6,7 @@
 //! buffer (two per child: segments alternate between them), folded in the children's order,
 //! and sent on as soon as the last child's segment is in. A node posts the receives of
 //! segment j+1 before it sends segment j, so the send of j and the receives of j+1 overlap;
-//! at most two sends are in flight. A leaf streams its input ([`stream`]). The tree's end may
+//! at most two sends are in flight. A leaf streams its input (`stream`). The tree's end may
 //! forward each finished segment to the root (`forward_to`, non-commutative ops at a root the
 //! rank-ordered tree cannot end at), which then receives it into `Out` (`final_from`).
 //!

@@ -294,9 +294,9 @@ impl Record {
 /// 478 us against `shm`'s 557, 1.17x, where the plain run measured `shm` at 0.66x native),
 /// so a learned native that close is a missed win in the next process as often as not.
 pub const NEAR_FACTOR: f64 = 1.2;
-/// ... for cells whose native took at least this long: a raced cell that settles native
-/// pays the Rust path on every call outside the native gate's memo (reduce and allreduce
-/// only; [`super::RACE_NATIVE_COST_NS`], ~0.3 us: at most 1.5% of 20 us).
+/// ... for cells whose native took at least this long. Chosen when a raced cell settled
+/// native paid the Rust path on every call (~0.3 us: at most 1.5% of 20 us); since session 32
+/// such calls are forwarded from the C gate's memo at the MPI's own cost; the floor was kept.
 pub const NEAR_MIN_NS: u64 = 20_000;
 
 /// `greedy`, `greedy (segment 64KiB)`.

@@ -31,7 +31,7 @@ impl Sample {
 /// estimate comes out negative (the others are then refitted).
 ///
 /// Then the ping-pongs are split in two regimes at the crossover `m = α/β`, where the two
-/// terms are equal ([`fit_regimes`]): β is the slope of the bandwidth-bound samples
+/// terms are equal (`fit_regimes`): β is the slope of the bandwidth-bound samples
 /// (ordinary least squares, so the largest messages decide it: the per-byte cost of a long
 /// transfer), α the relative fit of the latency-bound ones (and every other row) with that β.
 /// On a link that follows `α + β·m` at every size both fits agree; on one that does not — a

@@ -412,7 +412,7 @@ impl Transport for SimTransport {
         Ok(())
     }
     /// Simulated by messages (an independent stand-in for the shared window's protocol):
-    /// see [`SimTransport::node_reduce`] and the others.
+    /// see `SimTransport::node_reduce` and the others.
     fn node(&mut self, members: &[usize], step: &NodeStep) -> Result<(), Error> {
         let me = self.member(members)?;
         match step {

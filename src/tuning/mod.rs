@@ -46,7 +46,7 @@
 //! * Rules may overlap partially (first match decides), but a rule that can never match
 //!   because earlier rules of the same collective cover all of its cells is an error.
 //! * A cell without a rule is decided by the model, as if a last rule said `model`
-//!   ([`crate::decide::resolve`]). Measured rules should cover only the `p` that was
+//!   ([`Resolver::resolve`](crate::decide::Resolver::resolve)). Measured rules should cover only the `p` that was
 //!   measured and leave the rest to the model: a table never extrapolates.
 //! * Comments are free; the auto-tuner writes the measurement behind each rule above it.
 //!

@@ -28,7 +28,7 @@
 //!   `src/mpi/comm/commutil.c` (hierarchy kinds) and the algorithm files under
 //!   `src/mpi/coll/{allreduce,reduce,reduce_scatter,allgatherv}/`.
 //!
-//! The rules: Open MPI's fixed decision tables in [`ompi`], MPICH's selection in [`mpich`].
+//! The rules: Open MPI's fixed decision tables in `ompi`, MPICH's selection in `mpich`.
 //!
 //! # Assumptions and approximations
 //!
@@ -46,7 +46,7 @@
 //! * MPICH's recursive-doubling reduce_scatter on non-powers of two omits its extra
 //!   `nprocs_completed` sends (the MPICH comment's own cost formula, with ⌈log2 p⌉ rounds).
 //! * Open MPI's split binary and scatter-allgather bcasts: approximate closed forms.
-//! * MPI_Bcast, MPI_Allgather, MPI_Reduce_scatter_block: see [`family`].
+//! * MPI_Bcast, MPI_Allgather, MPI_Reduce_scatter_block: see `family`.
 
 mod family;
 mod mpich;
