@@ -59,7 +59,7 @@ pub enum Step {
 pub struct Outcome {
     /// Index of the winner among the candidates.
     pub winner: usize,
-    /// Agreed times (the maximum over ranks of each rank's lower quartile), nanoseconds.
+    /// Agreed times (the maximum over ranks of each rank's [`Cell::times`]), nanoseconds.
     pub agreed: Vec<u64>,
 }
 

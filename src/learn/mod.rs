@@ -38,7 +38,9 @@
 //! Measured on this 2-core machine under load, medians of 5 inflated native 3-10x in some
 //! cells and sent them to a pcoll algorithm that replayed 1.4-3.5x slower than native; the
 //! second best of 5 calls stands three such outliers and still is not the single luckiest
-//! call.
+//! call. On a node with more ranks than cores the time slices, not interference, set a
+//! call's time, and there the luckiest calls are no candidate's typical one: the median
+//! ([`Cell::crowded`]).
 //!
 //! Every rank counts the calls of a cell alike (the calls of a communicator are the same
 //! sequence on every rank, and the cell is a function of facts every rank shares), so the

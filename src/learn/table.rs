@@ -14,7 +14,8 @@ use crate::tuning::{shadowed, Rule, Table};
 pub struct Record {
     pub key: CellKey,
     pub cands: Vec<Candidate>,
-    /// Agreed times per candidate (each rank's lower quartile, maximum over ranks), ns.
+    /// Agreed times per candidate (each rank's lower quartile, the median on a crowded node;
+    /// the maximum over ranks), ns.
     pub agreed: Vec<u64>,
     pub winner: usize,
     /// Calls of the cell explored before the winner was fixed (the agreement's included).
