@@ -232,10 +232,10 @@ impl Cell {
     /// and every pcoll winner is confirmed, clear ([`CLEAR_WIN`]) or not. With ranks taking
     /// turns on the cores a call's time is where the time slices fell, and `shm`'s luckiest
     /// calls (every rank on a core at once) are far below its typical one: Intel MPI, 4 ranks
-    /// on 2 cores, reduce_scatter 128 KiB, a race's lower quartiles `shm` 11.5 us against
-    /// native's 18.6, whereupon the A/B's medians read 1.10x native. By medians, `verify/ab.c`
+    /// on 2 cores, reduce_scatter 128-256 KiB, three processes each, read 1.00-1.19x native
+    /// by lower quartiles (3 cells of 6 above 1.1) and 0.93-1.02 by medians. `verify/ab.c`
     /// at p = 4, 100 iterations (session 42): six collectives at 4 KiB-1 MiB, two processes
-    /// each, Intel MPI: cells above 1.2x native 13 -> 0; every collective 8 B-8 MiB hot and
+    /// each, Intel MPI: cells above 1.2x native 13 -> 0 by medians; every collective 8 B-8 MiB hot and
     /// cold, one process: Intel MPI 9 -> 3 (5 -> 1 from 4 KiB, where races are), Open MPI 4.1
     /// 2 -> 0. A block of native calls can also fall in another rank's time slice at once.
     pub fn crowded(mut self, on: bool) -> Cell {
