@@ -1,8 +1,9 @@
 /* Reduces back to back with the root fixed at 0 or rotating over the ranks (root = i % p),
  * pcoll (MPI_Reduce) against native (PMPI_Reduce) in 20 alternated blocks of 150 calls, and
- * the algorithm pcoll ran last at roots 0 and 1. Session 42, Intel MPI, p = 2, 64 KiB (the
- * means include the cells' races): 1.37-1.58x native with the root rotating, 0.92-1.20 with
- * it fixed, 1.09 rotating with native forced (PCOLL_REDUCE=native): docs/known-gaps.md.
+ * the algorithm pcoll ran last at roots 0 and 1. The means include one-time costs (a raced
+ * cell's window, 3-4 ms, and its races), as a short program pays them. Session 42, p = 2:
+ * Intel MPI 64 KiB 1.37-1.58x native rotating, 0.92-1.20 fixed; Open MPI 4.1 32 KiB 1.45 / 1.62,
+ * native forced 0.99 / 1.06 (docs/known-gaps.md, Reduces whose root rotates).
  *   mpicc -O2 -o rotroot rotroot.c -ldl
  *   mpirun -np 2 -x LD_PRELOAD=.../libpcoll.so ./rotroot <bytes> <rotate 0|1> */
 #include <mpi.h>
