@@ -3,7 +3,8 @@
  * the algorithm pcoll ran last at roots 0 and 1. The means include one-time costs (a raced
  * cell's window, 3-4 ms, and its races), as a short program pays them. Session 42, p = 2:
  * Intel MPI 64 KiB 1.37-1.58x native rotating, 0.92-1.20 fixed; Open MPI 4.1 32 KiB 1.45 / 1.62,
- * native forced 0.99 / 1.06 (docs/known-gaps.md, Reduces whose root rotates).
+ * native forced 0.99 / 1.06; over 60000 calls (iters below) 1.16 rotating, 1.02 fixed
+ * (docs/known-gaps.md, Reduces whose root rotates).
  *   mpicc -O2 -o rotroot rotroot.c -ldl
  *   mpirun -np 2 -x LD_PRELOAD=.../libpcoll.so ./rotroot <bytes> <rotate 0|1> */
 #include <mpi.h>
