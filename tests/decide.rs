@@ -294,7 +294,7 @@ fn native_defects_are_never_sent_to_native() {
         unequal: true,
         displaced: true,
     };
-    let cases: [(Mpi, CallFacts, &str); 5] = [
+    let cases: [(Mpi, CallFacts, &str); 6] = [
         (
             Mpi::Mpich,
             CallFacts {
@@ -315,6 +315,14 @@ fn native_defects_are_never_sent_to_native() {
                 ..call(Collective::ReduceScatter, 4, 1 << 20, true)
             },
             "mpich-reduce-scatter-inplace-unequal",
+        ),
+        (
+            Mpi::IntelMpi,
+            CallFacts {
+                in_place: true,
+                ..call(Collective::ReduceScatter, 2, 400 << 10, true)
+            },
+            "impi-reduce-scatter-inplace-unequal",
         ),
         (
             Mpi::Mpich,
@@ -379,6 +387,13 @@ fn native_defects_are_never_sent_to_native() {
         plain(Mpi::OpenMpi, call(Collective::Allreduce, 4, 64, true)),
         n
     );
+    // Intel MPI's in-place reduce_scatter at its rule's size, unequal counts: native.
+    let at = CallFacts {
+        in_place: true,
+        ..call(Collective::ReduceScatter, 2, 64 << 10, true)
+    };
+    let d = Resolver::new(&none, &native, Mpi::IntelMpi).resolve(&at, &all);
+    assert_eq!(d.unwrap().algorithm, n);
     // A one-rank allgatherv whose block is not displaced.
     assert_eq!(
         plain(Mpi::Mpich, call(Collective::Allgatherv, 1, 64, true)),

@@ -942,9 +942,13 @@ static void draw_comm_part(case_t *c, MPI_Comm comm) {
         c->avoided = 3;
     }
     /* MPICH 4.0.2's own in-place MPI_Reduce_scatter with unequal counts and more than ~512 KiB
-     * in total fails an assertion (memcpy overlap in typerep_yaksa_pack.c): out of place there. */
-    if (is_mpich && !full_range && c->coll == C_RS && c->inplace && !pcoll_runs(c) &&
-        c->total * L[c->li].extent > 256 * 1024) {
+     * in total fails an assertion (memcpy overlap in typerep_yaksa_pack.c): out of place there.
+     * Intel MPI 2021.19's returns MPI_ERR_TYPE for contiguous derived and pair types from ~128
+     * KiB at p = 2; pcoll routes around it (impi-reduce-scatter-inplace-unequal), so only a run
+     * without pcoll goes out of place. */
+    if (c->coll == C_RS && c->inplace && !full_range &&
+        ((is_mpich && !pcoll_runs(c) && c->total * L[c->li].extent > 256 * 1024) ||
+         (is_impi && !have_pcoll && c->total * L[c->li].size > 64 * 1024))) {
         int uneq = 0;
         for (int k = 1; k < p; k++) uneq |= c->counts[k] != c->counts[0];
         if (uneq) {
@@ -1674,7 +1678,7 @@ int main(int argc, char **argv) {
         if (avoided_lb)
             out("difftest: note: %ld Open MPI allreduces of true_lb > 0 types cut to 200 elements (native defect)", avoided_lb);
         if (avoided_rs)
-            out("difftest: note: %ld MPICH in-place reduce_scatters with unequal counts run out of place (native defect)", avoided_rs);
+            out("difftest: note: %ld MPICH or Intel MPI in-place reduce_scatters with unequal counts run out of place (native defect)", avoided_rs);
         if (avoided_rsnc)
             out("difftest: note: %ld MPICH non-commutative reduce_scatters of non-contiguous types use a commutative op (native defect)", avoided_rsnc);
         if (avoided_impi_ag)

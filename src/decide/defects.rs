@@ -75,7 +75,7 @@ impl PartialEq for Defect {
 }
 
 /// The known native defects.
-pub static DEFECTS: [Defect; 10] = [
+pub static DEFECTS: [Defect; 11] = [
     Defect {
         name: "mpich-reduce-inplace-root",
         mpi: Mpi::Mpich,
@@ -110,6 +110,15 @@ pub static DEFECTS: [Defect; 10] = [
         reason: "MPICH 4.0.2 MPI_Reduce_scatter in place with unequal counts above 512 KiB fails an assertion",
         guard: Guard::InPlace,
         fires: |c, f| c.in_place && c.bytes > (512 << 10) && f.unequal_counts(),
+        absent: &[],
+    },
+    Defect {
+        name: "impi-reduce-scatter-inplace-unequal",
+        mpi: Mpi::IntelMpi,
+        coll: Collective::ReduceScatter,
+        reason: "Intel MPI 2021.19 MPI_Reduce_scatter in place with unequal counts returns MPI_ERR_TYPE (MPIR_Localcopy in its pairwise algorithm) for a contiguous derived or pair type (MPI_FLOAT_INT, a contiguous type of 3 ints; not the basic types) from ~128 KiB in total at p = 2 (~230 KiB at p = 3 and 4, ~512 KiB at p = 5; without pcoll too: a fresh-clone make test's difftest, seed 795945665 case 44, 51982 MPI_FLOAT_INT at p = 2; session 43). Half the smallest size seen, any type",
+        guard: Guard::InPlace,
+        fires: |c, f| c.in_place && c.bytes > (64 << 10) && f.unequal_counts(),
         absent: &[],
     },
     Defect {
