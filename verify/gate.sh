@@ -8,6 +8,16 @@ source "$(dirname "$0")/setup.sh" 2 2 "$@"
 BIN=$OUT/gate-$MPI
 $MPICC -O2 -Wall -o "$BIN" "$ROOT/verify/gate.c" -ldl || { echo "gate: FAIL (build)"; exit 1; }
 TABLE=$OUT/gate.toml
+# The memo of forwarded calls (verify/memo.c: the shim's C files on this MPI, pcoll's Rust
+# path stood in for): rotating roots hit after one miss a side; what must miss misses.
+SHIM=$ROOT/cdylib/shim
+$MPICC -O2 -Wall -I"$SHIM" -o "$OUT/memo-$MPI" "$ROOT/verify/memo.c" "$SHIM/pcoll_gate.c" "$SHIM/pcoll_entry.c" \
+  "$SHIM/pcoll_shim.c" || { echo "gate: FAIL (build memo)"; exit 1; }
+for np in 1 2 3; do
+  out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- $np -- "$OUT/memo-$MPI" </dev/null 2>&1)
+  grep -q '^memo: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (memo, p=$np)"; exit 1; }
+done
 # A kept non-blocking decision is dropped when the communicator's window is made
 # (verify/nbagain.c): p = 3, `shm` for MPI_Iallreduce, three calls before the window, three
 # after (PCOLL_SHM_AFTER=1: the first call wants it); on MPICH 4.0 the calls before it run

@@ -18,8 +18,8 @@
 #include <mpi.h>
 #include "pcoll_gate.h"
 
-/* The seven lines of the fast path, in one page (aligned: 7 x 128 bytes never straddle two). */
-struct gate_hot pcoll_hot[G_NCOLL] __attribute__((aligned(1024))) = {
+/* The nine lines of the fast path, in one page (aligned: 9 x 128 bytes never straddle two). */
+struct gate_hot pcoll_hot[G_NHOT] __attribute__((aligned(2048))) = {
     [G_REDUCE] = {.fwd = (void (*)(void))PMPI_Reduce},
     [G_ALLREDUCE] = {.fwd = (void (*)(void))PMPI_Allreduce},
     [G_REDUCE_SCATTER] = {.fwd = (void (*)(void))PMPI_Reduce_scatter},
@@ -92,12 +92,13 @@ void pcoll_gate_mode(int coll, int mode)
     if (coll < 0 || coll >= G_NCOLL || mode < PCOLL_MODE_CELLS || mode > PCOLL_MODE_DECLINE)
         return;
     __atomic_store_n(&pcoll_hot[coll].mode, (unsigned char)mode, __ATOMIC_RELEASE);
+    __atomic_store_n(&pcoll_hot[memo_line(coll, 1)].mode, (unsigned char)mode, __ATOMIC_RELEASE);
     memo_clear_all();
 }
 
 void pcoll_gate_close(void)
 {
-    for (int c = 0; c < G_NCOLL; c++)
+    for (int c = 0; c < G_NHOT; c++)
         __atomic_store_n(&pcoll_hot[c].open, 0, __ATOMIC_SEQ_CST);
     memo_clear_all();
 }
@@ -107,14 +108,14 @@ void pcoll_gate_close(void)
  * communicator before it blocks (nbc::before_blocking). */
 void pcoll_gate_hold(int held)
 {
-    for (int c = 0; c < G_NCOLL; c++)
+    for (int c = 0; c < G_NHOT; c++)
         __atomic_store_n(&pcoll_hot[c].held, (unsigned char)(held != 0), __ATOMIC_SEQ_CST);
 }
 
 void pcoll_gate_open(void)
 {
     memo_clear_all();
-    for (int c = 0; c < G_NCOLL; c++)
+    for (int c = 0; c < G_NHOT; c++)
         __atomic_store_n(&pcoll_hot[c].open, 1, __ATOMIC_RELEASE);
 }
 
@@ -370,7 +371,7 @@ HOT unsigned memo_begin(void) { return __atomic_load_n(&memo_gen, __ATOMIC_ACQUI
 static void memo_clear_all(void)
 {
     __atomic_fetch_add(&memo_gen, 1, __ATOMIC_ACQ_REL);
-    for (int c = 0; c < G_NCOLL; c++) {
+    for (int c = 0; c < G_NHOT; c++) {
         unsigned s;
         while (!memo_lock(&pcoll_hot[c], &s))
             ;
@@ -379,7 +380,7 @@ static void memo_clear_all(void)
     }
 }
 
-static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsigned long long bytes, unsigned gen,
+static void memo_store(int coll, const struct memo_key *k, int rank, int p, unsigned long long bytes, unsigned gen,
                        unsigned long long *tally, unsigned long long limit)
 {
     struct comm_entry *ce = &comm_cache[slot_of(&k->comm, sizeof k->comm)];
@@ -387,7 +388,7 @@ static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsi
     if (!__atomic_load_n(&ce->used, __ATOMIC_ACQUIRE) || !same_comm(ce->key, k->comm) ||
         !__atomic_load_n(&te->used, __ATOMIC_ACQUIRE) || !same_type(te->key, k->dt))
         return;
-    struct gate_hot *h = &pcoll_hot[coll];
+    struct gate_hot *h = &pcoll_hot[memo_line(coll, k->root)];
     unsigned s;
     if (!memo_lock(h, &s))
         return;
@@ -401,7 +402,7 @@ static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsi
     __atomic_store_n(&h->memo_n, k->n, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_root, k->root, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_in_place, (unsigned char)k->in_place, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->memo_recv, (unsigned char)recv, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->memo_rank, rank, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_p, (unsigned char)p, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_bytes, bytes, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_tallied, (unsigned char)(tally != NULL), __ATOMIC_RELAXED);
@@ -412,27 +413,29 @@ static void memo_store(int coll, const struct memo_key *k, int recv, int p, unsi
 }
 
 /* A call the gate sends to native: the blocking form is counted and kept in the memo (key
- * `k`), the non-blocking one (`nb`) neither; KEEP: kept with its cell's tally. Returns 1. */
-HOT int going_native(int coll, const struct memo_key *k, int recv, int p, unsigned long long bytes, unsigned gen,
+ * `k`, this process's `rank`), the non-blocking one (`nb`) neither; KEEP: kept with its
+ * cell's tally. Returns 1. */
+HOT int going_native(int coll, const struct memo_key *k, int rank, int p, unsigned long long bytes, unsigned gen,
                      int nb)
 {
     if (nb == KEEP)
-        memo_store(coll, k, recv, p, bytes, keeping.gen, keeping.tally, keeping.limit);
+        memo_store(coll, k, rank, p, bytes, keeping.gen, keeping.tally, keeping.limit);
     else if (!nb) {
         counted(coll, bytes);
-        memo_store(coll, k, recv, p, bytes, gen, NULL, 0);
+        memo_store(coll, k, rank, p, bytes, gen, NULL, 0);
     }
     return 1;
 }
 
 /* A plain reduce or allreduce (root < 0: allreduce) the gate may forward, before its cells
- * are read: its size `*p`, `*bytes`, whether the receive buffer is written here (`*recv`). */
+ * are read: its size `*p`, `*bytes`, this process's `*rank`. */
 HOT int plain_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
-                          int root, MPI_Comm comm, int *p, unsigned long long *bytes, int *recv)
+                          int root, MPI_Comm comm, int *p, unsigned long long *bytes, int *rank)
 {
-    int rank = -1, tlb_nz = 0;
+    int tlb_nz = 0;
     long long size;
-    *p = small_intra(coll, comm, &rank);
+    *rank = -1;
+    *p = small_intra(coll, comm, rank);
     if (!*p || count < 0 || (size = type_size(dt, &tlb_nz)) < 0 || op == MPI_OP_NULL)
         return 0;
     /* In place (only the root may pass it to a reduce): pcoll decides. */
@@ -444,8 +447,7 @@ HOT int plain_reduce_like(int coll, const void *sendbuf, void *recvbuf, int coun
         return 0;
 #endif
     *bytes = (unsigned long long)count * (unsigned long long)size;
-    *recv = coll == G_REDUCE ? rank == root : 1;
-    if (count > 0 && (sendbuf == NULL || (*recv && recvbuf == NULL)))
+    if (count > 0 && (sendbuf == NULL || ((coll != G_REDUCE || *rank == root) && recvbuf == NULL)))
         return 0;
     return !guarded(coll, root, *bytes, tlb_nz, op, sendbuf);
 }
@@ -457,12 +459,12 @@ HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI
 {
     struct memo_key k = {comm, dt, op, count, root, sendbuf == MPI_IN_PLACE};
     unsigned gen = memo_begin();
-    int p, recv_matters;
+    int p, rank;
     unsigned long long bytes;
-    if (!plain_reduce_like(coll, sendbuf, recvbuf, count, dt, op, root, comm, &p, &bytes, &recv_matters) ||
+    if (!plain_reduce_like(coll, sendbuf, recvbuf, count, dt, op, root, comm, &p, &bytes, &rank) ||
         !native_at(coll, p, bytes, nb))
         return 0;
-    return going_native(coll, &k, recv_matters, p, bytes, gen, nb);
+    return going_native(coll, &k, rank, p, bytes, gen, nb);
 }
 
 unsigned pcoll_gate_memo_gen(void) { return memo_begin(); }
@@ -512,7 +514,7 @@ HOT int reduce_scatter_native(const void *sendbuf, void *recvbuf, const int *rec
     if (guarded(G_REDUCE_SCATTER, 0, bytes, tlb_nz, op, sendbuf) || !native_at(G_REDUCE_SCATTER, p, bytes, nb))
         return 0;
     k.n = elems;
-    return going_native(G_REDUCE_SCATTER, &k, 1, p, bytes, gen, nb);
+    return going_native(G_REDUCE_SCATTER, &k, rank, p, bytes, gen, nb);
 }
 
 int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,
@@ -549,7 +551,7 @@ HOT int allgatherv_native(const void *sendbuf, int sendcount, void *recvbuf, con
     if (p == 1 && one_rank_declined(sendbuf, recvcounts, displs))
         return 0;
     k.n = elems;
-    return going_native(G_ALLGATHERV, &k, 1, p, bytes, gen, nb);
+    return going_native(G_ALLGATHERV, &k, rank, p, bytes, gen, nb);
 }
 
 int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -579,7 +581,7 @@ HOT int bcast_native(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm c
     unsigned long long bytes = (unsigned long long)count * (unsigned long long)size;
     if (guarded(G_BCAST, root, bytes, tlb_nz, MPI_OP_NULL, buf) || !native_at(G_BCAST, p, bytes, nb))
         return 0;
-    return going_native(G_BCAST, &k, 1, p, bytes, gen, nb);
+    return going_native(G_BCAST, &k, rank, p, bytes, gen, nb);
 }
 
 int pcoll_gate_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
@@ -610,7 +612,7 @@ HOT int allgather_native(const void *sendbuf, int sendcount, void *recvbuf, int 
     unsigned long long bytes = (unsigned long long)recvcount * (unsigned long long)p * (unsigned long long)size;
     if (guarded(G_ALLGATHER, 0, bytes, tlb_nz, MPI_OP_NULL, sendbuf) || !native_at(G_ALLGATHER, p, bytes, nb))
         return 0;
-    return going_native(G_ALLGATHER, &k, 1, p, bytes, gen, nb);
+    return going_native(G_ALLGATHER, &k, rank, p, bytes, gen, nb);
 }
 
 int pcoll_gate_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
@@ -647,7 +649,7 @@ HOT int reduce_scatter_block_native(const void *sendbuf, void *recvbuf, int recv
     if (guarded(G_REDUCE_SCATTER_BLOCK, 0, bytes, tlb_nz, op, sendbuf) ||
         !native_at(G_REDUCE_SCATTER_BLOCK, p, bytes, nb))
         return 0;
-    return going_native(G_REDUCE_SCATTER_BLOCK, &k, 1, p, bytes, gen, nb);
+    return going_native(G_REDUCE_SCATTER_BLOCK, &k, rank, p, bytes, gen, nb);
 }
 
 int pcoll_gate_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,

@@ -26,7 +26,12 @@ enum {
     G_BCAST = 4,
     G_ALLGATHER = 5,
     G_REDUCE_SCATTER_BLOCK = 6,
-    G_NCOLL = 7
+    G_NCOLL = 7,
+    /* pcoll_hot's second lines of the rooted collectives: the memo of their calls at a root
+     * other than 0 (a program rotating its root alternates between the two sides). */
+    G_REDUCE_NONZERO = 7,
+    G_BCAST_NONZERO = 8,
+    G_NHOT = 9
 };
 
 /* Guards (gate.rs guard_bit): decline a call that may match a native defect. */
@@ -47,7 +52,12 @@ enum { PCOLL_MODE_CELLS = 0, PCOLL_MODE_NATIVE = 1, PCOLL_MODE_DECLINE = 2 };
  * as it can. The line holds the last forwarded call (the memo): a call with the same
  * communicator, datatype, op, element count, root and in-place-ness, when nothing was
  * published since, goes native after reading this line alone (see memo_hit), and calls the
- * MPI through the pointer held here (not the PLT, whose stub and GOT are two more pages). */
+ * MPI through the pointer held here (not the PLT, whose stub and GOT are two more pages).
+ * Reduce and bcast have a second line (G_<COLL>_NONZERO, memo_line) whose memo holds their
+ * last forwarded call at a root other than 0 and matches any such root: pcoll decides by
+ * whether the root is 0, never by which other rank it is (its tables, cells and defects), so
+ * a program rotating its root repeats one of the two memos. The second line's open, mode and
+ * held follow the first's; its calls are counted in the first. */
 struct gate_hot {
     union {
         struct {
@@ -64,8 +74,8 @@ struct gate_hot {
     MPI_Datatype memo_dt;
     MPI_Op memo_op;                    /* MPI_OP_NULL for the calls without one */
     int memo_root;                     /* -1 for the calls without one */
+    int memo_rank;                     /* this process's rank in memo_comm (a reduce's root receives) */
     unsigned char memo_in_place;       /* the call's send buffer was MPI_IN_PLACE */
-    unsigned char memo_recv;           /* the receive buffer is written here (reduce: root) */
     unsigned char memo_p;              /* communicator size */
     unsigned char hit;                 /* the last call went through the gate */
     unsigned char memo_tallied;        /* memo_tally below is set (read on hits only then) */
@@ -77,7 +87,13 @@ struct gate_hot {
     unsigned long long *memo_tally;    /* a raced cell's count of its calls, +1 a hit */
     unsigned long long memo_limit;     /* no hit once *memo_tally reaches it */
 } __attribute__((aligned(128)));
-extern struct gate_hot pcoll_hot[G_NCOLL] __attribute__((visibility("hidden")));
+extern struct gate_hot pcoll_hot[G_NHOT] __attribute__((visibility("hidden")));
+
+/* The line whose memo a call of `coll` at `root` may repeat (root -1: a collective without). */
+HOT int memo_line(int coll, int root)
+{
+    return root > 0 && coll == G_REDUCE ? G_REDUCE_NONZERO : root > 0 && coll == G_BCAST ? G_BCAST_NONZERO : coll;
+}
 
 HOT int same_comm(MPI_Comm a, MPI_Comm b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
 HOT int same_type(MPI_Datatype a, MPI_Datatype b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
@@ -128,8 +144,8 @@ HOT int one_rank_declined(const void *sendbuf, const int *recvcounts, const int 
 #define MEMO_READY_MASK 0x1ffffffffull
 
 /* The key fields a collective's memos can differ in besides communicator, datatype, count and
- * in-place-ness (the others hold the same constant in every memo of it: MPI_OP_NULL, root -1, the
- * receive buffer written). */
+ * in-place-ness (the others hold the same constant in every memo of it: MPI_OP_NULL, root -1).
+ * A root other than 0 matches any such root (the memo's second line: memo_line). */
 #define COLL_HAS_OP(c) ((c) == G_REDUCE || (c) == G_ALLREDUCE || (c) == G_REDUCE_SCATTER || (c) == G_REDUCE_SCATTER_BLOCK)
 #define COLL_HAS_ROOT(c) ((c) == G_REDUCE || (c) == G_BCAST)
 
@@ -146,7 +162,7 @@ HOT int one_rank_declined(const void *sendbuf, const int *recvcounts, const int 
  * only). */
 HOT int memo_hit(int coll, const struct memo_key *k, const void *sendbuf, const void *recvbuf)
 {
-    struct gate_hot *h = &pcoll_hot[coll];
+    struct gate_hot *h = &pcoll_hot[memo_line(coll, k->root)];
     unsigned long long w = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
     if ((w & MEMO_READY_MASK) != MEMO_READY ||
         !same_comm(__atomic_load_n(&h->memo_comm, __ATOMIC_RELAXED), k->comm) ||
@@ -154,12 +170,13 @@ HOT int memo_hit(int coll, const struct memo_key *k, const void *sendbuf, const 
         __atomic_load_n(&h->memo_n, __ATOMIC_RELAXED) != k->n ||
         __atomic_load_n(&h->memo_in_place, __ATOMIC_RELAXED) != k->in_place ||
         (COLL_HAS_OP(coll) && __atomic_load_n(&h->memo_op, __ATOMIC_RELAXED) != k->op) ||
-        (COLL_HAS_ROOT(coll) && __atomic_load_n(&h->memo_root, __ATOMIC_RELAXED) != k->root))
+        (COLL_HAS_ROOT(coll) && (k->root <= 0 ? __atomic_load_n(&h->memo_root, __ATOMIC_RELAXED) != k->root
+                                              : k->root >= __atomic_load_n(&h->memo_p, __ATOMIC_RELAXED))))
         return 0;
-    /* A NULL buffer the call reads or writes (MPI_IN_PLACE is never NULL): the full path
-     * reports it. */
-    if (k->n > 0 && (sendbuf == NULL ||
-                     ((coll != G_REDUCE || __atomic_load_n(&h->memo_recv, __ATOMIC_RELAXED)) && recvbuf == NULL)))
+    /* A NULL buffer the call reads or writes (MPI_IN_PLACE is never NULL; a reduce writes the
+     * receive buffer at its root only): the full path reports it. */
+    if (k->n > 0 && (sendbuf == NULL || (recvbuf == NULL && (coll != G_REDUCE ||
+                                                             __atomic_load_n(&h->memo_rank, __ATOMIC_RELAXED) == k->root))))
         return 0;
     int tallied = __atomic_load_n(&h->memo_tallied, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
