@@ -98,7 +98,7 @@ pub static DEFECTS: [Defect; 11] = [
         name: "mpich-reduce-scatter-block-noncommutative-holes",
         mpi: Mpi::Mpich,
         coll: Collective::ReduceScatterBlock,
-        reason: "MPICH 4.0.2 MPI_Reduce_scatter_block with a non-commutative op on a datatype with holes computes wrong blocks or crashes (verify/difftest.c, p = 2 and 4)",
+        reason: "MPICH 4.0.2 MPI_Reduce_scatter_block with a non-commutative op on a datatype with holes computes wrong blocks or crashes (verify/difftest.c, p = 2 and 4); Intel MPI 2021.19's computes wrong blocks too (verify/difftest.c --seed 634566210 --case 268 at p = 3 without pcoll: 4 elements of resized(MPI_UINT32_T) a rank, in place, on a split of 2 ranks; session 43)",
         guard: Guard::UserOp,
         fires: |c, f| !c.commutative && f.holes(),
         absent: &[],
