@@ -77,7 +77,7 @@ static int rank, p, failed;
 
 /* `calls` reduces of n doubles (MPI_SUM) whose root is root0 + i * step mod p; every result
  * checked at the root. Returns the misses they took. */
-static long reduces(int calls, int n, int root0, int step, MPI_Datatype dt)
+static long reduces(int calls, int n, int root0, int step)
 {
     long before = misses[G_REDUCE];
     double *a = malloc(sizeof(double) * (n + 1)), *b = malloc(sizeof(double) * (n + 1));
@@ -85,7 +85,7 @@ static long reduces(int calls, int n, int root0, int step, MPI_Datatype dt)
         int root = ((root0 + i * step) % p + p) % p;
         for (int k = 0; k < n; k++)
             a[k] = rank + k + i, b[k] = -1;
-        int rc = pcoll_entry_reduce(a, b, n, dt, MPI_SUM, root, MPI_COMM_WORLD);
+        int rc = pcoll_entry_reduce(a, b, n, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
         CHECK(rc == MPI_SUCCESS, "reduce %d returned %d", i, rc);
         if (rank == root)
             for (int k = 0; k < n; k++)
@@ -124,16 +124,16 @@ int main(int argc, char **argv)
     long m;
 
     /* Rotating roots: one miss per side, then hits. */
-    m = reduces(60, 100, 0, 1, MPI_DOUBLE);
+    m = reduces(60, 100, 0, 1);
     CHECK(m == sides, "rotating reduce: %ld misses, want %d", m, sides);
-    m = reduces(30, 100, 0, 1, MPI_DOUBLE);
+    m = reduces(30, 100, 0, 1);
     CHECK(m == 0, "rotating reduce again: %ld misses, want 0", m);
     m = bcasts(60, 64, 1);
     CHECK(m == sides, "rotating bcast: %ld misses, want %d", m, sides);
     /* Another count, then another datatype: a miss per side each. */
-    m = reduces(10, 101, 0, 1, MPI_DOUBLE);
+    m = reduces(10, 101, 0, 1);
     CHECK(m == sides, "another count: %ld misses, want %d", m, sides);
-    m = reduces(1, 101, 0, 1, MPI_DOUBLE) + reduces(1, 101, 1, 1, MPI_DOUBLE);
+    m = reduces(1, 101, 0, 1) + reduces(1, 101, 1, 1);
     CHECK(m == 0, "the new count again: %ld misses, want 0", m);
     /* Another datatype, then another op (only the misses checked). */
     {
@@ -147,14 +147,14 @@ int main(int argc, char **argv)
     }
     if (p > 1) {
         /* Back to doubles: a root outside the communicator misses (the MPI reports it). */
-        reduces(2, 100, 0, 1, MPI_DOUBLE);
+        reduces(2, 100, 0, 1);
         double x[100] = {0}, y[100];
         long before = misses[G_REDUCE];
         int rc = pcoll_entry_reduce(x, y, 100, MPI_DOUBLE, MPI_SUM, p, MPI_COMM_WORLD);
         CHECK(misses[G_REDUCE] - before == 1 && rc != MPI_SUCCESS, "root %d: %ld misses, rc %d", p,
               misses[G_REDUCE] - before, rc);
         /* A NULL receive buffer at the root (a root other than 0) misses there only. */
-        reduces(p, 100, 1, 1, MPI_DOUBLE);
+        reduces(p, 100, 1, 1);
         for (int root = 1; root < p; root++) {
             before = misses[G_REDUCE];
             double a[100] = {0}, c[100];
@@ -168,7 +168,7 @@ int main(int argc, char **argv)
     /* MPI_IN_PLACE at the root: a miss there (pcoll decides it), and at the others the call
      * repeats their memo. */
     {
-        reduces(2, 50, 0, 0, MPI_DOUBLE);
+        reduces(2, 50, 0, 0);
         double a[50], b[50];
         for (int k = 0; k < 50; k++)
             a[k] = b[k] = rank;
@@ -181,18 +181,18 @@ int main(int argc, char **argv)
             CHECK(b[7] == p * (p - 1) / 2.0, "in place: %g", b[7]);
     }
     /* A mode change clears the memos. */
-    reduces(4, 100, 0, 1, MPI_DOUBLE);
+    reduces(4, 100, 0, 1);
     pcoll_gate_mode(G_REDUCE, PCOLL_MODE_CELLS);
-    m = reduces(4, 100, 0, 1, MPI_DOUBLE);
+    m = reduces(4, 100, 0, 1);
     CHECK(m == sides, "after a mode change: %ld misses, want %d", m, sides);
     /* The tally's limit: hits stop there (each side's cell has its own tally in pcoll; here
      * both sides share one, which only changes where the limit falls). */
     tally[G_REDUCE] = 0;
     limit = 10;
-    m = reduces(4, 64, 0, 1, MPI_DOUBLE);
+    m = reduces(4, 64, 0, 1);
     CHECK(m == sides, "tally kept: %ld misses, want %d", m, sides);
     tally[G_REDUCE] = 0;
-    m = reduces(20, 64, 0, 1, MPI_DOUBLE);
+    m = reduces(20, 64, 0, 1);
     CHECK(m == 10, "tally at 10 of 20 calls: %ld misses, want 10", m);
 
     int any;
