@@ -42,7 +42,7 @@ pub struct CommState {
     /// Making it failed (the MPI's context ids used up): [`CommState::shadow_failed`].
     failed: AtomicBool,
     /// What the next `MPI_Barrier` on the communicator makes ([`CommState::make_wanted`]):
-    /// [`WANT_SHADOW`] (made later), [`WANT_WINDOW`] (a non-blocking call would have run
+    /// `WANT_SHADOW` (made later), `WANT_WINDOW` (a non-blocking call would have run
     /// `shm` had the window been made). Set at the same call on every rank (the decisions are
     /// agreed).
     want: std::sync::atomic::AtomicU8,

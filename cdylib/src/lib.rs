@@ -12,6 +12,11 @@
 //! run-time overrides and the resolver (`state::force`, `state::set_segment`,
 //! `state::global`, `state::resolver`) and the MPI constants (`consts`). This crate itself
 //! depends on neither clap nor serde_json.
+//!
+//! Its docs are for pcoll's own developers and link private items freely: read them with
+//! `cargo doc -p pcoll-mpi --document-private-items`.
+
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod agree;
 pub mod comm;

@@ -14,7 +14,7 @@ pub(super) enum Making {
     /// Not started: the dup of this communicator is made by the next blocking collective
     /// that needs it ([`CommState::shadow`]), or, once a non-blocking call wanted it where
     /// idup is not used ([`idup_ok`]), by its next `MPI_Barrier`; its non-blocking calls go
-    /// native until then. Where idup is used, a non-blocking call starts it ([`state_nb`]).
+    /// native until then. Where idup is used, a non-blocking call starts it ([`state_nb`](super::state_nb)).
     Later(MPI_Comm),
 }
 // SAFETY: plain handles, used under the state's lock.
@@ -78,7 +78,7 @@ impl CommState {
         !self.ready.load(Ordering::Acquire) && matches!(*self.dup.lock(), Some(Making::Later(_)))
     }
 
-    /// A non-blocking call needs the shadow ([`state_nb`]; at the same call on every rank):
+    /// A non-blocking call needs the shadow ([`state_nb`](super::state_nb); at the same call on every rank):
     /// one left for later is started with `PMPI_Comm_idup` where idup is used, else wanted
     /// by the next `MPI_Barrier` ([`CommState::make_wanted`]).
     pub(super) fn start_for_nb(&self, comm: MPI_Comm) -> Result<(), c_int> {

@@ -31,7 +31,7 @@ unsafe fn array<'a>(n: c_int, reqs: *mut MPI_Request) -> Option<&'a mut [MPI_Req
 /// (`args_ok`); `None`: forward the call unchanged.
 ///
 /// # Safety
-/// As [`array`].
+/// As [`array()`].
 unsafe fn ours<'a>(
     n: c_int,
     reqs: *mut MPI_Request,
