@@ -801,3 +801,39 @@ fn node_window_rent_is_positive_exactly_where_node_steps_use_the_windows() {
         }
     }
 }
+
+/// Open MPI's allreduce defect fires for a negative true lower bound too, on 4.1 and 5.0
+/// (session 43: `c-tests/derived.c`'s neg24 allreduce of 20011 elements in place at p = 2
+/// corrupted both MPIs' heaps), and not for a type whose true lower bound is 0.
+#[test]
+fn openmpi_allreduce_defect_fires_for_a_negative_true_lb() {
+    struct Lb(i64);
+    impl NativeFacts for Lb {
+        fn holes(&self) -> bool {
+            self.0 != 0
+        }
+        fn true_lb(&self) -> i64 {
+            self.0
+        }
+        fn unequal_counts(&self) -> bool {
+            false
+        }
+    }
+    let native = Table::parse("[[allreduce]]\nalgorithm = \"native\"\n", "n.toml").unwrap();
+    let none = Config::default();
+    let x = call(Collective::Allreduce, 2, 20011 * 24, true);
+    for mpi in [Mpi::OpenMpi, Mpi::OpenMpi5] {
+        for (lb, fires) in [(-8, true), (4, true), (0, false)] {
+            let d = Resolver::new(&none, &native, mpi)
+                .resolve(&x, &Lb(lb))
+                .unwrap();
+            let name = d.defect.map(|d| d.name);
+            assert_eq!(
+                name,
+                fires.then_some("openmpi-allreduce-true-lb"),
+                "{mpi:?} lb {lb}"
+            );
+            assert_eq!(d.algorithm == Algorithm::Native, !fires, "{mpi:?} lb {lb}");
+        }
+    }
+}

@@ -182,7 +182,12 @@ fn defects_apply_to_their_family_or_to_their_implementation() {
     let mut noncomm = big;
     noncomm.commutative = false;
     assert!(defects::fired(Mpi::Mpich5, &noncomm, &neg).is_none());
-    for m in [Mpi::Mpich, Mpi::IntelMpi, Mpi::OpenMpi5] {
+    for m in [Mpi::Mpich, Mpi::IntelMpi] {
         assert!(defects::fired(m, &big, &neg).is_none(), "{m}");
     }
+    // Open MPI's own ring allreduce has a defect of its own for such types (session 43).
+    assert_eq!(
+        defects::fired(Mpi::OpenMpi5, &big, &neg).map(|d| d.name),
+        Some("openmpi-allreduce-true-lb")
+    );
 }

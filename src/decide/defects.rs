@@ -134,9 +134,9 @@ pub static DEFECTS: [Defect; 11] = [
         name: "openmpi-allreduce-true-lb",
         mpi: Mpi::OpenMpi,
         coll: Collective::Allreduce,
-        reason: "Open MPI 4.1.4 MPI_Allreduce of a datatype whose true lower bound is > 0 writes past its scratch buffer (ring algorithm)",
+        reason: "Open MPI 4.1.4 MPI_Allreduce of a datatype whose true lower bound is not 0 writes past its scratch buffer (ring algorithm): > 0 found first; < 0 too, Open MPI 4.1 and 5.0 alike (c-tests/derived.c's neg24, 20011 elements in place at p = 2: glibc's double free or a hang in malloc, without pcoll's routing too; session 43)",
         guard: Guard::TrueLbNonzero,
-        fires: |_, f| f.true_lb() > 0,
+        fires: |_, f| f.true_lb() != 0,
         absent: &[],
     },
     Defect {
