@@ -16,8 +16,8 @@
  * Each call's I-form (MPI_Ireduce ... MPI_Ibcast, + MPI_Wait) follows it: its result, and
  * pcoll_last_algorithm("ireduce") ..., against the table's non-blocking rules (native at p = 3,
  * a pcoll algorithm at p = 4, else as the blocking ones), which the gate's non-blocking cells
- * serve (on Open MPI only once a blocking call on the communicator was served by pcoll: its
- * shadow communicator is made there).
+ * serve (on Open MPI only once pcoll's shadow of the communicator is made: by a blocking call
+ * pcoll serves there, or by any blocking call there after an I-form wanted it).
  * Rounds come in three modes, switched every few rounds with pcoll_force (which the gate
  * follows by one mode byte, not by republishing its table): the table's choice; `native`
  * forced (every call native); a pcoll algorithm forced (no call native).
@@ -94,10 +94,12 @@ static int native_expected_nb(int q, int p, long bytes, int root)
     return native_expected(q, p, bytes, root);
 }
 
-/* Has a blocking call on the round's sub-communicator been served by pcoll? Open MPI's I-forms
- * on a communicator go native until then (pcoll's shadow communicator is made by a blocking
- * call: its MPI_Comm_idup fails beside other non-blocking collectives, docs/mpis.md). */
-static int shadow_made;
+/* Has pcoll made its shadow of the round's sub-communicator? Open MPI's I-forms on a
+ * communicator go native until then (its MPI_Comm_idup fails beside other non-blocking
+ * collectives, docs/mpis.md): it is made by a blocking call pcoll serves there, or, once an
+ * I-form that pcoll would have served wanted it (shadow_wanted), by the next blocking call
+ * there of any kind. */
+static int shadow_made, shadow_wanted;
 
 /* Did the last call of `q` (bytes in total) go where the table says? Counts native calls
  * in *natives; returns 1 (and says why) if not. `sub`: a call on the sub-communicator. */
@@ -111,8 +113,10 @@ static int served_as_table(last_fn last, int q, int wr, int round, int p, long b
         snprintf(iname, sizeof iname, "i%s", names[q]);
         want = native_expected_nb(q, p, bytes, root) ? "native" : NULL;
 #if defined(OPEN_MPI) && OPEN_MPI
-        if (!shadow_made)
+        if (!shadow_made) {
+            shadow_wanted |= want == NULL;
             want = "native";
+        }
 #endif
         got = last(iname);
         label = iname;
@@ -120,7 +124,7 @@ static int served_as_table(last_fn last, int q, int wr, int round, int p, long b
     int is_native = got && !strcmp(got, "native");
     if (is_native && natives)
         (*natives)++;
-    if (!is_native && natives && sub)
+    if (natives && sub && (!is_native || shadow_wanted))
         shadow_made = 1;
     if (!got || !*got || (want != NULL) != is_native) {
         printf("gate: FAIL rank %d round %d p=%d %s %ld B root %d served by %s, table says %s\n", wr, round, p,
@@ -225,7 +229,7 @@ int main(int argc, char **argv)
             }
         MPI_Comm c;
         MPI_Comm_split(MPI_COMM_WORLD, wr < k ? 0 : 1, wr, &c);
-        shadow_made = 0;
+        shadow_made = shadow_wanted = 0;
         int p, r;
         MPI_Comm_size(c, &p);
         MPI_Comm_rank(c, &r);

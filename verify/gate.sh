@@ -12,7 +12,7 @@ TABLE=$OUT/gate.toml
 # path stood in for): rotating roots hit after one miss a side; what must miss misses.
 SHIM=$ROOT/cdylib/shim
 $MPICC -O2 -Wall -I"$SHIM" -o "$OUT/memo-$MPI" "$ROOT/verify/memo.c" "$SHIM/pcoll_gate.c" "$SHIM/pcoll_entry.c" \
-  "$SHIM/pcoll_shim.c" || { echo "gate: FAIL (build memo)"; exit 1; }
+  "$SHIM/pcoll_shim.c" "$SHIM/pcoll_want.c" || { echo "gate: FAIL (build memo)"; exit 1; }
 for np in 1 2 3; do
   out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
     "$ROOT/scripts/mpi.sh" "$MPI" -- $np -- "$OUT/memo-$MPI" </dev/null 2>&1)
@@ -28,6 +28,16 @@ out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run
   "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_TUNING="$OUT/nbagain.toml" PCOLL_SHM_AFTER=1 -- \
   "$OUT/nbagain-$MPI" $([ "$MPI" = mpich ] && echo kept) </dev/null 2>&1)
 grep -q '^nbagain: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (nbagain)"; exit 1; }
+# What a non-blocking call wants made on its communicator (its shadow on Open MPI, the window)
+# is made at the communicator's next blocking collective of any kind (verify/nbwanted.c:
+# bcast and allgather through the gate, gather, split, barrier), p = 2 and 3.
+$MPICC -O2 -Wall -o "$OUT/nbwanted-$MPI" "$ROOT/verify/nbwanted.c" -ldl || { echo "gate: FAIL (build nbwanted)"; exit 1; }
+for np in 2 3; do
+  out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- $np LD_PRELOAD="$LIB" PCOLL_REDUCE=binomial PCOLL_ALLREDUCE=shm -- \
+    "$OUT/nbwanted-$MPI" </dev/null 2>&1)
+  grep -q '^nbwanted: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (nbwanted, p=$np)"; exit 1; }
+done
 # When a communicator's window is made (verify/window.c): at the 8th call a table sends to
 # `shm` (a raced rule's too, whose race then starts), earlier for 8 MiB calls (their predicted loss reaches the
 # window's cost), at the first with PCOLL_SHM_AFTER=1 or `shm` forced; non-blocking calls

@@ -380,6 +380,8 @@ static void memo_clear_all(void)
     }
 }
 
+void pcoll_gate_memo_clear(void) { memo_clear_all(); }
+
 static void memo_store(int coll, const struct memo_key *k, int rank, int p, unsigned long long bytes, unsigned gen,
                        unsigned long long *tally, unsigned long long limit)
 {
@@ -480,14 +482,14 @@ int pcoll_gate_nb_reduce_like(int coll, const void *sendbuf, void *recvbuf, int 
 int pcoll_gate_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                       MPI_Comm comm)
 {
-    if (!(PASS || reduce_like(G_REDUCE, sendbuf, recvbuf, count, dt, op, root, comm, 0)))
+    if (!(PASS || (!WANTED(comm) && reduce_like(G_REDUCE, sendbuf, recvbuf, count, dt, op, root, comm, 0))))
         return PCOLL_GATE_DECLINED;
     return PMPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
 }
 
 int pcoll_gate_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-    if (!(PASS || reduce_like(G_ALLREDUCE, sendbuf, recvbuf, count, dt, op, -1, comm, 0)))
+    if (!(PASS || (!WANTED(comm) && reduce_like(G_ALLREDUCE, sendbuf, recvbuf, count, dt, op, -1, comm, 0))))
         return PCOLL_GATE_DECLINED;
     return PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
 }
@@ -520,7 +522,7 @@ HOT int reduce_scatter_native(const void *sendbuf, void *recvbuf, const int *rec
 int pcoll_gate_reduce_scatter(const void *sendbuf, void *recvbuf, const int *recvcounts, MPI_Datatype dt,
                               MPI_Op op, MPI_Comm comm)
 {
-    if (!(PASS || reduce_scatter_native(sendbuf, recvbuf, recvcounts, dt, op, comm, 0)))
+    if (!(PASS || (!WANTED(comm) && reduce_scatter_native(sendbuf, recvbuf, recvcounts, dt, op, comm, 0))))
         return PCOLL_GATE_DECLINED;
     return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, dt, op, comm);
 }
@@ -557,7 +559,8 @@ HOT int allgatherv_native(const void *sendbuf, int sendcount, void *recvbuf, con
 int pcoll_gate_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                           const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (!(PASS || allgatherv_native(sendbuf, sendcount, recvbuf, recvcounts, displs, recvtype, comm, 0)))
+    if (!(PASS ||
+          (!WANTED(comm) && allgatherv_native(sendbuf, sendcount, recvbuf, recvcounts, displs, recvtype, comm, 0))))
         return PCOLL_GATE_DECLINED;
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
 }
@@ -586,7 +589,7 @@ HOT int bcast_native(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm c
 
 int pcoll_gate_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
-    if (!(PASS || bcast_native(buf, count, dt, root, comm, 0)))
+    if (!(PASS || (!WANTED(comm) && bcast_native(buf, count, dt, root, comm, 0))))
         return PCOLL_GATE_DECLINED;
     return PMPI_Bcast(buf, count, dt, root, comm);
 }
@@ -618,7 +621,7 @@ HOT int allgather_native(const void *sendbuf, int sendcount, void *recvbuf, int 
 int pcoll_gate_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                          MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (!(PASS || allgather_native(sendbuf, sendcount, recvbuf, recvcount, recvtype, comm, 0)))
+    if (!(PASS || (!WANTED(comm) && allgather_native(sendbuf, sendcount, recvbuf, recvcount, recvtype, comm, 0))))
         return PCOLL_GATE_DECLINED;
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
@@ -655,7 +658,7 @@ HOT int reduce_scatter_block_native(const void *sendbuf, void *recvbuf, int recv
 int pcoll_gate_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype dt, MPI_Op op,
                                     MPI_Comm comm)
 {
-    if (!(PASS || reduce_scatter_block_native(sendbuf, recvbuf, recvcount, dt, op, comm, 0)))
+    if (!(PASS || (!WANTED(comm) && reduce_scatter_block_native(sendbuf, recvbuf, recvcount, dt, op, comm, 0))))
         return PCOLL_GATE_DECLINED;
     return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, dt, op, comm);
 }

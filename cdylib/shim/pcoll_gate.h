@@ -213,6 +213,14 @@ HOT long long sum_counts(const int *c, int p)
 }
 
 
+/* Clear every memo (pcoll_gate.c; pcoll_want.c clears them when a communicator is wanted). */
+void pcoll_gate_memo_clear(void) __attribute__((visibility("hidden")));
+/* Communicators whose next blocking collective must reach the Rust path (pcoll_want.c):
+ * WANTED(comm) is 1 for a blocking call the gate declines for that reason. */
+extern int pcoll_want_n __attribute__((visibility("hidden")));
+int pcoll_comm_wanted(MPI_Comm comm) __attribute__((visibility("hidden"), cold));
+#define WANTED(comm) (__atomic_load_n(&pcoll_want_n, __ATOMIC_ACQUIRE) && pcoll_comm_wanted(comm))
+
 /* The memo's generation now (bumped by every clear), for pcoll_gate_keep's `gen`. */
 unsigned pcoll_gate_memo_gen(void);
 /* MPI_Ireduce / MPI_Iallreduce: 1 if the call goes native by the non-blocking cells. */

@@ -10,8 +10,8 @@
 //! other ranks ([`state_nb`]): it starts `PMPI_Comm_idup`, and the schedules on the
 //! communicator start once the dup is done ([`CommState::dup_done`], asked by `crate::nbc`'s
 //! progress); on Open MPI, whose idup fails beside other non-blocking collectives, the dup is
-//! left for the next blocking collective pcoll serves or `MPI_Barrier` on the communicator,
-//! and non-blocking calls go native until then. The shadow's
+//! left for the communicator's next blocking collective (any pcoll intercepts, served or
+//! forwarded: [`make_wanted_on`]), and non-blocking calls go native until then. The shadow's
 //! error handler is `MPI_ERRORS_RETURN`; errors are raised on the user's communicator. The
 //! attribute's delete callback (run by `MPI_Comm_free` and at `MPI_Finalize`) frees the shadow.
 //! Dups of a user communicator do not inherit the attribute (null copy function).
@@ -24,12 +24,12 @@ use pcoll::model::shm::WindowWait;
 use pcoll::plan::Program;
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 mod shadow;
-pub use shadow::any_wanted;
-use shadow::{Making, Shadow, WANTED};
+pub use shadow::{any_wanted, make_wanted_on};
+use shadow::{Making, Shadow};
 
 pub struct CommState {
     /// The shadow communicator ([`CommState::shadow`]), written by the MPI when a
@@ -41,7 +41,7 @@ pub struct CommState {
     ready: AtomicBool,
     /// Making it failed (the MPI's context ids used up): [`CommState::shadow_failed`].
     failed: AtomicBool,
-    /// What the next `MPI_Barrier` on the communicator makes ([`CommState::make_wanted`]):
+    /// What the communicator's next blocking collective makes ([`make_wanted_on`]):
     /// `WANT_SHADOW` (made later), `WANT_WINDOW` (a non-blocking call would have run
     /// `shm` had the window been made). Set at the same call on every rank (the decisions are
     /// agreed).
@@ -311,9 +311,7 @@ unsafe extern "C" fn delete_state(
             crate::nbc::drain(attr as *const CommState);
             // SAFETY: `attr` is the Box we leaked in `state()`; MPI calls this exactly once.
             let st = unsafe { Box::from_raw(attr as *mut CommState) };
-            if st.want.load(Ordering::Relaxed) != 0 {
-                WANTED.fetch_sub(1, Ordering::Relaxed);
-            }
+            st.unwant();
             if let Some(Some(w)) = st.shm.get() {
                 w.release();
             }

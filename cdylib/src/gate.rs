@@ -35,6 +35,7 @@ extern "C" {
     fn pcoll_gate_close();
     fn pcoll_gate_open();
     fn pcoll_gate_hold(held: c_int);
+    fn pcoll_gate_want(comm: MPI_Comm, on: c_int);
     fn pcoll_gate_guard(coll: c_int, flags: c_uint, root_above: c_ulonglong);
     fn pcoll_gate_mode(coll: c_int, mode: c_int);
     #[cfg(test)]
@@ -184,6 +185,15 @@ pub fn open(cfg: &Config, mpi: pcoll::mpi::Mpi, table: &pcoll::tuning::Table) {
 pub fn hold(held: bool) {
     // SAFETY: a plain C call on the gate's own static state.
     unsafe { pcoll_gate_hold(held as c_int) };
+}
+
+/// Decline every blocking call on `comm` while `on` (`shim/pcoll_want.c`: a non-blocking
+/// call wanted its shadow or window made at its next blocking collective, which must reach
+/// the Rust path on every rank: `CommState::make_wanted`). Called under the wanted list's
+/// lock, one writer at a time.
+pub fn want(comm: MPI_Comm, on: bool) {
+    // SAFETY: a plain C call on the gate's own static state; the handle is only compared.
+    unsafe { pcoll_gate_want(comm, on as c_int) };
 }
 
 /// Publish the cells of communicator size `p` (once; the first call of each size through the

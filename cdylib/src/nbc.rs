@@ -397,26 +397,34 @@ pub fn drain(st: *const crate::comm::CommState) {
     }
 }
 
-/// Before a blocking collective on `comm` (one pcoll serves or forwards, `MPI_Barrier`): the
-/// schedules pcoll runs on `comm` complete first. The MPI's progress rule lets a rank blocked
-/// in the collective advance its earlier non-blocking ones on that communicator, which other
-/// ranks may be waiting for; inside the MPI's blocking call pcoll's schedules would not
-/// move. Every rank calls its collectives on `comm` in one order, so each rank that reaches
-/// the blocking call has started the same schedules and drives them here (or in a completion
-/// call, or a blocking point-to-point call). One atomic load when nothing runs.
+/// Before a blocking collective on `comm` (one pcoll serves or forwards, `MPI_Barrier`, the
+/// others of `crate::ffi::drained`): the schedules pcoll runs on `comm` complete first. The
+/// MPI's progress rule lets a rank blocked in the collective advance its earlier non-blocking
+/// ones on that communicator, which other ranks may be waiting for; inside the MPI's blocking
+/// call pcoll's schedules would not move. Every rank calls its collectives on `comm` in one
+/// order, so each rank that reaches the blocking call has started the same schedules and
+/// drives them here (or in a completion call, or a blocking point-to-point call). Then what a
+/// non-blocking call wanted made on `comm` (its shadow, its window) is made
+/// ([`crate::comm::make_wanted_on`]). Two atomic loads when nothing runs or is wanted.
 pub fn before_blocking(comm: MPI_Comm) {
-    if !running() || inside_native() || advancing() {
+    let (run, want) = (running(), crate::comm::any_wanted());
+    if !(run || want) || inside_native() || advancing() {
         return;
     }
-    // The state from the table (no MPI call: `comm` may be any handle the user passed).
-    let b = handle_bits(comm);
-    let st = TABLE
-        .lock()
-        .iter()
-        .find(|e| e.phase == Phase::Running && handle_bits(e.planned.a.comm) == b)
-        .map(|e| e.planned.st as *const crate::comm::CommState);
-    if let Some(st) = st {
-        drain(st);
+    if run {
+        // The state from the table (no MPI call: `comm` may be any handle the user passed).
+        let b = handle_bits(comm);
+        let st = TABLE
+            .lock()
+            .iter()
+            .find(|e| e.phase == Phase::Running && handle_bits(e.planned.a.comm) == b)
+            .map(|e| e.planned.st as *const crate::comm::CommState);
+        if let Some(st) = st {
+            drain(st);
+        }
+    }
+    if want {
+        crate::comm::make_wanted_on(comm);
     }
 }
 

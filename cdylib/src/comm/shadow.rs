@@ -1,5 +1,5 @@
 //! The shadow communicator of a [`CommState`] (made when a call first needs it) and what
-//! the next `MPI_Barrier` makes ([`CommState::make_wanted`]).
+//! the communicator's next blocking collective makes ([`make_wanted_on`]).
 
 use super::{errors_returned, CommState};
 use crate::consts;
@@ -13,8 +13,9 @@ pub(super) enum Making {
     Idup(MPI_Request),
     /// Not started: the dup of this communicator is made by the next blocking collective
     /// that needs it ([`CommState::shadow`]), or, once a non-blocking call wanted it where
-    /// idup is not used ([`idup_ok`]), by its next `MPI_Barrier`; its non-blocking calls go
-    /// native until then. Where idup is used, a non-blocking call starts it ([`state_nb`](super::state_nb)).
+    /// idup is not used ([`idup_ok`]), by its next blocking collective of any kind
+    /// ([`make_wanted_on`]); its non-blocking calls go native until then. Where idup is
+    /// used, a non-blocking call starts it ([`state_nb`](super::state_nb)).
     Later(MPI_Comm),
 }
 // SAFETY: plain handles, used under the state's lock.
@@ -80,7 +81,7 @@ impl CommState {
 
     /// A non-blocking call needs the shadow ([`state_nb`](super::state_nb); at the same call on every rank):
     /// one left for later is started with `PMPI_Comm_idup` where idup is used, else wanted
-    /// by the next `MPI_Barrier` ([`CommState::make_wanted`]).
+    /// by the next blocking collective ([`make_wanted_on`]).
     pub(super) fn start_for_nb(&self, comm: MPI_Comm) -> Result<(), c_int> {
         if self.ready.load(Ordering::Acquire) {
             return Ok(());
@@ -91,7 +92,7 @@ impl CommState {
         }
         if !idup_ok() {
             drop(d);
-            self.want_bits(WANT_SHADOW);
+            self.want_bits(comm, WANT_SHADOW);
             return Ok(());
         }
         // SAFETY: a constant of the MPI.
@@ -159,37 +160,62 @@ impl CommState {
         self.failed.load(Ordering::Acquire)
     }
 
-    /// Mark the window wanted by a non-blocking call that could not make it
-    /// ([`CommState::make_wanted`] makes it).
-    pub fn want_shm(&self) {
-        self.want_bits(WANT_WINDOW);
+    /// Mark the window wanted by a non-blocking call on `comm` (this state's communicator)
+    /// that could not make it ([`CommState::make_wanted`] makes it).
+    pub fn want_shm(&self, comm: MPI_Comm) {
+        self.want_bits(comm, WANT_WINDOW);
     }
 
-    pub(super) fn want_bits(&self, bits: u8) {
+    /// Mark `bits` wanted; the first registers the state by its communicator's handle, and
+    /// the gate declines the calls on it until they are made.
+    pub(super) fn want_bits(&self, comm: MPI_Comm, bits: u8) {
+        let mut list = WANTED_LIST.lock();
         if self.want.fetch_or(bits, Ordering::Relaxed) == 0 {
+            list.push(Wanted {
+                comm,
+                st: self as *const CommState,
+            });
             WANTED.fetch_add(1, Ordering::Relaxed);
+            crate::gate::want(comm, true);
         }
     }
 
+    /// Nothing is wanted any more on this state (made, or the communicator freed): returns
+    /// the bits it had, taken under the list's lock.
+    pub(super) fn unwant(&self) -> u8 {
+        let mut list = WANTED_LIST.lock();
+        let w = self.want.swap(0, Ordering::Relaxed);
+        if w != 0 {
+            if let Some(i) = list.iter().position(|e| std::ptr::eq(e.st, self)) {
+                let e = list.swap_remove(i);
+                crate::gate::want(e.comm, false);
+            }
+            WANTED.fetch_sub(1, Ordering::Relaxed);
+        }
+        w
+    }
+
     /// A non-blocking call on this one-node communicator wanted the window, which is not made
-    /// yet (no `MPI_Barrier` since): until it is, `shm` cannot serve a non-blocking call, and
-    /// nothing more is to be recorded (the same on every rank: the flag was set at the same
-    /// call everywhere).
+    /// yet (no blocking collective on it since): until it is, `shm` cannot serve a
+    /// non-blocking call, and nothing more is to be recorded (the same on every rank: the
+    /// flag was set at the same call everywhere).
     pub fn shm_awaited(&self) -> bool {
         self.want.load(Ordering::Relaxed) & WANT_WINDOW != 0
             && self.shm.get().is_none()
             && self.layout.get().is_some_and(|l| l.shape().nodes <= 1)
     }
 
-    /// At `MPI_Barrier` (every rank of the communicator is in it): make the shadow left for
-    /// later, and the nodes and the window a non-blocking call wanted. All are collective,
-    /// and the flags were set at the same call on every rank.
-    pub fn make_wanted(&self, g: &crate::state::Global) {
-        let w = self.want.swap(0, Ordering::Relaxed);
+    /// At the communicator's next blocking collective (any that pcoll intercepts: the seven,
+    /// `MPI_Barrier`, the others `ffi::drained` lists; every rank of the communicator is in
+    /// it, and reaches here: the gate declines every blocking call on the communicator
+    /// meanwhile): make the shadow left for later, and the nodes and the window a
+    /// non-blocking call wanted. All are collective, and the flags were set at the same call
+    /// on every rank.
+    fn make_wanted(&self, g: &crate::state::Global) {
+        let w = self.unwant();
         if w == 0 {
             return;
         }
-        WANTED.fetch_sub(1, Ordering::Relaxed);
         let _ = self.shadow();
         if w & WANT_WINDOW != 0 && self.layout(g).shape().nodes <= 1 {
             let _ = self.shm();
@@ -197,13 +223,45 @@ impl CommState {
     }
 }
 
-/// States with something wanted ([`CommState::make_wanted`]; 0: `MPI_Barrier` looks for
-/// none).
-pub(super) static WANTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// States with something wanted ([`CommState::make_wanted`]; 0: a blocking collective looks
+/// for none).
+static WANTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A state with something wanted, by its communicator's handle.
+struct Wanted {
+    comm: MPI_Comm,
+    st: *const CommState,
+}
+// SAFETY: a handle and a state pointer, used under the list's lock; the state is removed from
+// the list before it is freed (`delete_state` calls [`CommState::unwant`]).
+unsafe impl Send for Wanted {}
+
+static WANTED_LIST: parking_lot::Mutex<Vec<Wanted>> = parking_lot::const_mutex(Vec::new());
 
 /// Some communicator's shadow or window is wanted ([`CommState::make_wanted`]).
 pub fn any_wanted() -> bool {
     WANTED.load(Ordering::Relaxed) > 0
+}
+
+/// Before a blocking collective on `comm` (every rank of it is in the call): what a
+/// non-blocking call wanted on it is made ([`CommState::make_wanted`]). The state is found by
+/// the handle among the wanted ones, with no MPI call (`comm` may be any handle the user
+/// passed). One atomic load when nothing is wanted.
+pub fn make_wanted_on(comm: MPI_Comm) {
+    if !any_wanted() || crate::state::bypassed() {
+        return;
+    }
+    let b = crate::mpi_types::handle_bits(comm);
+    let st = WANTED_LIST
+        .lock()
+        .iter()
+        .find(|e| crate::mpi_types::handle_bits(e.comm) == b)
+        .map(|e| e.st);
+    if let Some(st) = st {
+        // SAFETY: listed, so not freed (see `Wanted`); the user may not free a communicator
+        // while calling a collective on it.
+        unsafe { &*st }.make_wanted(crate::state::global());
+    }
 }
 
 /// Whether a first non-blocking call may make its shadow with `PMPI_Comm_idup`. Not on Open

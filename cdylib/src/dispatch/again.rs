@@ -19,7 +19,7 @@
 //! served `MPI_Ireduce` of 4 KiB spent ~0.3 us of its 1.2-1.6 us validating and deciding),
 //! only without `PCOLL_LEARN` (whose verdicts change a cell's decision over time). What else
 //! their decision reads changes only in collective calls that forget every entry: a
-//! communicator's window or nodes' windows made (at a blocking call or `MPI_Barrier`).
+//! communicator's window or nodes' windows made (at a blocking call).
 //!
 //! Several entries, not one: programs alternate between a few shapes of a call, and with one
 //! entry each call of such a loop misses it. A reduce whose root rotates (IMB-NBC's overlap

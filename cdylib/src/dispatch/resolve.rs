@@ -216,7 +216,8 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
 /// step blocks). `shm` counts where `shm_ok` (a reduce or allreduce whose element fits a
 /// cell: `Op` advances it without blocking) once the communicator's window is made: a
 /// non-blocking call never makes it, but wants it (counted as a blocking call asking for it
-/// is, `CommState::window_now`), and the next `MPI_Barrier` makes it (docs/nonblocking.md).
+/// is, `CommState::window_now`), and the communicator's next blocking collective makes it
+/// (docs/nonblocking.md).
 pub(super) fn choose_nb(
     g: &'static Global,
     a: &Args,
@@ -235,9 +236,9 @@ pub(super) fn choose_nb(
         crate::learn::Verdict::Settled(c, _) => Some(c),
         _ => None,
     };
-    // A program that never calls `MPI_Barrier` keeps a wanted window unmade: decide once,
-    // without `shm`, as the fallback below would (refusing `shm` changes only a decision that
-    // takes it). Two decisions cost 0.5 us of a forwarded 4 KiB `MPI_Ireduce` (Intel MPI).
+    // A program that makes no blocking collective on the communicator keeps a wanted window
+    // unmade: decide once, without `shm`, as the fallback below would (refusing `shm` changes
+    // only a decision that takes it). Two decisions cost 0.5 us of a forwarded 4 KiB `MPI_Ireduce` (Intel MPI).
     if spec.p > 1 && crate::comm::existing(a.comm).is_some_and(|st| st.shm_awaited()) {
         call.shm_refused = true;
     }
@@ -252,9 +253,9 @@ pub(super) fn choose_nb(
             d = decided(g, &call, &nf, learned)?;
         }
     }
-    // Only a window made already (by a blocking call, or at an `MPI_Barrier` after a
-    // non-blocking call wanted it): making one is collective and blocks, which a non-blocking
-    // initiation must not. Whether it is made is agreed (made in the same call on every
+    // Only a window made already (by a blocking call deciding `shm`, or at the next blocking
+    // collective after a non-blocking call wanted it): making one is collective and blocks,
+    // which a non-blocking initiation must not. Whether it is made is agreed (made in the same call on every
     // rank); without it the decision falls back.
     let mut provisional = false;
     if d.algorithm == Algorithm::Shm {
@@ -262,13 +263,13 @@ pub(super) fn choose_nb(
             let (asked, forced) = (call, d.source.forced());
             call.shm_refused = true;
             d = decided(g, &call, &nf, learned)?;
-            // The window is wanted (the next `MPI_Barrier` makes it) once this call is the
+            // The window is wanted (the next blocking collective makes it) once this call is the
             // one that would make it were it blocking (`window_waits`); forced: at once.
             if let Some(st) = wanted {
                 let after = if forced { 1 } else { crate::shm::after() };
                 let rent = state::resolver(g, spec.coll, spec.p).shm_rent(&asked, d.algorithm);
                 if st.window_now(rent, crate::shm::window_cost(spec.p), after) {
-                    st.want_shm();
+                    st.want_shm(a.comm);
                 } else {
                     // Not kept: the next such call must be counted too.
                     provisional = true;
@@ -477,7 +478,7 @@ fn shm_refused(g: &'static Global, a: &Args, spec: &CallSpec) -> bool {
 
 /// `shm` cannot serve a non-blocking call now (`Some`): turned off, or the communicator's
 /// window is not made yet (`Some(Some(state))`: the caller may want it, and the next
-/// `MPI_Barrier` makes it), or refused, or it spans several nodes. No MPI call but a new
+/// blocking collective on the communicator makes it), or refused, or it spans several nodes. No MPI call but a new
 /// state's `PMPI_Comm_idup`.
 fn shm_not_made(a: &Args, spec: &CallSpec) -> Option<Option<&'static crate::comm::CommState>> {
     if !crate::shm::enabled() {

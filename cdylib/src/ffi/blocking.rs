@@ -247,21 +247,15 @@ pub unsafe extern "C" fn MPI_Mprobe(
     )
 }
 
-/// `MPI_Barrier`: pcoll's schedules running on `comm` complete first
-/// ([`nbc::before_blocking`]), then the MPI's barrier. A barrier cannot be swapped for
-/// `MPI_Ibarrier` (it would not match the blocking barrier of a rank where nothing runs).
-/// Every rank of `comm` is here: the window a non-blocking call on it wanted is made first
-/// (`CommState::make_wanted`).
+/// `MPI_Barrier`: pcoll's schedules running on `comm` complete first, and what a
+/// non-blocking call on it wanted made is made ([`nbc::before_blocking`]), then the MPI's
+/// barrier. A barrier cannot be swapped for `MPI_Ibarrier` (it would not match the blocking
+/// barrier of a rank where nothing runs).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
     if nbc::running() || crate::comm::any_wanted() {
         guard("MPI_Barrier", || {
             nbc::before_blocking(comm);
-            if crate::comm::any_wanted() && !crate::state::bypassed() {
-                if let Some(st) = crate::comm::existing(comm) {
-                    st.make_wanted(crate::state::global());
-                }
-            }
             consts::SUCCESS()
         });
     }

@@ -20,7 +20,7 @@ macro_rules! drained {
     ($name:ident => $pmpi:ident, $comm:ident, ($($arg:ident : $ty:ty),*)) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
-            if nbc::running() {
+            if nbc::running() || crate::comm::any_wanted() {
                 guard(stringify!($name), || {
                     nbc::before_blocking($comm);
                     consts::SUCCESS()

@@ -148,7 +148,7 @@ fn settings() -> &'static Settings {
 /// (`PCOLL_SHM_AFTER`, agreed at `MPI_Init`; default 8, 1: the first): the ones before run
 /// the decision without `shm`, unless their predicted extra cost reaches the window's first
 /// (`pcoll::model::shm::WindowWait`); a non-blocking call counts alike and, where a
-/// blocking one would make it, wants it (the next `MPI_Barrier` makes it). The window costs
+/// blocking one would make it, wants it (the next blocking collective on it makes it). The window costs
 /// milliseconds (4 MiB a rank to touch at p = 2), what a few hundred 64 KiB calls gain back
 /// from it: a communicator made for a handful of calls is better served without it. Eight
 /// keeps a benchmark whose warm-up runs seven calls or more timing `shm` from its first
