@@ -1,15 +1,16 @@
 //! Blocking point-to-point calls (`MPI_Recv`, `MPI_Send`, `MPI_Ssend`, `MPI_Rsend`,
-//! `MPI_Sendrecv`, their `_c` forms, `MPI_Probe`, `MPI_Mprobe`) and `MPI_Barrier` while one of
-//! pcoll's non-blocking schedules runs: MPI's progress rule says a rank blocked in `MPI_Recv`
+//! `MPI_Sendrecv`, their `_c` forms, `MPI_Probe`, `MPI_Mprobe`) while one of pcoll's
+//! non-blocking schedules runs: MPI's progress rule says a rank blocked in `MPI_Recv`
 //! still advances its outstanding non-blocking collectives, and the other ranks may wait for
 //! this rank's next step. pcoll's schedules advance only inside intercepted calls, so the
 //! point-to-point calls take the MPI's non-blocking form and complete it through
 //! [`crate::nbc::drive`], which advances the schedules (the same loop as `MPI_Wait`). With no
 //! schedule running they go straight to the MPI (one atomic load). A point-to-point call
 //! matches its peer's whatever form either side takes; a blocking collective would not match
-//! a non-blocking one on the ranks where no schedule runs, so `MPI_Barrier` (like the
-//! collectives pcoll serves or forwards, in [`crate::dispatch`]) first completes the
-//! schedules on its own communicator ([`nbc::before_blocking`]) and then blocks inside the MPI.
+//! a non-blocking one on the ranks where no schedule runs, so `MPI_Barrier` and the other
+//! blocking collectives ([`super::drained`]; those pcoll serves or forwards, in
+//! [`crate::dispatch`]) first complete the schedules on their own communicator
+//! ([`nbc::before_blocking`]) and then block inside the MPI.
 // The safety contract of each export is the MPI standard's for that call.
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
@@ -245,20 +246,4 @@ pub unsafe extern "C" fn MPI_Mprobe(
         // SAFETY: forwarded unchanged.
         || unsafe { PMPI_Mprobe(source, tag, comm, message, status) },
     )
-}
-
-/// `MPI_Barrier`: pcoll's schedules running on `comm` complete first, and what a
-/// non-blocking call on it wanted made is made ([`nbc::before_blocking`]), then the MPI's
-/// barrier. A barrier cannot be swapped for `MPI_Ibarrier` (it would not match the blocking
-/// barrier of a rank where nothing runs).
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
-    if nbc::running() || crate::comm::any_wanted() {
-        guard("MPI_Barrier", || {
-            nbc::before_blocking(comm);
-            consts::SUCCESS()
-        });
-    }
-    // SAFETY: forwarded unchanged.
-    unsafe { PMPI_Barrier(comm) }
 }

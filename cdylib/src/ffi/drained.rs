@@ -1,11 +1,13 @@
-//! The other blocking collectives (`MPI_Gather(v)`, `MPI_Scatter(v)`, `MPI_Alltoall(v,w)`,
-//! `MPI_Scan`, `MPI_Exscan`, their `_c` forms) and the communicator constructors
-//! (`MPI_Comm_dup`, `MPI_Comm_split`, `MPI_Comm_split_type`, `MPI_Comm_create`): pcoll
-//! neither serves nor decides them, but a rank blocked in one must still advance its
+//! The other blocking collectives (`MPI_Barrier`, `MPI_Gather(v)`, `MPI_Scatter(v)`,
+//! `MPI_Alltoall(v,w)`, `MPI_Scan`, `MPI_Exscan`, their `_c` forms) and the communicator
+//! constructors (`MPI_Comm_dup`, `MPI_Comm_split`, `MPI_Comm_split_type`, `MPI_Comm_create`):
+//! pcoll neither serves nor decides them, but a rank blocked in one must still advance its
 //! non-blocking collectives on that communicator, which the other ranks may be waiting for
-//! before they reach it (MPI's progress rule). So, as for `MPI_Barrier`, the schedules pcoll
-//! runs on the call's communicator complete first ([`nbc::before_blocking`]); then the MPI's
-//! call. With no schedule running: one atomic load, then the MPI.
+//! before they reach it (MPI's progress rule). So the schedules pcoll runs on the call's
+//! communicator complete first, and what a non-blocking call wanted made on it is made
+//! ([`nbc::before_blocking`]); then the MPI's call. With no schedule running and nothing
+//! wanted: two atomic loads, then the MPI. (A barrier cannot be swapped for `MPI_Ibarrier`:
+//! it would not match the blocking barrier of a rank where nothing runs.)
 // The safety contract of each export is the MPI standard's for that call.
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
@@ -32,6 +34,7 @@ macro_rules! drained {
     };
 }
 
+drained!(MPI_Barrier => PMPI_Barrier, comm, (comm: MPI_Comm));
 drained!(MPI_Gather => PMPI_Gather, comm, (s: *const c_void, sn: c_int, st: MPI_Datatype,
     r: *mut c_void, rn: c_int, rt: MPI_Datatype, root: c_int, comm: MPI_Comm));
 drained!(MPI_Gatherv => PMPI_Gatherv, comm, (s: *const c_void, sn: c_int, st: MPI_Datatype,

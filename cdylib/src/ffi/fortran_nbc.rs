@@ -496,7 +496,7 @@ unsafe fn with_status(status: F, ierr: F, call: impl FnOnce(*mut MPI_Status) -> 
     }
 }
 
-fortran_names!((cm: Fc, ierr: F) => set_ierr(ierr, blocking::MPI_Barrier(comm(cm)));
+fortran_names!((cm: Fc, ierr: F) => set_ierr(ierr, super::drained::MPI_Barrier(comm(cm)));
     mpi_barrier_, mpi_barrier__, mpi_barrier, MPI_BARRIER, ompi_barrier_f);
 fortran_names!((b: *mut c_void, n: Fc, t: Fc, src: Fc, tag: Fc, cm: Fc, status: F, ierr: F) =>
     with_status(status, ierr, |s| blocking::MPI_Recv(buf_out(b), *n, dt(t), *src, *tag, comm(cm), s));
