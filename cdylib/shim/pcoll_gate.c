@@ -9,8 +9,9 @@
  * The gate only ever declines (PCOLL_GATE_DECLINED) or forwards; everything it is unsure of
  * (bad or unusual arguments, MPI_IN_PLACE in a reduce, NULL buffers, intercommunicators,
  * calls that may match a native defect pcoll routes around, communicators of more than
- * PCOLL_GATE_P ranks or of a size not yet published, PCOLL_STATS=1 timing, PCOLL_DISABLE) is
- * declined, and the Rust path decides. Both the native byte ranges per (collective, p) and
+ * PCOLL_GATE_P ranks or of a size not yet published, a blocking call on a communicator where a
+ * non-blocking call wanted something made (pcoll_want.c), PCOLL_STATS=1 timing,
+ * PCOLL_DISABLE) is declined, and the Rust path decides. Both the native byte ranges per (collective, p) and
  * the defect guards per collective are published by the Rust code (src/gate.rs of pcoll-mpi)
  * from its resolver and its one list of defects (pcoll::decide::defects); this file has no
  * decision rule of its own. pcoll_gate_abi() (pcoll_shim.c) lets a Rust test check the shared
