@@ -99,8 +99,8 @@ impl CallFacts {
             // the common reason there.
             let why = match (self.nodes.nodes, self.nonblocking) {
                 (n, _) if n > 1 => format!("its ranks span {n} nodes"),
-                (_, true) => "not made yet (the next blocking call or MPI_Barrier on the \
-                              communicator makes it), or refused"
+                (_, true) => "not made yet (the communicator's next blocking collective \
+                              makes it), or refused"
                     .to_string(),
                 (_, false) => "refused: see the shm warning".to_string(),
             };
