@@ -105,7 +105,7 @@ impl Layout {
         let keys: Vec<usize> = sizes
             .iter()
             .enumerate()
-            .flat_map(|(n, &s)| std::iter::repeat(n).take(s))
+            .flat_map(|(n, &s)| std::iter::repeat_n(n, s))
             .collect();
         Layout::from_keys(&keys)
     }

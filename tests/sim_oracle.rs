@@ -67,9 +67,7 @@ fn counts_for(c: &Case, rng: &mut Rng) -> (Vec<usize>, Vec<usize>) {
             // Irregular counts with zeros; around `count` in total.
             let counts: Vec<usize> = (0..c.p)
                 .map(|j| {
-                    if c.count == 0 {
-                        0
-                    } else if (rng.next() % 4) == 0 {
+                    if c.count == 0 || rng.next().is_multiple_of(4) {
                         0
                     } else {
                         (rng.next() as usize) % (c.count.max(1) * 2 / c.p.max(1) + 2) + (j % 2)
@@ -401,7 +399,7 @@ fn algs(coll: Collective) -> Vec<Algorithm> {
                 && !a.node_aware()
                 // shm runs over a shared window, not a program (verify/run-difftest.sh --shm).
                 && *a != Algorithm::Shm
-                && only.as_ref().map_or(true, |o| o.contains(a))
+                && only.as_ref().is_none_or(|o| o.contains(a))
         })
         .collect()
 }

@@ -186,6 +186,7 @@ impl CommState {
     /// rank, `Err(())` if refused on any node (then on every rank). Collective on first use
     /// (it asks for the nodes first), so it is called only where every rank of the
     /// communicator is in the same call.
+    #[allow(clippy::result_unit_err)] // a refusal has nothing more to say: the steps fall back
     pub fn node_shm(&self, g: &crate::state::Global) -> Result<Option<&crate::shm::Win>, ()> {
         self.node_shm
             .get_or_init(|| {

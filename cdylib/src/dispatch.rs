@@ -95,7 +95,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     // go by (asked at the first call pcoll serves on it; they do not change afterwards).
     let gen = again::begin();
     let settled = v.spec.p <= 1
-        || crate::comm::existing(a.comm).map_or(false, |st| st.known_layout().is_some());
+        || crate::comm::existing(a.comm).is_some_and(|st| st.known_layout().is_some());
     let chosen = match resolve::choose(g, a, &mut v.spec) {
         Ok(x) => x,
         Err(code) => return badinput::raise(a.comm, code),

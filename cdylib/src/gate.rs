@@ -337,41 +337,6 @@ pub fn clear_hit(coll: Collective) {
     unsafe { pcoll_gate_clear_hit(coll.index() as c_int) };
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The constants the C file and this module both use agree (the C file answers
-    /// `pcoll_gate_abi`).
-    #[test]
-    fn c_and_rust_constants_agree() {
-        // SAFETY: a pure function of its argument.
-        let abi = |w| unsafe { pcoll_gate_abi(w) };
-        assert_eq!(abi(0), GATE_P as i64);
-        assert_eq!(abi(1), GATE_R as i64);
-        assert_eq!(abi(2), DECLINED as i64);
-        assert_eq!(abi(3), Collective::ALL.len() as i64);
-        for coll in Collective::ALL {
-            assert_eq!(abi(10 + coll.index() as i32), coll.index() as i64, "{coll}");
-        }
-        for (k, g) in [
-            Guard::RootNonzeroAbove(0),
-            Guard::OneRank,
-            Guard::TrueLbNonzero,
-            Guard::UserOp,
-            Guard::InPlace,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            assert_eq!(abi(20 + k as i32), guard_bit(g) as i64, "{g:?}");
-        }
-        assert_eq!(abi(30), MODE_CELLS as i64);
-        assert_eq!(abi(31), MODE_NATIVE as i64);
-        assert_eq!(abi(32), MODE_DECLINE as i64);
-    }
-}
-
 /// `PCOLL_DISABLE=1`: the gate functions of the seven blocking collectives forward every call
 /// to the MPI from now on, without entering Rust.
 pub fn passthrough() {
@@ -458,4 +423,39 @@ pub fn keep(k: &Kept, gen: c_uint, tally: &crate::learn::Tally) {
             tally.until as c_ulonglong,
         )
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The constants the C file and this module both use agree (the C file answers
+    /// `pcoll_gate_abi`).
+    #[test]
+    fn c_and_rust_constants_agree() {
+        // SAFETY: a pure function of its argument.
+        let abi = |w| unsafe { pcoll_gate_abi(w) };
+        assert_eq!(abi(0), GATE_P as i64);
+        assert_eq!(abi(1), GATE_R as i64);
+        assert_eq!(abi(2), DECLINED as i64);
+        assert_eq!(abi(3), Collective::ALL.len() as i64);
+        for coll in Collective::ALL {
+            assert_eq!(abi(10 + coll.index() as i32), coll.index() as i64, "{coll}");
+        }
+        for (k, g) in [
+            Guard::RootNonzeroAbove(0),
+            Guard::OneRank,
+            Guard::TrueLbNonzero,
+            Guard::UserOp,
+            Guard::InPlace,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert_eq!(abi(20 + k as i32), guard_bit(g) as i64, "{g:?}");
+        }
+        assert_eq!(abi(30), MODE_CELLS as i64);
+        assert_eq!(abi(31), MODE_NATIVE as i64);
+        assert_eq!(abi(32), MODE_DECLINE as i64);
+    }
 }

@@ -42,6 +42,7 @@ impl TypeFacts {
 
 /// `Err(code)` if the handle is not a valid, committed datatype.
 /// The true lower bound of `dt` alone (one PMPI call; for the native fast path).
+#[allow(clippy::unnecessary_cast)] // MPI_Aint is isize on Open MPI, long (i64) on MPICH
 pub fn true_lb(dt: MPI_Datatype) -> Option<isize> {
     let (mut tlb, mut text): (MPI_Aint, MPI_Aint) = (0, 0);
     // SAFETY: out-pointers to locals; an invalid handle yields an error code.
@@ -86,6 +87,7 @@ pub fn type_facts(dt: MPI_Datatype) -> Result<TypeFacts, c_int> {
     Ok(f)
 }
 
+#[allow(clippy::unnecessary_cast)] // MPI_Aint is isize on Open MPI, long (i64) on MPICH
 fn query_type_facts(dt: MPI_Datatype) -> Result<TypeFacts, c_int> {
     let mut size: MPI_Count = 0;
     let (mut lb, mut extent, mut tlb, mut text): (MPI_Aint, MPI_Aint, MPI_Aint, MPI_Aint) =

@@ -222,7 +222,7 @@ impl<'a> PmpiTransport<'a> {
             commutative: self.commutative,
             root,
             all: false,
-            in_place: input == output as *const u8,
+            in_place: std::ptr::eq(input, output),
             comm: self.comm,
             fused: if self.f.contiguous() {
                 crate::shm::kernel::fused(self.op, self.dt)
@@ -413,7 +413,7 @@ impl<'a> PmpiTransport<'a> {
         if self
             .scratch
             .as_ref()
-            .map_or(true, |s| s.mem.len() * 16 < need)
+            .is_none_or(|s| s.mem.len() * 16 < need)
         {
             self.scratch = Some(Scratch::new(need)?);
         }
@@ -427,7 +427,7 @@ impl<'a> PmpiTransport<'a> {
 
     /// Copy `n` elements between two element bases, touching only data bytes.
     fn copy_elems(&mut self, src: *const u8, dst: *mut u8, n: usize) -> Result<(), Error> {
-        if n == 0 || src == dst as *const u8 {
+        if n == 0 || std::ptr::eq(src, dst) {
             return Ok(());
         }
         if self.f.contiguous() {

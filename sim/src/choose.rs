@@ -271,7 +271,7 @@ mod tests {
             .decision
         };
         let (zero, one) = (at(1 << 20, 0), at(1 << 20, 1));
-        assert_eq!(one.algorithm, pcoll::Algorithm::Shm.into());
+        assert_eq!(one.algorithm, pcoll::Algorithm::Shm);
         assert!(
             zero.source != one.source,
             "{:?} / {:?}",
@@ -298,9 +298,9 @@ mod tests {
         let cfg = Config::default();
         let call = (Collective::Reduce, 4, 1 << 20, true);
         let one = cell_on(&cfg, &table, Mpi::Mpich, call, (0, false, 0)).unwrap();
-        assert_eq!(one.decision.algorithm, pcoll::Algorithm::Shm.into());
+        assert_eq!(one.decision.algorithm, pcoll::Algorithm::Shm);
         let four = cell_on(&cfg, &table, Mpi::Mpich, call, (1, false, 0)).unwrap();
-        assert_ne!(four.decision.algorithm, pcoll::Algorithm::Shm.into());
+        assert_ne!(four.decision.algorithm, pcoll::Algorithm::Shm);
         assert!(
             four.prices.iter().all(|(a, _)| *a != "shm"),
             "{:?}",

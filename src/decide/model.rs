@@ -330,6 +330,9 @@ pub fn node_prices(
     out
 }
 
+/// The parts of split size classes, per cell: each as (first size, end, packed answer).
+type SplitParts = std::collections::HashMap<usize, Vec<(usize, usize, u16)>>;
+
 /// Memo of model answers for one communicator size: one cell per (collective,
 /// commutativity, [`Place`], size class), filled on first use. Cells are
 /// atomics: threads may race to fill one, with the same value. Valid for one table and one MPI
@@ -339,7 +342,7 @@ pub struct Memo {
     cells: Box<[AtomicU16]>,
     /// The answers of classes native's own selection splits ([`span`]): per cell, each part
     /// as (first size, end, answer); few, filled on first use, read under a shared lock.
-    split: std::sync::RwLock<std::collections::HashMap<usize, Vec<(usize, usize, u16)>>>,
+    split: std::sync::RwLock<SplitParts>,
 }
 
 impl Memo {

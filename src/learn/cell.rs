@@ -289,7 +289,7 @@ impl Cell {
             // The last candidate's block first (a raced rule's own algorithm; native is 0).
             return Step::Run {
                 cand: ((n / self.block + k - 1) % k) as usize,
-                timed: n % self.block != 0,
+                timed: !n.is_multiple_of(self.block),
             };
         }
         if n < e {

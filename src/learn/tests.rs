@@ -604,8 +604,10 @@ fn crowded_nodes_race_the_models_pcoll_picks() {
     }
     assert!(pcoll > 0, "the model picks a pcoll algorithm somewhere");
     // Outranked as a rule's race is.
-    let mut off = Config::default();
-    off.race_off = true;
+    let off = Config {
+        race_off: true,
+        ..Config::default()
+    };
     let call = CallFacts::new(Collective::Reduce, 6, 1 << 20);
     assert!(!raced(
         &Resolver::new(&off, &t, Mpi::OpenMpi).with_crowded(true),

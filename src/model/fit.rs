@@ -168,9 +168,11 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
         a.swap(col, piv);
         b.swap(col, piv);
         for row in col + 1..n {
-            let f = a[row][col] / a[col][col];
-            for k in col..n {
-                a[row][k] -= f * a[col][k];
+            let (upper, lower) = a.split_at_mut(row);
+            let (pivot, r) = (&upper[col], &mut lower[0]);
+            let f = r[col] / pivot[col];
+            for (x, &p) in r[col..n].iter_mut().zip(&pivot[col..n]) {
+                *x -= f * p;
             }
             b[row] -= f * b[col];
         }

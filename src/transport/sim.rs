@@ -584,7 +584,7 @@ pub fn run_programs(
                     |e: &Error| matches!(e, Error::Internal(m) if m.starts_with("deadlock"));
                 if first_err
                     .as_ref()
-                    .map_or(true, |f| is_echo(f) && !is_echo(&e))
+                    .is_none_or(|f| is_echo(f) && !is_echo(&e))
                 {
                     first_err = Some(e);
                 }

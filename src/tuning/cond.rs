@@ -132,6 +132,22 @@ impl Cond {
     }
 }
 
+/// Why a rule with `race = true` cannot race (none: it can): the rule's algorithm is raced
+/// against native, so it must be one of pcoll's, and only blocking calls are timed.
+pub(crate) fn check_race(alg: crate::Pick, cond: &Cond) -> Option<String> {
+    if matches!(
+        alg,
+        crate::Pick::Model | crate::Pick::Alg(crate::Algorithm::Native)
+    ) {
+        return Some(format!(
+            "race = true races the rule's algorithm against native: name one of pcoll's (not '{alg}')"
+        ));
+    }
+    (cond.nonblocking == Some(true)).then(|| {
+        "race = true needs blocking calls (they are timed); a form = \"nonblocking\" rule cannot race".into()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,20 +234,4 @@ mod tests {
             assert!(e.contains(want), "{text}: {e}");
         }
     }
-}
-
-/// Why a rule with `race = true` cannot race (none: it can): the rule's algorithm is raced
-/// against native, so it must be one of pcoll's, and only blocking calls are timed.
-pub(crate) fn check_race(alg: crate::Pick, cond: &Cond) -> Option<String> {
-    if matches!(
-        alg,
-        crate::Pick::Model | crate::Pick::Alg(crate::Algorithm::Native)
-    ) {
-        return Some(format!(
-            "race = true races the rule's algorithm against native: name one of pcoll's (not '{alg}')"
-        ));
-    }
-    (cond.nonblocking == Some(true)).then(|| {
-        "race = true needs blocking calls (they are timed); a form = \"nonblocking\" rule cannot race".into()
-    })
 }

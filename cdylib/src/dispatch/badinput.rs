@@ -124,7 +124,7 @@ fn null_buffers(a: &Args, p: usize, rank: usize) -> Option<(bool, bool)> {
     // A NULL buffer is MPI_BOTTOM, legal only with absolute-address datatypes: flag it only
     // for types whose data starts at offset 0.
     let plain = |dt: MPI_Datatype| {
-        mpi_types::type_facts(dt).map_or(false, |f| f.lb == 0 && f.true_lb == 0 && f.size > 0)
+        mpi_types::type_facts(dt).is_ok_and(|f| f.lb == 0 && f.true_lb == 0 && f.size > 0)
     };
     let null = |ptr: *const c_void, n: i64, dt: MPI_Datatype| ptr.is_null() && n > 0 && plain(dt);
     let counts_ok = a.counts.len()

@@ -118,6 +118,7 @@ pub fn plan(a: Args) -> Option<Planned> {
 
 /// The same call as the last one served (everything it was decided by but its buffers),
 /// planned from it; else the arguments back.
+#[allow(clippy::result_large_err)] // the caller's own arguments handed back, not an error
 fn again(a: Args) -> Result<Planned, Args> {
     let Some((v, alg, st, prog)) = super::again::again(state::global(), true, &a, |e, _| {
         let prog = (e.alg != Algorithm::Shm).then(|| e.prog.clone());

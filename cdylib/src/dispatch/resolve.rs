@@ -39,7 +39,7 @@ impl<'a> ArgFacts<'a> {
 
 impl NativeFacts for ArgFacts<'_> {
     fn holes(&self) -> bool {
-        mpi_types::type_facts(self.dt).map_or(false, |f| !f.contiguous())
+        mpi_types::type_facts(self.dt).is_ok_and(|f| !f.contiguous())
     }
     fn true_lb(&self) -> i64 {
         mpi_types::true_lb(self.dt).map_or(0, |lb| lb as i64)
@@ -282,7 +282,7 @@ pub(super) fn choose_nb(
     if !shm_ok
         && d.fallback
             .as_ref()
-            .map_or(false, |f| f.asked == Algorithm::Shm)
+            .is_some_and(|f| f.asked == Algorithm::Shm)
     {
         d.warn = false;
     }
@@ -382,7 +382,7 @@ fn node_shm(a: &Args, spec: &CallSpec) -> bool {
     crate::shm::node_mode().is_some()
         && crate::comm::existing(a.comm)
             .and_then(|st| st.known_node_shm())
-            .map_or(true, |w| w.is_ok())
+            .is_none_or(|w| w.is_ok())
         && spec.p > 1
 }
 
@@ -500,7 +500,7 @@ fn warn_once(coll: Collective, alg: Algorithm, msg: &str) {
     let nalg = Algorithm::ALL.len();
     let bit =
         1u128 << (coll.index() * nalg + Algorithm::ALL.iter().position(|a| *a == alg).unwrap());
-    let first = SEEN.lock().map_or(false, |mut s| {
+    let first = SEEN.lock().is_ok_and(|mut s| {
         let first = *s & bit == 0;
         *s |= bit;
         first

@@ -449,17 +449,17 @@ pub(super) fn unstage_bcast(
     }
 }
 
-/// Chunk bytes and the largest chunked message when the environment does not say: the
-/// running MPI's ([`pcoll::mpi::Mpi::chunk_defaults`]).
-/// The collectives that only move data (bcast, allgather, allgatherv) chunk only messages of
-/// up to [`COPY_CHUNKS`] chunks by default between ranks of one node: one just above the
-/// eager limit gains (Open MPI p = 2, forced ring allgatherv of 8 KiB, i.e. 4 KiB blocks:
-/// 0.87x native chunked, 1.27x whole; 16 KiB 1.11x against 1.26x), one of many chunks loses
-/// to a single rendezvous through shared memory (32 KiB 1.39-1.42x against 1.19-1.24x,
-/// 256 KiB 2.6x against 1.1x; MPICH alike). Between nodes they chunk up to the largest
-/// chunked message as the reductions do everywhere: on the emulated cluster (MPICH, 4 nodes,
-/// 500 Mbit/s TCP) the default bcast measured 0.54-0.66x native at 256 KiB-4 MiB chunked,
-/// 0.70-0.84x whole.
+// Chunk bytes and the largest chunked message when the environment does not say: the
+// running MPI's ([`pcoll::mpi::Mpi::chunk_defaults`]).
+// The collectives that only move data (bcast, allgather, allgatherv) chunk only messages of
+// up to [`COPY_CHUNKS`] chunks by default between ranks of one node: one just above the
+// eager limit gains (Open MPI p = 2, forced ring allgatherv of 8 KiB, i.e. 4 KiB blocks:
+// 0.87x native chunked, 1.27x whole; 16 KiB 1.11x against 1.26x), one of many chunks loses
+// to a single rendezvous through shared memory (32 KiB 1.39-1.42x against 1.19-1.24x,
+// 256 KiB 2.6x against 1.1x; MPICH alike). Between nodes they chunk up to the largest
+// chunked message as the reductions do everywhere: on the emulated cluster (MPICH, 4 nodes,
+// 500 Mbit/s TCP) the default bcast measured 0.54-0.66x native at 256 KiB-4 MiB chunked,
+// 0.70-0.84x whole.
 
 /// Most chunks of a default-chunked message of bcast, allgather and allgatherv.
 const COPY_CHUNKS: usize = 4;

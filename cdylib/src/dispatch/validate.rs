@@ -74,7 +74,7 @@ pub(super) fn validate(g: &Global, a: &Args) -> Option<Valid> {
     if facts.extent <= 0 || facts.true_extent < 0 || facts.size == 0 {
         return None;
     }
-    if a.recvbuf as *const c_void == consts::in_place() {
+    if std::ptr::eq(a.recvbuf, consts::in_place()) {
         return None;
     }
     let shape = shape(a, p)?;
@@ -126,7 +126,7 @@ fn buffers_ok(a: &Args, p: usize, rank: usize, counts: &[usize], facts: &TypeFac
     // how to report it (Open MPI: MPI_ERR_BUFFER for allreduce). A bcast has one buffer.
     if a.coll != Collective::Bcast
         && !in_place
-        && a.sendbuf == a.recvbuf as *const c_void
+        && std::ptr::eq(a.sendbuf, a.recvbuf)
         && !a.sendbuf.is_null()
     {
         let is_root_or_all = a.coll != Collective::Reduce || a.root == rank as i64;

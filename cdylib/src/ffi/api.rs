@@ -28,6 +28,10 @@ pub extern "C" fn pcoll_version() -> *const c_char {
 /// Force `algorithm` for `collective` from now on (NULL or "" algorithm: back to the
 /// environment and table). Collective: all ranks of a communicator must agree.
 /// Returns 0, -1 for an unknown collective, -2 for an algorithm that does not exist for it.
+///
+/// # Safety
+///
+/// `collective` and `algorithm` are each NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn pcoll_force(collective: *const c_char, algorithm: *const c_char) -> c_int {
     guard("pcoll_force", || {
@@ -74,6 +78,10 @@ pub extern "C" fn pcoll_segment(bytes: c_longlong) -> c_int {
 /// Name of the algorithm that served the last call of `collective` in this process
 /// ("" if none yet; NULL for an unknown collective). The string is static. `ireduce`,
 /// `iallreduce`, ...: the last non-blocking or persistent call of that collective.
+///
+/// # Safety
+///
+/// `collective` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn pcoll_last_algorithm(collective: *const c_char) -> *const c_char {
     // SAFETY: C string from the caller.
@@ -119,6 +127,11 @@ fn static_name(a: Algorithm) -> *const c_char {
 
 /// Statistics of this process for one collective and algorithm. Any out-pointer may be NULL.
 /// Returns 0, or -1 for an unknown collective or algorithm.
+///
+/// # Safety
+///
+/// `collective` and `algorithm` are each NULL or a NUL-terminated string; `calls`, `bytes`
+/// and `time_us` are each NULL or valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn pcoll_stats(
     collective: *const c_char,

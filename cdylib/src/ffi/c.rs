@@ -33,6 +33,7 @@ pub(crate) fn comm_size(comm: MPI_Comm) -> usize {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // a reduction call's arguments, one by one
 pub(crate) fn reduce_args(
     coll: Collective,
     sendbuf: *const c_void,
@@ -181,6 +182,10 @@ unsafe fn allgatherv_entry<C: Copy + Into<i64>, D: Copy + Into<i64>>(
 }
 
 /// `MPI_Reduce` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
+///
+/// # Safety
+///
+/// The arguments are valid for `MPI_Reduce` as the MPI standard requires.
 #[no_mangle]
 pub unsafe extern "C" fn pcoll_rs_reduce(
     sendbuf: *const c_void,
@@ -210,6 +215,10 @@ pub unsafe extern "C" fn pcoll_rs_reduce(
 }
 
 /// `MPI_Allreduce` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
+///
+/// # Safety
+///
+/// The arguments are valid for `MPI_Allreduce` as the MPI standard requires.
 #[no_mangle]
 pub unsafe extern "C" fn pcoll_rs_allreduce(
     sendbuf: *const c_void,
@@ -238,6 +247,10 @@ pub unsafe extern "C" fn pcoll_rs_allreduce(
 }
 
 /// `MPI_Reduce_scatter` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
+///
+/// # Safety
+///
+/// The arguments are valid for `MPI_Reduce_scatter` as the MPI standard requires.
 #[no_mangle]
 pub unsafe extern "C" fn pcoll_rs_reduce_scatter(
     sendbuf: *const c_void,
@@ -266,6 +279,10 @@ pub unsafe extern "C" fn pcoll_rs_reduce_scatter(
 }
 
 /// `MPI_Allgatherv` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
+///
+/// # Safety
+///
+/// The arguments are valid for `MPI_Allgatherv` as the MPI standard requires.
 #[no_mangle]
 pub unsafe extern "C" fn pcoll_rs_allgatherv(
     sendbuf: *const c_void,
@@ -300,6 +317,11 @@ pub unsafe extern "C" fn pcoll_rs_allgatherv(
     })
 }
 
+/// `MPI_Finalize`: pcoll's statistics report (`PCOLL_STATS=1`), then the MPI's.
+///
+/// # Safety
+///
+/// Called as the MPI standard requires `MPI_Finalize` to be: once, after the MPI's init.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     guard("MPI_Finalize", || {
@@ -330,7 +352,7 @@ mod large {
                 Collective::Reduce,
                 sendbuf,
                 recvbuf,
-                count as i64,
+                count,
                 datatype,
                 op,
                 root as i64,
@@ -358,7 +380,7 @@ mod large {
                 Collective::Allreduce,
                 sendbuf,
                 recvbuf,
-                count as i64,
+                count,
                 datatype,
                 op,
                 0,
@@ -414,7 +436,7 @@ mod large {
             unsafe {
                 allgatherv_entry(
                     sendbuf,
-                    sendcount as i64,
+                    sendcount,
                     sendtype,
                     recvbuf,
                     recvcounts,

@@ -357,9 +357,9 @@ pub unsafe extern "C" fn MPI_Request_get_status(
         // SAFETY: forwarded unchanged.
         return unsafe { PMPI_Request_get_status(req, flag, status) };
     }
-    // SAFETY: non-null out-pointer.
-    guard("MPI_Request_get_status", || {
-        nbc::get_status(req, unsafe { &mut *flag }, status)
+    // SAFETY: non-null out-pointer; the caller's request and status (or an ignore marker).
+    guard("MPI_Request_get_status", || unsafe {
+        nbc::get_status(req, &mut *flag, status)
     })
 }
 
@@ -373,9 +373,12 @@ mod get_status_multi {
     use std::mem::MaybeUninit;
 
     /// One request's status (`flag`), its status written to `status`.
-    fn one(r: MPI_Request, status: *mut MPI_Status) -> (c_int, bool) {
+    ///
+    /// Safety: as [`nbc::get_status`]'s (`status` writable or an ignore marker).
+    unsafe fn one(r: MPI_Request, status: *mut MPI_Status) -> (c_int, bool) {
         let mut f = 0;
-        let rc = nbc::get_status(r, &mut f, status);
+        // SAFETY: this function's contract.
+        let rc = unsafe { nbc::get_status(r, &mut f, status) };
         (rc, f != 0)
     }
 
@@ -403,7 +406,8 @@ mod get_status_multi {
             let mut all = true;
             for r in arr.iter() {
                 let mut s = scratch();
-                let (c, f) = one(*r, s.as_mut_ptr());
+                // SAFETY: a status of our own.
+                let (c, f) = unsafe { one(*r, s.as_mut_ptr()) };
                 if c != consts::SUCCESS() && rc == consts::SUCCESS() {
                     rc = c;
                 }
@@ -412,7 +416,8 @@ mod get_status_multi {
             // Statuses only once every request is complete (complete stays complete).
             if all {
                 for (i, r) in arr.iter().enumerate() {
-                    one(*r, nth(statuses, i));
+                    // SAFETY: the caller's statuses hold n entries (or are an ignore marker).
+                    unsafe { one(*r, nth(statuses, i)) };
                 }
             }
             // SAFETY: non-null out-pointer.
@@ -442,7 +447,8 @@ mod get_status_multi {
                     continue;
                 }
                 active = true;
-                let (rc, f) = one(*r, status);
+                // SAFETY: the caller's status (or an ignore marker).
+                let (rc, f) = unsafe { one(*r, status) };
                 if f || rc != consts::SUCCESS() {
                     // SAFETY: non-null out-pointers.
                     unsafe {
@@ -494,7 +500,8 @@ mod get_status_multi {
                     continue;
                 }
                 active = true;
-                let (c, f) = one(*r, nth(statuses, k));
+                // SAFETY: the caller's statuses hold n entries (or are an ignore marker).
+                let (c, f) = unsafe { one(*r, nth(statuses, k)) };
                 if c != consts::SUCCESS() && rc == consts::SUCCESS() {
                     rc = c;
                 }

@@ -18,6 +18,10 @@ macro_rules! entry {
             pub(crate) fn $target($($arg: $ty),*) -> c_int;
         }
         $(#[$doc])*
+        ///
+        /// # Safety
+        ///
+        /// The arguments are valid for this MPI call as the MPI standard requires.
         #[cfg(target_arch = "x86_64")]
         #[unsafe(naked)]
         #[no_mangle]
@@ -26,6 +30,10 @@ macro_rules! entry {
             core::arch::naked_asm!("jmp {t}", t = sym $target)
         }
         $(#[$doc])*
+        ///
+        /// # Safety
+        ///
+        /// The arguments are valid for this MPI call as the MPI standard requires.
         #[cfg(not(target_arch = "x86_64"))]
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {

@@ -160,6 +160,10 @@ pub(crate) fn reduce_scatter_block_entry(
 }
 
 /// `MPI_Bcast` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
+///
+/// # Safety
+///
+/// The arguments are valid for `MPI_Bcast` as the MPI standard requires.
 #[no_mangle]
 pub unsafe extern "C" fn pcoll_rs_bcast(
     buffer: *mut c_void,
@@ -178,6 +182,10 @@ pub unsafe extern "C" fn pcoll_rs_bcast(
 }
 
 /// `MPI_Allgather` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
+///
+/// # Safety
+///
+/// The arguments are valid for `MPI_Allgather` as the MPI standard requires.
 #[no_mangle]
 pub unsafe extern "C" fn pcoll_rs_allgather(
     sendbuf: *const c_void,
@@ -212,6 +220,10 @@ pub unsafe extern "C" fn pcoll_rs_allgather(
 }
 
 /// `MPI_Reduce_scatter_block` when the gate declined it (shim/pcoll_entry.c calls this): pcoll's Rust path.
+///
+/// # Safety
+///
+/// The arguments are valid for `MPI_Reduce_scatter_block` as the MPI standard requires.
 #[no_mangle]
 pub unsafe extern "C" fn pcoll_rs_reduce_scatter_block(
     sendbuf: *const c_void,
@@ -243,7 +255,7 @@ mod large {
         comm: MPI_Comm,
     ) -> c_int {
         guard("MPI_Bcast_c", || {
-            let a = bcast_args(buffer, count as i64, datatype, root as i64, comm, true);
+            let a = bcast_args(buffer, count, datatype, root as i64, comm, true);
             // SAFETY: forwarded unchanged.
             collective(&a, &mut || unsafe {
                 PMPI_Bcast_c(buffer, count, datatype, root, comm)
@@ -262,13 +274,12 @@ mod large {
         comm: MPI_Comm,
     ) -> c_int {
         guard("MPI_Allgather_c", || {
-            let (sc, rc) = (sendcount as i64, recvcount as i64);
             allgather_entry(
                 sendbuf,
-                sc,
+                sendcount,
                 sendtype,
                 recvbuf,
-                rc,
+                recvcount,
                 recvtype,
                 comm,
                 true,
@@ -294,13 +305,21 @@ mod large {
         comm: MPI_Comm,
     ) -> c_int {
         guard("MPI_Reduce_scatter_block_c", || {
-            let n = recvcount as i64;
-            reduce_scatter_block_entry(sendbuf, recvbuf, n, datatype, op, comm, true, &mut || {
-                // SAFETY: forwarded unchanged.
-                unsafe {
-                    PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm)
-                }
-            })
+            reduce_scatter_block_entry(
+                sendbuf,
+                recvbuf,
+                recvcount,
+                datatype,
+                op,
+                comm,
+                true,
+                &mut || {
+                    // SAFETY: forwarded unchanged.
+                    unsafe {
+                        PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm)
+                    }
+                },
+            )
         })
     }
 }

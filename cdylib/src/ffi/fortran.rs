@@ -26,7 +26,7 @@ pub(super) fn buf_in(p: *const c_void) -> *const c_void {
 }
 
 pub(super) fn buf_out(p: *mut c_void) -> *mut c_void {
-    if p as *const c_void == consts::fortran::bottom() {
+    if std::ptr::eq(p, consts::fortran::bottom()) {
         consts::bottom() as *mut c_void
     } else {
         p
@@ -129,6 +129,10 @@ unsafe fn allgatherv_f(
 
 macro_rules! export_reduce {
     ($coll:expr, $($name:ident),*) => {$(
+        /// # Safety
+        ///
+        /// As Fortran calls it: every argument by reference, each valid as the MPI standard
+        /// requires for this call.
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint, datatype: *const Fint,
@@ -142,6 +146,10 @@ macro_rules! export_reduce {
 
 macro_rules! export_allreduce {
     ($($name:ident),*) => {$(
+        /// # Safety
+        ///
+        /// As Fortran calls it: every argument by reference, each valid as the MPI standard
+        /// requires for this call.
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             sendbuf: *const c_void, recvbuf: *mut c_void, count: *const Fint, datatype: *const Fint,
@@ -155,6 +163,10 @@ macro_rules! export_allreduce {
 
 macro_rules! export_reduce_scatter {
     ($($name:ident),*) => {$(
+        /// # Safety
+        ///
+        /// As Fortran calls it: every argument by reference, each valid as the MPI standard
+        /// requires for this call.
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Fint, datatype: *const Fint,
@@ -168,6 +180,10 @@ macro_rules! export_reduce_scatter {
 
 macro_rules! export_allgatherv {
     ($($name:ident),*) => {$(
+        /// # Safety
+        ///
+        /// As Fortran calls it: every argument by reference, each valid as the MPI standard
+        /// requires for this call.
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint, recvbuf: *mut c_void,

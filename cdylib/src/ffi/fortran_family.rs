@@ -90,6 +90,10 @@ unsafe fn reduce_scatter_block_f(
 
 macro_rules! export_bcast {
     ($($name:ident),*) => {$(
+        /// # Safety
+        ///
+        /// As Fortran calls it: every argument by reference, each valid as the MPI standard
+        /// requires for this call.
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             buffer: *mut c_void, count: *const Fint, datatype: *const Fint, root: *const Fint,
@@ -103,6 +107,10 @@ macro_rules! export_bcast {
 
 macro_rules! export_allgather {
     ($($name:ident),*) => {$(
+        /// # Safety
+        ///
+        /// As Fortran calls it: every argument by reference, each valid as the MPI standard
+        /// requires for this call.
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             sendbuf: *const c_void, sendcount: *const Fint, sendtype: *const Fint, recvbuf: *mut c_void,
@@ -116,6 +124,10 @@ macro_rules! export_allgather {
 
 macro_rules! export_reduce_scatter_block {
     ($($name:ident),*) => {$(
+        /// # Safety
+        ///
+        /// As Fortran calls it: every argument by reference, each valid as the MPI standard
+        /// requires for this call.
         #[no_mangle]
         pub unsafe extern "C" fn $name(
             sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: *const Fint, datatype: *const Fint,

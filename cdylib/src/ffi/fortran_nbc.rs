@@ -284,8 +284,8 @@ unsafe fn some_f(
             reqs_c2f(&r, reqs);
             *outcount = out;
             if out != consts::UNDEFINED() {
-                for k in 0..out.max(0) as usize {
-                    *indices.add(k) = idx[k] + 1;
+                for (k, i) in idx[..out.max(0) as usize].iter().enumerate() {
+                    *indices.add(k) = i + 1;
                 }
                 if !ignore {
                     statuses_c2f(&s, 0..out.max(0) as usize, statuses);

@@ -17,12 +17,22 @@ fn settle(rc: c_int) -> c_int {
     rc
 }
 
+/// `MPI_Init`, then pcoll's own setup.
+///
+/// # Safety
+///
+/// `argc` and `argv` are NULL or valid as the MPI standard requires (`main`'s arguments).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     // SAFETY: the caller's arguments, forwarded.
     guard("MPI_Init", || settle(unsafe { PMPI_Init(argc, argv) }))
 }
 
+/// `MPI_Init_thread`, then pcoll's own setup.
+///
+/// # Safety
+///
+/// As for [`MPI_Init`]; `provided` is valid for writing one int.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init_thread(
     argc: *mut c_int,

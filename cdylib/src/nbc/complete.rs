@@ -183,19 +183,24 @@ impl Pause {
 const SPINS: u32 = 200;
 
 /// `MPI_Request_get_status`: complete without freeing (pcoll's requests are answered here).
-pub fn get_status(req: MPI_Request, flag: &mut c_int, status: *mut MPI_Status) -> c_int {
+///
+/// # Safety
+///
+/// `status` is valid for writing one `MPI_Status`, or is the MPI's `MPI_STATUS_IGNORE` or
+/// `MPI_STATUSES_IGNORE`; `req` is a request handle of the caller's (as for the MPI's call).
+pub unsafe fn get_status(req: MPI_Request, flag: &mut c_int, status: *mut MPI_Status) -> c_int {
     progress();
     let phase = {
         let t = TABLE.lock();
         find(&t, req).map(|k| t[k].phase)
     };
     let Some(phase) = phase else {
-        // SAFETY: the caller's handle and out-pointers.
+        // SAFETY: the caller's handle and out-pointers (this function's contract).
         return unsafe { PMPI_Request_get_status(req, flag, status) };
     };
     *flag = (phase != Phase::Running) as c_int;
     if *flag != 0 {
-        // SAFETY: the caller's status or an ignore marker.
+        // SAFETY: the caller's status or an ignore marker (this function's contract).
         unsafe { pcoll_c_status_empty(status) };
     }
     match phase {

@@ -58,7 +58,7 @@ impl Call {
         self.at(cell.wrapping_offset(-self.facts.true_lb), i)
     }
     pub(super) fn copy(&self, src: *const u8, dst: *mut u8, n: usize) -> Result<(), Error> {
-        if n == 0 || src == dst as *const u8 {
+        if n == 0 || std::ptr::eq(src, dst) {
             return Ok(());
         }
         if self.facts.contiguous() {
@@ -190,7 +190,7 @@ pub(super) fn fold(
     match (call.fused, rest.as_slice().first()) {
         // acc := x_k ⊕ x_first in one pass (never in place: then the copy is free).
         (Some((f, size)), Some(&k))
-            if x(first) != acc as *const u8 && aligned(size, &[x(first), x(k), acc]) =>
+            if !std::ptr::eq(x(first), acc) && aligned(size, &[x(first), x(k), acc]) =>
         {
             rest.next();
             // SAFETY: n aligned elements at each; `acc` (an output cell or the root's receive
@@ -269,7 +269,7 @@ pub(super) unsafe fn dual_stream(
 }
 
 fn aligned(size: usize, ptrs: &[*const u8]) -> bool {
-    ptrs.iter().all(|q| (*q as usize) % size == 0)
+    ptrs.iter().all(|q| (*q as usize).is_multiple_of(size))
 }
 
 /// `z := x_root ⊕ partial` over `n` elements at a reduce's root (root last). In place
@@ -283,14 +283,14 @@ pub(super) fn combine(
     n: usize,
 ) -> Result<(), Error> {
     if let Some((f, size)) = call.fused {
-        if xr != z as *const u8 && aligned(size, &[xr, part, z]) {
+        if !std::ptr::eq(xr, z) && aligned(size, &[xr, part, z]) {
             // SAFETY: n aligned elements at each; `z` is the root's receive buffer, which is
             // neither its input (not in place) nor a cell.
             unsafe { f(xr, part, z, n) };
             return Ok(());
         }
     }
-    if xr == z as *const u8 {
+    if std::ptr::eq(xr, z) {
         if call.commutative {
             return call.fold(part, z, n);
         }

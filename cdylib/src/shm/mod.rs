@@ -508,6 +508,7 @@ pub fn create(shadow: MPI_Comm, p: usize, rank: usize) -> Option<Box<Win>> {
 /// agreed on every rank), for `hier`'s node steps: `Ok(None)` on a node of one rank (it
 /// needs none), `Err(())` if any node's window was refused — every rank of `shadow` gets
 /// an `Err` then, so the node steps fall back alike. Collective over `shadow`.
+#[allow(clippy::result_unit_err)] // a refusal has nothing more to say: the steps fall back
 pub fn create_node(
     shadow: MPI_Comm,
     layout: &pcoll::nodes::Layout,

@@ -74,7 +74,7 @@ impl<'a> Backoff<'a> {
     fn pause(&mut self) {
         self.n = self.n.wrapping_add(1);
         let n = self.n;
-        if n < SPINS || (self.patient && n % 256 != 0) {
+        if n < SPINS || (self.patient && !n.is_multiple_of(256)) {
             std::hint::spin_loop();
             return;
         }
@@ -91,7 +91,7 @@ impl<'a> Backoff<'a> {
         crate::nbc::progress();
         self.w.poke();
         if self.long
-            || (n % 64 == 0
+            || (n.is_multiple_of(64)
                 && self
                     .since
                     .get_or_insert_with(std::time::Instant::now)
@@ -378,7 +378,7 @@ impl Op {
             self.idle = 0;
         } else {
             self.idle = self.idle.wrapping_add(1);
-            if self.idle % POKE_EVERY == 0 {
+            if self.idle.is_multiple_of(POKE_EVERY) {
                 self.w.poke();
             }
         }

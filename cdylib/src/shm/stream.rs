@@ -132,7 +132,7 @@ pub(crate) fn probe_due(bytes: usize) -> bool {
     static TICK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     stream_mode().is_none()
         && (bytes >= 64 << 10
-            || (bytes >= STREAM_MIN && TICK.fetch_add(1, Ordering::Relaxed) % 8 == 0))
+            || (bytes >= STREAM_MIN && TICK.fetch_add(1, Ordering::Relaxed).is_multiple_of(8)))
 }
 
 /// Time loads of rank `k`'s probe lines, each address depending on the last load (so that

@@ -511,8 +511,7 @@ mod tests {
                             simulate(&plan, &inputs, &mut out);
                             let mut start = 0;
                             for r in 0..p {
-                                for i in 0..counts[r] {
-                                    let e = &out[r][i];
+                                for (i, e) in out[r][..counts[r]].iter().enumerate() {
                                     let want: Val = (0..p).map(|k| code(k, start + i)[0]).collect();
                                     if commutative {
                                         let (mut a, mut b) = (e.clone(), want.clone());

@@ -148,9 +148,12 @@ pub fn measure(case: &mut Case, variants: &[Variant], o: &Opts) -> CaseResult {
     }
 }
 
+/// Variants left out, each as (label, reason).
+type Skipped = Vec<(String, String)>;
+
 /// Can pcoll serve the case with each variant on every rank? (the variants that can, with
 /// the algorithm serving them; the others with the reason).
-fn probe(case: &mut Case, list: &[Variant]) -> (Vec<(Variant, Algorithm)>, Vec<(String, String)>) {
+fn probe(case: &mut Case, list: &[Variant]) -> (Vec<(Variant, Algorithm)>, Skipped) {
     let probes: Vec<Result<Algorithm, String>> = list.iter().map(|v| case.probe(*v)).collect();
     let mut fails: Vec<i64> = probes.iter().map(|r| r.is_err() as i64).collect();
     mpi::allreduce_sum_i64(case.comm, &mut fails);
@@ -173,7 +176,7 @@ fn warm_up(
     case: &mut Case,
     active: Vec<(Variant, Algorithm)>,
     warmup: usize,
-    skipped: &mut Vec<(String, String)>,
+    skipped: &mut Skipped,
 ) -> (Vec<(Variant, Algorithm)>, f64) {
     let comm = case.comm;
     let mut errors = vec![0i64; active.len()];
