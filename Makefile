@@ -30,7 +30,7 @@ REGISTRY_MPIS := $(filter openmpi5 mpich5 impi,$(MPIS))
 MPI_ENV = source scripts/mpi.sh && mpi_setup $(1) &&
 
 .PHONY: all deps build build-lib core-test test test-all test-debian demo bench tune soak install install-files docs docs-check \
-	install-check clean ctest-% verify-% learn-test-% shm-test-% verify-nb-% test-nb fmt-check mpi4py-setup \
+	install-check clean ctest-% verify-% learn-test-% shm-test-% verify-nb-% test-nb fmt-check lint mpi4py-setup \
 	mpi4py-setup-bg mpi4py-test-% \
 	verify-net net-difftest bench-net
 
@@ -276,6 +276,11 @@ docs:
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
+
+# Before a commit (not in make test): the format check, then clippy with warnings as errors
+# over the whole workspace, every target, with the first MPI's bindings (core-test's directory).
+lint: fmt-check
+	$(call MPI_ENV,$(CORE_MPI)) CARGO_TARGET_DIR=$(CURDIR)/target-$(CORE_MPI) $(CARGO) clippy --release --workspace --all-targets -- -D warnings
 
 clean:
 	rm -rf build target $(addprefix target-,openmpi mpich openmpi5 mpich5 impi registry)
