@@ -156,13 +156,14 @@ verify-%: mpi4py-setup
 	$(if $(filter $*,$(DEBIAN_MPIS)),bash verify/run-nbdifftest.sh $* build/$*/libpcoll.so --quick)
 	PCOLL_SIM=$(CURDIR)/target-$(CORE_MPI)/release/pcoll-sim bash verify/choose.sh $* build/$*/libpcoll.so
 	$(if $(filter $*,$(MPI4PY_MPIS)),bash verify/mpi4py.sh $* build/$*/libpcoll.so --quick,@echo "mpi4py under $*: not in make test (make mpi4py-test-$*)")
-	$(if $(filter $*,openmpi),bash verify/apps.sh $* build/$*/libpcoll.so --quick,@echo "applications under $*: not in make test (make apps-$*)")
+	$(if $(filter $*,openmpi impi),bash verify/apps.sh $* build/$*/libpcoll.so --quick,@echo "applications under $*: not in make test (make apps-$*)")
 
 # Real applications from Debian's packages (verify/apps.sh): ScaLAPACK's BLACS tester and
 # drivers, and on Open MPI 4.1 LAMMPS and petsc4py, native and under pcoll with the defaults
-# and each algorithm forced; installs them with apt-get. make test runs Open MPI 4.1's --quick
-# form (~25 s); the MPICH family's runs take 1-2 min each at p = 4 on 2 cores, so only here.
-# Open MPI 5 cannot run Debian's Open MPI 4.1 builds of them (the script says so and skips).
+# and each algorithm forced; installs them with apt-get. make test runs the --quick form on
+# Open MPI 4.1 and Intel MPI (~25 s each); Debian's MPICH and MPICH 5 take 1-2 min a run at
+# p = 4 on 2 cores, so only here. Open MPI 5 cannot run Debian's Open MPI 4.1 builds of them
+# (the script says so and skips).
 apps: $(addprefix apps-,$(MPIS))
 apps-%: build-lib-%
 	bash verify/apps.sh $* build/$*/libpcoll.so
