@@ -59,6 +59,14 @@ if [ "$MPI" = mpich5 ] || [ "$MPI" = impi ]; then
 fi
 
 fails=0 runs=0
+# launch DIR OUT VAR=value... -- PROG...: PROG at p = NP in DIR with those variables on every
+# rank, its output in OUT; 10 minutes at most.
+launch() {
+  local dir=$1 out=$2
+  shift 2
+  (cd "$dir" && timeout -k 5 600 bash -c 'source "$0"; mpi_setup "$1" >/dev/null && shift 2 && mpi_run "$@"' \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- "$NP" PETSC_DIR=/usr/lib/petscdir/petsc3.18/x86_64-linux-gnu-real "$@" </dev/null >"$out" 2>&1)
+}
 # summary KIND FILE: the result lines a run is judged by.
 summary() {
   case $1 in
@@ -101,28 +109,29 @@ run() {
     default) env=(LD_PRELOAD="$LIB" PCOLL_STATS=1) ;;
     *) env=(LD_PRELOAD="$LIB" PCOLL_STATS=1 PCOLL_REDUCE="$cfg" PCOLL_ALLREDUCE="$(allreduce_of "$cfg")" PCOLL_BCAST="$(bcast_of "$cfg")") ;;
   esac
-  (cd "$dir" && timeout -k 5 600 bash -c 'source "$0"; mpi_setup "$1" >/dev/null && shift 2 && mpi_run "$@"' \
-    "$ROOT/scripts/mpi.sh" "$MPI" -- "$NP" "${env[@]}" PETSC_DIR=/usr/lib/petscdir/petsc3.18/x86_64-linux-gnu-real -- "$@" </dev/null >"$out" 2>&1)
+  launch "$dir" "$out" "${env[@]}" -- "$@"
   rc=$?
   runs=$((runs + 1))
   local why=""
   [ $rc = 0 ] || why="exit $rc"
   [ -z "$why" ] && ! judged "$kind" "$out" && why="its own checks failed"
   [ -z "$why" ] && [ "$cfg" != native ] && ! same "$kind" "$WORK/$name.native.out" "$out" && why="results differ from native's"
+  [ -z "$why" ] && [ "$cfg" != native ] && ! grep -q '^pcoll: stats on ' "$out" && why="pcoll not loaded (no stats)"
   if [ -z "$why" ] && [ "$cfg" != native ] && [ "$cfg" != default ]; then
     local c alg
     for c in reduce allreduce bcast; do
       alg=$cfg; [ $c = allreduce ] && alg=$(allreduce_of "$cfg"); [ $c = bcast ] && alg=$(bcast_of "$cfg")
       grep -q "^pcoll: stats $c " "$out" && ! grep -qE "^pcoll: stats $c $alg calls=[1-9]" "$out" && why="$why$c not served by $alg; "
     done
+    grep -qE "^pcoll: stats [a-z]+ ($cfg|$(allreduce_of "$cfg")|$(bcast_of "$cfg")) calls=[1-9]" "$out" || why="nothing served by $cfg"
   fi
   if [ -z "$why" ]; then
     served=$(grep -E '^pcoll: stats [a-z]+ [a-z_]+ calls' "$out" | grep -v ' native ' | awk '{printf "%s%s %s %s", sep, $3, $4, $5; sep=", "}')
     echo "  $name $cfg: ok${served:+ ($served)}"
   else
     fails=$((fails + 1))
-    echo "  $name $cfg: FAILED ($why; $out kept in $OUT)"
     cp "$out" "$OUT/apps-$MPI-$name.$cfg.out"
+    echo "  $name $cfg: FAILED ($why; output: $OUT/apps-$MPI-$name.$cfg.out)"
   fi
 }
 allreduce_of() { case $1 in pipeline | greedy_uni) echo ring ;; *) echo "$1" ;; esac; }
@@ -139,8 +148,7 @@ else
 fi
 echo "apps: $MPI, p = $NP, ScaLAPACK's $BUILD build$([ "$QUICK" = 1 ] && echo ' (quick)')"
 $MPICC -shared -fPIC -o "$WORK/libmutant.so" "$ROOT/verify/apps_mutant.c" || { echo "apps: FAIL (build of the mutant)"; exit 1; }
-(cd "$WORK/scal/BLACS" && timeout -k 5 300 bash -c 'source "$0"; mpi_setup "$1" >/dev/null && shift 2 && mpi_run "$@"' \
-  "$ROOT/scripts/mpi.sh" "$MPI" -- "$NP" LD_PRELOAD="$WORK/libmutant.so" -- ./xFbtest </dev/null >"$WORK/mutant.out" 2>&1)
+launch "$WORK/scal/BLACS" "$WORK/mutant.out" LD_PRELOAD="$WORK/libmutant.so" -- ./xFbtest
 if judged blacs "$WORK/mutant.out"; then
   fails=$((fails + 1)); echo "  mutant: FAILED (the BLACS tester passed results with flipped bytes)"
 else
