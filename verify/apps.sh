@@ -14,9 +14,9 @@
 #  * Open MPI 4.1 only (Debian builds LAMMPS and PETSc for it): LAMMPS' Lennard-Jones melt
 #    (thermo lines at its printed digits) and verify/apps_petsc.py (a CG solve: iterations, the
 #    solution's norm to 1e-9; assembly from off-process entries, checked in the program).
-# p = 4 (oversubscribed on a 2-core machine: correctness only, nothing here is timed). MPICH 5
-# and Intel MPI run Debian's MPICH build of ScaLAPACK through their libmpi.so.12 (the MPICH
-# ABI; symlinks named libmpich.so.12 in a temporary directory; MPICH 5 with Debian's Fortran
+# p = 4 (APPS_NP, at least 4: the BLACS tester's 2 x 2 grids; oversubscribed on a 2-core
+# machine: correctness only, nothing here is timed). MPICH 5 and Intel MPI run Debian's
+# MPICH build of ScaLAPACK through their libmpi.so.12 (the MPICH ABI; symlinks named libmpich.so.12 in a temporary directory; MPICH 5 with Debian's Fortran
 # library, it has none). Open MPI 5 is not covered: Debian's Open MPI 4.1 Fortran library under
 # it fails in opal_init. --quick: the defaults and `shm`, three drivers, no LAMMPS/PETSc; the
 # MPICH family's full run has four drivers (its p = 4 busy-polls on 2 cores).
@@ -30,7 +30,8 @@ VERIFY_USAGE="[--quick]"
 # shellcheck source=setup.sh
 source "$(dirname "$0")/setup.sh" 2 3 "$@"
 QUICK=$([ "${3:-}" = --quick ] && echo 1 || echo 0)
-NP=4
+NP=${APPS_NP:-4}
+[ "$NP" -ge 4 ] 2>/dev/null || { echo "apps: APPS_NP=$NP: at least 4 (the BLACS tester aborts on a 2 x 2 grid with fewer)" >&2; exit 2; }
 case "$MPI_ABI" in openmpi) BUILD=openmpi ;; *) BUILD=mpich ;; esac
 [ "$MPI" = openmpi5 ] && { echo "apps: SKIP (Debian's Open MPI 4.1 Fortran library does not run under Open MPI 5)"; exit 0; }
 
