@@ -16,8 +16,9 @@
 #    solution's norm to 1e-9; assembly from off-process entries, checked in the program).
 # p = 4 (APPS_NP, at least 4: the BLACS tester's 2 x 2 grids; oversubscribed on a 2-core
 # machine: correctness only, nothing here is timed). MPICH 5 and Intel MPI run Debian's
-# MPICH build of ScaLAPACK through their libmpi.so.12 (the MPICH ABI; symlinks named libmpich.so.12 in a temporary directory; MPICH 5 with Debian's Fortran
-# library, it has none). Open MPI 5 is not covered: Debian's Open MPI 4.1 Fortran library under
+# MPICH build of ScaLAPACK through their libmpi.so.12 (the MPICH ABI; symlinks named
+# libmpich.so.12 in a temporary directory; MPICH 5 with Debian's Fortran library, it has
+# none). Open MPI 5 is not covered: Debian's Open MPI 4.1 Fortran library under
 # it fails in opal_init. --quick: the defaults and `shm`, three drivers, no LAMMPS/PETSc; the
 # MPICH family's full run has four drivers (its p = 4 busy-polls on 2 cores).
 # First, that the checks can fail: xFbtest under verify/apps_mutant.c (rank 0's or the root's
