@@ -67,7 +67,7 @@ launch() {
   local dir=$1 out=$2
   shift 2
   (cd "$dir" && timeout -k 5 600 bash -c 'source "$0"; mpi_setup "$1" >/dev/null && shift 2 && mpi_run "$@"' \
-    "$ROOT/scripts/mpi.sh" "$MPI" -- "$NP" PETSC_DIR=/usr/lib/petscdir/petsc3.18/x86_64-linux-gnu-real "$@" </dev/null >"$out" 2>&1)
+    "$ROOT/scripts/mpi.sh" "$MPI" -- "$NP" "$@" </dev/null >"$out" 2>&1)
 }
 # summary KIND FILE: the result lines a run is judged by.
 summary() {
@@ -111,6 +111,7 @@ run() {
     default) env=(LD_PRELOAD="$LIB" PCOLL_STATS=1) ;;
     *) env=(LD_PRELOAD="$LIB" PCOLL_STATS=1 PCOLL_REDUCE="$cfg" PCOLL_ALLREDUCE="$(allreduce_of "$cfg")" PCOLL_BCAST="$(bcast_of "$cfg")") ;;
   esac
+  [ "$kind" = petsc ] && env+=(PETSC_DIR=/usr/lib/petscdir/petsc3.18/x86_64-linux-gnu-real)
   launch "$dir" "$out" "${env[@]}" -- "$@"
   rc=$?
   runs=$((runs + 1))
