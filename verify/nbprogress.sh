@@ -12,7 +12,9 @@
 # collective rounds did (MPICH 4.0); before session 20 the Gather and Comm_split rounds, and
 # the rounds whose collective is the first call on a new communicator (its shadow's
 # PMPI_Comm_dup blocked in the initiation). Where the MPI has a Fortran wrapper,
-# verify/nbprogress_f.f90 too (p = 3; Debian's two and Intel MPI). Last line `nbprogress: PASS ...` or `nbprogress: FAIL ...`.
+# verify/nbprogress_f.f90 too (p = 3; Debian's two and Intel MPI), whose rank 0 also blocks in
+# MPI_GATHER(V), MPI_ALLTOALL(V,W), MPI_COMM_SPLIT and MPI_COMM_DUP (Open MPI 4.1 hung there
+# before session 46). Last line `nbprogress: PASS ...` or `nbprogress: FAIL ...`.
 set -uo pipefail
 # shellcheck source=setup.sh
 source "$(dirname "$0")/setup.sh" 2 2 "$@"

@@ -1,8 +1,11 @@
 ! nbprogress_f.f90 -- verify/nbprogress.c's progress rule from Fortran (mpif.h): every rank
 ! starts an MPI_IBCAST or MPI_IREDUCE of n doubles; every rank but 0 completes it first, while
 ! rank 0 first makes one blocking call (MPI_RECV, MPI_PROBE + MPI_RECV, MPI_SENDRECV, MPI_SSEND,
-! MPI_RSEND to a receive posted before, MPI_BARRIER) and only then waits. Open MPI's Fortran
-! wrappers call PMPI_ directly: pcoll must see these calls to advance its schedules. mpif.h (the
+! MPI_RSEND to a receive posted before, MPI_BARRIER, and the blocking calls pcoll does not
+! serve that wait for the other ranks: MPI_GATHER, MPI_GATHERV, MPI_ALLTOALL, MPI_ALLTOALLV,
+! MPI_ALLTOALLW, MPI_COMM_SPLIT, MPI_COMM_DUP) and only then waits; the others make the same
+! blocking call after their wait. Open MPI's Fortran wrappers call PMPI_ directly: pcoll must
+! see these calls to advance its schedules. mpif.h (the
 ! same wrappers as `use mpi`), which every MPI's compiler wrapper can read (Intel MPI's modules
 ! are not readable by Debian's gfortran); built with -fallow-argument-mismatch.
 !   mpirun -np <p> [PCOLL_BCAST=binomial PCOLL_REDUCE=binomial] nbprogress_f
@@ -10,7 +13,7 @@
 program nbprogress_f
   implicit none
   include 'mpif.h'
-  integer, parameter :: n = 262144, kinds = 6
+  integer, parameter :: n = 262144, kinds = 13
   integer :: ierr, rank, p, round, coll, kind, r, v, q, pre, one
   integer :: st(MPI_STATUS_SIZE)
   double precision, allocatable :: a(:), b(:)
@@ -37,6 +40,8 @@ program nbprogress_f
     if (rank == 0) then
       if (kind == 5) then
         call MPI_Barrier(MPI_COMM_WORLD, ierr)
+      else if (kind >= 6) then
+        call unserved(kind, round)
       else
         do r = 1, p - 1
           select case (kind)
@@ -73,6 +78,8 @@ program nbprogress_f
         if (v /= -rank) call fail('rsend message', round)
       case (5)
         call MPI_Barrier(MPI_COMM_WORLD, ierr)
+      case (6:)
+        call unserved(kind, round)
       case default
         call MPI_Send(rank, 1, MPI_INTEGER, 0, 5, MPI_COMM_WORLD, ierr)
       end select
@@ -85,6 +92,59 @@ program nbprogress_f
   if (rank == 0) print '(a)', 'nbprogress_f: ok'
   call MPI_Finalize(ierr)
 contains
+  ! A blocking call pcoll does not serve (kind 6..12), its result checked.
+  subroutine unserved(kind, round)
+    integer, intent(in) :: kind, round
+    integer, parameter :: pmax = 64
+    integer :: sb(0:pmax - 1), rb(0:pmax - 1), cnt(0:pmax - 1), dsp(0:pmax - 1), ty(0:pmax - 1)
+    integer :: j, nc, nr, e
+    do j = 0, p - 1
+      sb(j) = 100 * rank + j
+      cnt(j) = 1
+      dsp(j) = j
+      ty(j) = MPI_INTEGER
+    end do
+    rb = -1
+    select case (kind)
+    case (6)
+      call MPI_Gather(rank, 1, MPI_INTEGER, rb, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, e)
+      if (rank == 0) then
+        do j = 0, p - 1
+          if (rb(j) /= j) call fail('gather', round)
+        end do
+      end if
+    case (7)
+      call MPI_Gatherv(rank, 1, MPI_INTEGER, rb, cnt, dsp, MPI_INTEGER, 0, MPI_COMM_WORLD, e)
+      if (rank == 0) then
+        do j = 0, p - 1
+          if (rb(j) /= j) call fail('gatherv', round)
+        end do
+      end if
+    case (8:10)
+      if (kind == 8) call MPI_Alltoall(sb, 1, MPI_INTEGER, rb, 1, MPI_INTEGER, MPI_COMM_WORLD, e)
+      if (kind == 9) call MPI_Alltoallv(sb, cnt, dsp, MPI_INTEGER, rb, cnt, dsp, MPI_INTEGER, &
+        MPI_COMM_WORLD, e)
+      if (kind == 10) then
+        dsp(0:p - 1) = 4 * dsp(0:p - 1)
+        call MPI_Alltoallw(sb, cnt, dsp, ty, rb, cnt, dsp, ty, MPI_COMM_WORLD, e)
+      end if
+      do j = 0, p - 1
+        if (rb(j) /= 100 * j + rank) call fail('alltoall(v,w)', round)
+      end do
+    case (11)
+      call MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, nc, e)
+      call MPI_Comm_rank(nc, nr, e)
+      if (nr /= p - 1 - rank) call fail('comm_split', round)
+      call MPI_Comm_free(nc, e)
+    case (12)
+      call MPI_Comm_dup(MPI_COMM_WORLD, nc, e)
+      call MPI_Comm_size(nc, nr, e)
+      if (nr /= p) call fail('comm_dup', round)
+      call MPI_Comm_free(nc, e)
+    end select
+    if (e /= MPI_SUCCESS) call fail('error code', round)
+  end subroutine unserved
+
   subroutine fail(what, round)
     character(*), intent(in) :: what
     integer, intent(in) :: round

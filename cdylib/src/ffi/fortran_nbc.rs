@@ -343,9 +343,10 @@ macro_rules! fortran_names {
         }
     };
 }
+pub(super) use fortran_names;
 
-type F = *mut Fint;
-type Fc = *const Fint;
+pub(super) type F = *mut Fint;
+pub(super) type Fc = *const Fint;
 
 fortran_names!((request: F, status: F, ierr: F) =>
     single_f(One::Wait, request, std::ptr::null_mut(), status, ierr);
@@ -427,15 +428,15 @@ macro_rules! fortran_nb {
     };
 }
 
-unsafe fn dt(h: Fc) -> MPI_Datatype {
+pub(super) unsafe fn dt(h: Fc) -> MPI_Datatype {
     // SAFETY: a Fortran handle by reference.
     unsafe { PMPI_Type_f2c(*h) }
 }
-unsafe fn op(h: Fc) -> MPI_Op {
+pub(super) unsafe fn op(h: Fc) -> MPI_Op {
     // SAFETY: a Fortran handle by reference.
     unsafe { PMPI_Op_f2c(*h) }
 }
-unsafe fn comm(h: Fc) -> MPI_Comm {
+pub(super) unsafe fn comm(h: Fc) -> MPI_Comm {
     // SAFETY: a Fortran handle by reference.
     unsafe { PMPI_Comm_f2c(*h) }
 }
@@ -474,8 +475,9 @@ fortran_nb!(
 // ------------------------------------------------------------------ blocking calls
 // Open MPI's Fortran `MPI_RECV`, `MPI_SEND`, ..., `MPI_BARRIER` call `PMPI_Recv`, ...
 // directly: without these a Fortran rank blocked in one of them would not advance pcoll's
-// schedules ([`super::blocking`]). With no schedule running the C entries go straight to
-// the MPI.
+// schedules ([`super::blocking`]; the collectives pcoll does not serve and the communicator
+// constructors: [`super::fortran_drained`]). With no schedule running the C entries go
+// straight to the MPI.
 
 /// A blocking call with one status: `call(status)` on C storage (or `MPI_STATUS_IGNORE`),
 /// the status written back for Fortran, and `ierr`.

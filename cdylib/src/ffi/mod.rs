@@ -11,6 +11,8 @@ pub mod entry;
 pub mod family;
 #[cfg(pcoll_openmpi)]
 pub mod fortran;
+#[cfg(pcoll_openmpi)]
+pub mod fortran_drained;
 #[cfg(pcoll_mpich)]
 pub mod fortran_f08;
 #[cfg(pcoll_openmpi)]

@@ -1,0 +1,140 @@
+//! Fortran entries of the blocking calls pcoll neither serves nor decides but must see
+//! ([`super::drained`]: `MPI_GATHER(V)`, `MPI_SCATTER(V)`, `MPI_ALLTOALL(V,W)`, `MPI_SCAN`,
+//! `MPI_EXSCAN`, `MPI_COMM_DUP`, `MPI_COMM_SPLIT(_TYPE)`, `MPI_COMM_CREATE`), for Open MPI,
+//! whose `mpif.h` / `use mpi` wrappers and `use mpi_f08`'s `ompi_*_f` call `PMPI_Gather`, ...
+//! directly: a Fortran rank blocked in one of them would not advance pcoll's non-blocking
+//! schedules on the communicator, which the other ranks may be waiting for before they reach
+//! it (MPI's progress rule; `verify/nbprogress_f.f90` hung here before session 46), nor make
+//! what a non-blocking call wanted made. Each converts as Open MPI's own wrapper does
+//! (`MPI_IN_PLACE` / `MPI_BOTTOM` by address, handles by `_f2c` / `_c2f`) and calls the C
+//! entry, which drains and then calls the MPI: with nothing running or wanted, two atomic
+//! loads and the MPI's call.
+// The safety contract of each export is the MPI standard's for that call in Fortran.
+#![allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
+
+use super::drained as d;
+use super::fortran::{buf_in, buf_out, set_ierr, Fint};
+use super::fortran_nbc::{comm, dt, fortran_names, op, Fc, F};
+use crate::consts;
+use mpi_sys::*;
+use std::os::raw::{c_int, c_void};
+
+/// A receive buffer that may also be `MPI_IN_PLACE` (`MPI_SCATTER(V)`'s at the root).
+fn buf_inout(p: *mut c_void) -> *mut c_void {
+    buf_in(p) as *mut c_void
+}
+
+/// The C datatypes of a Fortran array of handles, one per rank of `c` (its remote group's for
+/// an intercommunicator); empty where the array is absent or `c`'s size cannot be read (the
+/// C entry then reports the MPI's error).
+///
+/// # Safety
+/// `f` points to at least that many readable handles when not null.
+unsafe fn types_f2c(f: Fc, c: MPI_Comm) -> Vec<MPI_Datatype> {
+    let (mut inter, mut n) = (0, 0);
+    // SAFETY: plain queries on the caller's communicator, results into locals.
+    let ok = unsafe {
+        PMPI_Comm_test_inter(c, &mut inter) == consts::SUCCESS()
+            && if inter != 0 {
+                PMPI_Comm_remote_size(c, &mut n)
+            } else {
+                PMPI_Comm_size(c, &mut n)
+            } == consts::SUCCESS()
+    };
+    if !ok || n <= 0 || f.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: the caller's guarantee: n handles.
+    let f = unsafe { std::slice::from_raw_parts(f, n as usize) };
+    // SAFETY: handle conversion of the caller's handles.
+    f.iter().map(|h| unsafe { PMPI_Type_f2c(*h) }).collect()
+}
+
+fn types_ptr(v: &[MPI_Datatype]) -> *const MPI_Datatype {
+    if v.is_empty() {
+        std::ptr::null()
+    } else {
+        v.as_ptr()
+    }
+}
+
+/// A constructor's new communicator written back for Fortran on success, and `ierr`.
+///
+/// # Safety
+/// `newcomm` and `ierr` are writable Fortran arguments.
+unsafe fn made(rc: c_int, c: MPI_Comm, newcomm: F, ierr: F) {
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        if rc == consts::SUCCESS() {
+            *newcomm = PMPI_Comm_c2f(c) as Fint;
+        }
+        set_ierr(ierr, rc);
+    }
+}
+
+fortran_names!((s: *const c_void, sn: Fc, st: Fc, r: *mut c_void, rn: Fc, rt: Fc, root: Fc,
+                cm: Fc, ierr: F) =>
+    set_ierr(ierr, d::MPI_Gather(buf_in(s), *sn, dt(st), buf_out(r), *rn, dt(rt), *root, comm(cm)));
+    mpi_gather_, mpi_gather__, mpi_gather, MPI_GATHER, ompi_gather_f);
+fortran_names!((s: *const c_void, sn: Fc, st: Fc, r: *mut c_void, rn: Fc, ds: Fc, rt: Fc,
+                root: Fc, cm: Fc, ierr: F) =>
+    set_ierr(ierr, d::MPI_Gatherv(buf_in(s), *sn, dt(st), buf_out(r), rn, ds, dt(rt), *root,
+        comm(cm)));
+    mpi_gatherv_, mpi_gatherv__, mpi_gatherv, MPI_GATHERV, ompi_gatherv_f);
+fortran_names!((s: *const c_void, sn: Fc, st: Fc, r: *mut c_void, rn: Fc, rt: Fc, root: Fc,
+                cm: Fc, ierr: F) =>
+    set_ierr(ierr, d::MPI_Scatter(buf_in(s), *sn, dt(st), buf_inout(r), *rn, dt(rt), *root,
+        comm(cm)));
+    mpi_scatter_, mpi_scatter__, mpi_scatter, MPI_SCATTER, ompi_scatter_f);
+fortran_names!((s: *const c_void, sn: Fc, ds: Fc, st: Fc, r: *mut c_void, rn: Fc, rt: Fc,
+                root: Fc, cm: Fc, ierr: F) =>
+    set_ierr(ierr, d::MPI_Scatterv(buf_in(s), sn, ds, dt(st), buf_inout(r), *rn, dt(rt), *root,
+        comm(cm)));
+    mpi_scatterv_, mpi_scatterv__, mpi_scatterv, MPI_SCATTERV, ompi_scatterv_f);
+fortran_names!((s: *const c_void, sn: Fc, st: Fc, r: *mut c_void, rn: Fc, rt: Fc, cm: Fc,
+                ierr: F) =>
+    set_ierr(ierr, d::MPI_Alltoall(buf_in(s), *sn, dt(st), buf_out(r), *rn, dt(rt), comm(cm)));
+    mpi_alltoall_, mpi_alltoall__, mpi_alltoall, MPI_ALLTOALL, ompi_alltoall_f);
+fortran_names!((s: *const c_void, sn: Fc, sd: Fc, st: Fc, r: *mut c_void, rn: Fc, rd: Fc,
+                rt: Fc, cm: Fc, ierr: F) =>
+    set_ierr(ierr, d::MPI_Alltoallv(buf_in(s), sn, sd, dt(st), buf_out(r), rn, rd, dt(rt),
+        comm(cm)));
+    mpi_alltoallv_, mpi_alltoallv__, mpi_alltoallv, MPI_ALLTOALLV, ompi_alltoallv_f);
+fortran_names!((s: *const c_void, sn: Fc, sd: Fc, st: Fc, r: *mut c_void, rn: Fc, rd: Fc,
+                rt: Fc, cm: Fc, ierr: F) => {
+        let (c, s) = (comm(cm), buf_in(s));
+        // The send types are not read for MPI_IN_PLACE (Open MPI's wrapper leaves them too).
+        let sts = if s == consts::in_place() { Vec::new() } else { types_f2c(st, c) };
+        let rts = types_f2c(rt, c);
+        set_ierr(ierr, d::MPI_Alltoallw(s, sn, sd, types_ptr(&sts), buf_out(r), rn, rd,
+            types_ptr(&rts), c))
+    };
+    mpi_alltoallw_, mpi_alltoallw__, mpi_alltoallw, MPI_ALLTOALLW, ompi_alltoallw_f);
+fortran_names!((s: *const c_void, r: *mut c_void, n: Fc, t: Fc, o: Fc, cm: Fc, ierr: F) =>
+    set_ierr(ierr, d::MPI_Scan(buf_in(s), buf_out(r), *n, dt(t), op(o), comm(cm)));
+    mpi_scan_, mpi_scan__, mpi_scan, MPI_SCAN, ompi_scan_f);
+fortran_names!((s: *const c_void, r: *mut c_void, n: Fc, t: Fc, o: Fc, cm: Fc, ierr: F) =>
+    set_ierr(ierr, d::MPI_Exscan(buf_in(s), buf_out(r), *n, dt(t), op(o), comm(cm)));
+    mpi_exscan_, mpi_exscan__, mpi_exscan, MPI_EXSCAN, ompi_exscan_f);
+fortran_names!((cm: Fc, newcomm: F, ierr: F) => {
+        let mut c = consts::comm_null();
+        made(d::MPI_Comm_dup(comm(cm), &mut c), c, newcomm, ierr)
+    };
+    mpi_comm_dup_, mpi_comm_dup__, mpi_comm_dup, MPI_COMM_DUP, ompi_comm_dup_f);
+fortran_names!((cm: Fc, color: Fc, key: Fc, newcomm: F, ierr: F) => {
+        let mut c = consts::comm_null();
+        made(d::MPI_Comm_split(comm(cm), *color, *key, &mut c), c, newcomm, ierr)
+    };
+    mpi_comm_split_, mpi_comm_split__, mpi_comm_split, MPI_COMM_SPLIT, ompi_comm_split_f);
+fortran_names!((cm: Fc, kind: Fc, key: Fc, info: Fc, newcomm: F, ierr: F) => {
+        let mut c = consts::comm_null();
+        made(d::MPI_Comm_split_type(comm(cm), *kind, *key, PMPI_Info_f2c(*info), &mut c), c,
+            newcomm, ierr)
+    };
+    mpi_comm_split_type_, mpi_comm_split_type__, mpi_comm_split_type, MPI_COMM_SPLIT_TYPE,
+    ompi_comm_split_type_f);
+fortran_names!((cm: Fc, group: Fc, newcomm: F, ierr: F) => {
+        let mut c = consts::comm_null();
+        made(d::MPI_Comm_create(comm(cm), PMPI_Group_f2c(*group), &mut c), c, newcomm, ierr)
+    };
+    mpi_comm_create_, mpi_comm_create__, mpi_comm_create, MPI_COMM_CREATE, ompi_comm_create_f);
