@@ -15,13 +15,16 @@
  * starting it must not wait for the other ranks (as a shadow communicator's PMPI_Comm_dup or a
  * shared window's allocation would). The GATHER and SPLIT rounds block rank 0 in a
  * collective pcoll neither serves nor forwards (MPI_Gather; MPI_Comm_split) on the same
- * communicator. A correct
+ * communicator. In the REPLACE rounds rank 0 exchanges with every other rank by
+ * MPI_Sendrecv_replace of one element of a vector type with a hole (two ints, one skipped,
+ * which must keep its value), its status read back, after an MPI_Recv, MPI_Sendrecv and
+ * MPI_Sendrecv_replace from MPI_PROC_NULL (whose status must be the standard's). A correct
  * MPI program: the MPI must advance rank 0's part of the collective while rank 0 is blocked,
  * or the other ranks never finish theirs. pcoll runs its schedules in steps that only its
  * intercepted calls advance.
  *
  *   mpirun -np <p> [PCOLL_<COLL>=binomial ...] nbprogress [count [kind]]
- * (kind: run only the rounds of that kind, 0-12 in the order of the enum below)
+ * (kind: run only the rounds of that kind, 0-13 in the order of the enum below)
  * Last line "nbprogress: ok" or the first failure; a hang is the caller's timeout.
  */
 #include <mpi.h>
@@ -38,7 +41,7 @@ static void check(int ok, const char *what, int round) {
     }
 }
 
-enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, FIRST, GATHER, SPLIT, KINDS };
+enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, FIRST, GATHER, SPLIT, REPLACE, KINDS };
 
 enum { BIG = 1 << 17 }; /* doubles of a FIRST round's message: 1 MiB */
 static double *big;
@@ -91,6 +94,38 @@ static void blocked(int kind, int round, MPI_Request *pre, int *prev) {
             MPI_Reduce_scatter_block(xs, &ys, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
             check(ys == p * (p - 1) / 2.0 + p * rank, "blocking reduce_scatter_block", round);
         }
+        return;
+    }
+    if (kind == REPLACE && rank != 0) {
+        int out[2] = {rank, 10 * rank}, in[2] = {0, 0};
+        MPI_Sendrecv(out, 2, MPI_INT, 0, 5, in, 2, MPI_INT, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        check(in[0] == -rank && in[1] == -2 * rank, "sendrecv_replace reply", round);
+        return;
+    }
+    if (kind == REPLACE) {
+        /* Receives from MPI_PROC_NULL while the collective runs: the standard's status. */
+        for (int k = 0; k < 3; k++) {
+            MPI_Status st;
+            int w = 5, n = -1;
+            if (k == 0) MPI_Recv(&w, 1, MPI_INT, MPI_PROC_NULL, 5, MPI_COMM_WORLD, &st);
+            if (k == 1) MPI_Sendrecv(&w, 1, MPI_INT, MPI_PROC_NULL, 5, &w, 1, MPI_INT, MPI_PROC_NULL, 5, MPI_COMM_WORLD, &st);
+            if (k == 2) MPI_Sendrecv_replace(&w, 1, MPI_INT, MPI_PROC_NULL, 5, MPI_PROC_NULL, 5, MPI_COMM_WORLD, &st);
+            MPI_Get_count(&st, MPI_INT, &n);
+            check(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && n == 0 && w == 5,
+                  "status of a receive from MPI_PROC_NULL", round);
+        }
+        MPI_Datatype vec;
+        MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
+        MPI_Type_commit(&vec);
+        for (int r = 1; r < p; r++) {
+            MPI_Status st;
+            int buf[3] = {-r, 777, -2 * r}, n = -1;
+            MPI_Sendrecv_replace(buf, 1, vec, r, 6, r, 5, MPI_COMM_WORLD, &st);
+            MPI_Get_count(&st, MPI_INT, &n);
+            check(buf[0] == r && buf[1] == 777 && buf[2] == 10 * r, "sendrecv_replace", round);
+            check(st.MPI_SOURCE == r && st.MPI_TAG == 5 && n == 2, "sendrecv_replace status", round);
+        }
+        MPI_Type_free(&vec);
         return;
     }
     if (rank != 0) {

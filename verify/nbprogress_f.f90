@@ -3,7 +3,8 @@
 ! rank 0 first makes one blocking call (MPI_RECV, MPI_PROBE + MPI_RECV, MPI_SENDRECV, MPI_SSEND,
 ! MPI_RSEND to a receive posted before, MPI_BARRIER, and the blocking calls pcoll does not
 ! serve that wait for the other ranks: MPI_GATHER, MPI_GATHERV, MPI_ALLTOALL, MPI_ALLTOALLV,
-! MPI_ALLTOALLW, MPI_COMM_SPLIT, MPI_COMM_DUP) and only then waits; the others make the same
+! MPI_ALLTOALLW, MPI_COMM_SPLIT, MPI_COMM_DUP), MPI_MPROBE + MPI_MRECV or MPI_SENDRECV_REPLACE,
+! and only then waits; the others make the same
 ! blocking call after their wait. Open MPI's Fortran wrappers call PMPI_ directly: pcoll must
 ! see these calls to advance its schedules. mpif.h (the
 ! same wrappers as `use mpi`), which every MPI's compiler wrapper can read (Intel MPI's modules
@@ -13,8 +14,8 @@
 program nbprogress_f
   implicit none
   include 'mpif.h'
-  integer, parameter :: n = 262144, kinds = 13
-  integer :: ierr, rank, p, round, coll, kind, r, v, q, pre, one
+  integer, parameter :: n = 262144, kinds = 15
+  integer :: ierr, rank, p, round, coll, kind, r, v, q, pre, one, msg, two(2), out2(2)
   integer :: st(MPI_STATUS_SIZE)
   double precision, allocatable :: a(:), b(:)
   double precision :: want
@@ -40,7 +41,7 @@ program nbprogress_f
     if (rank == 0) then
       if (kind == 5) then
         call MPI_Barrier(MPI_COMM_WORLD, ierr)
-      else if (kind >= 6) then
+      else if (kind >= 6 .and. kind <= 12) then
         call unserved(kind, round)
       else
         do r = 1, p - 1
@@ -59,6 +60,16 @@ program nbprogress_f
           case (4)
             v = -r
             call MPI_Rsend(v, 1, MPI_INTEGER, r, 8, MPI_COMM_WORLD, ierr)
+          case (13)
+            call MPI_Mprobe(r, 5, MPI_COMM_WORLD, msg, st, ierr)
+            if (st(MPI_SOURCE) /= r) call fail('mprobe status', round)
+            call MPI_Mrecv(v, 1, MPI_INTEGER, msg, MPI_STATUS_IGNORE, ierr)
+            if (v /= r) call fail('mrecv message', round)
+          case (14)
+            two = [-r, -2 * r]
+            call MPI_Sendrecv_replace(two, 2, MPI_INTEGER, r, 6, r, 5, MPI_COMM_WORLD, st, ierr)
+            if (two(1) /= r .or. two(2) /= 10 * r) call fail('sendrecv_replace', round)
+            if (st(MPI_SOURCE) /= r) call fail('sendrecv_replace status', round)
           end select
           if (kind <= 2 .and. v /= r) call fail('message', round)
           if (kind <= 1 .and. st(MPI_SOURCE) /= r) call fail('status source', round)
@@ -78,8 +89,13 @@ program nbprogress_f
         if (v /= -rank) call fail('rsend message', round)
       case (5)
         call MPI_Barrier(MPI_COMM_WORLD, ierr)
-      case (6:)
+      case (6:12)
         call unserved(kind, round)
+      case (14)
+        out2 = [rank, 10 * rank]
+        call MPI_Sendrecv(out2, 2, MPI_INTEGER, 0, 5, two, 2, MPI_INTEGER, 0, 6, MPI_COMM_WORLD, &
+          st, ierr)
+        if (two(1) /= -rank .or. two(2) /= -2 * rank) call fail('sendrecv_replace reply', round)
       case default
         call MPI_Send(rank, 1, MPI_INTEGER, 0, 5, MPI_COMM_WORLD, ierr)
       end select

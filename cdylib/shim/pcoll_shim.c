@@ -21,6 +21,7 @@ const MPI_Datatype pcoll_c_float = MPI_FLOAT;
 const MPI_Datatype pcoll_c_double = MPI_DOUBLE;
 const MPI_Datatype pcoll_c_char = MPI_CHAR;
 const MPI_Datatype pcoll_c_byte = MPI_BYTE;
+const MPI_Datatype pcoll_c_packed = MPI_PACKED;
 const MPI_Datatype pcoll_c_uint64 = MPI_UINT64_T;
 const MPI_Datatype pcoll_c_double_int = MPI_DOUBLE_INT;
 const MPI_Op pcoll_c_sum = MPI_SUM;
@@ -112,6 +113,20 @@ void pcoll_c_status_empty(MPI_Status *s)
 }
 
 /* The constants Rust must agree with (cdylib/src/gate.rs tests). */
+/* The status of a receive from MPI_PROC_NULL as the standard has it (source MPI_PROC_NULL,
+ * tag MPI_ANY_TAG, count 0): MPICH 4.0.2 leaves source and tag 0 when a non-blocking one
+ * completes (its blocking MPI_Recv has them right), and pcoll posts the non-blocking form of
+ * a blocking receive while one of its schedules runs (cdylib/src/ffi/blocking.rs). */
+void pcoll_c_status_proc_null(MPI_Status *s)
+{
+    if (s == MPI_STATUS_IGNORE || s == MPI_STATUSES_IGNORE)
+        return;
+    s->MPI_SOURCE = MPI_PROC_NULL;
+    s->MPI_TAG = MPI_ANY_TAG;
+    PMPI_Status_set_elements(s, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(s, 0);
+}
+
 long long pcoll_gate_abi(int what)
 {
     switch (what) {

@@ -29,6 +29,7 @@ extern "C" {
     static pcoll_c_double: MPI_Datatype;
     static pcoll_c_char: MPI_Datatype;
     static pcoll_c_byte: MPI_Datatype;
+    static pcoll_c_packed: MPI_Datatype;
     static pcoll_c_uint64: MPI_Datatype;
     static pcoll_c_double_int: MPI_Datatype;
     static pcoll_c_sum: MPI_Op;
@@ -92,6 +93,7 @@ getter! {
     dt_double: MPI_Datatype = pcoll_c_double;
     dt_char: MPI_Datatype = pcoll_c_char;
     dt_byte: MPI_Datatype = pcoll_c_byte;
+    dt_packed: MPI_Datatype = pcoll_c_packed;
     dt_uint64: MPI_Datatype = pcoll_c_uint64;
     dt_double_int: MPI_Datatype = pcoll_c_double_int;
     op_sum: MPI_Op = pcoll_c_sum;

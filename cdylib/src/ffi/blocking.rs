@@ -1,5 +1,5 @@
 //! Blocking point-to-point calls (`MPI_Recv`, `MPI_Send`, `MPI_Ssend`, `MPI_Rsend`,
-//! `MPI_Sendrecv`, their `_c` forms, `MPI_Probe`, `MPI_Mprobe`) while one of pcoll's
+//! `MPI_Sendrecv`, `MPI_Sendrecv_replace`, their `_c` forms, `MPI_Probe`, `MPI_Mprobe`) while one of pcoll's
 //! non-blocking schedules runs: MPI's progress rule says a rank blocked in `MPI_Recv`
 //! still advances its outstanding non-blocking collectives, and the other ranks may wait for
 //! this rank's next step. pcoll's schedules advance only inside intercepted calls, so the
@@ -61,11 +61,18 @@ fn posted(
     })
 }
 
-/// `MPI_Sendrecv` as a receive and a send posted together (`recv` first, as the MPI may
-/// match either first), completed while pcoll's schedules advance.
+extern "C" {
+    fn pcoll_c_status_proc_null(s: *mut MPI_Status);
+}
+
+/// `MPI_Sendrecv` as a receive from `source` and a send posted together (`recv` first, as
+/// the MPI may match either first), completed while pcoll's schedules advance. A receive
+/// from `MPI_PROC_NULL` gets the status the blocking call gives (MPICH 4.0.2's non-blocking
+/// one leaves source and tag 0: `pcoll_c_status_proc_null`).
 fn sendrecv(
     recv: impl FnOnce(&mut MPI_Request) -> c_int,
     send: impl FnOnce(&mut MPI_Request) -> c_int,
+    source: c_int,
     status: *mut MPI_Status,
 ) -> c_int {
     guard("MPI_Sendrecv", || {
@@ -83,7 +90,12 @@ fn sendrecv(
             }
             return rc;
         }
-        complete(&mut [sr, rr], &mut [ignore(), status])
+        let rc = complete(&mut [sr, rr], &mut [ignore(), status]);
+        if source == consts::PROC_NULL() && rc == consts::SUCCESS() {
+            // SAFETY: the caller's status or MPI_STATUS_IGNORE (checked in C).
+            unsafe { pcoll_c_status_proc_null(status) };
+        }
+        rc
     })
 }
 
@@ -137,7 +149,9 @@ macro_rules! p2p {
             comm: MPI_Comm,
             status: *mut MPI_Status,
         ) -> c_int {
-            if !nbc::running() {
+            // A receive from MPI_PROC_NULL waits for nobody (and its non-blocking form's
+            // status is wrong on MPICH 4.0.2: [`sendrecv`]).
+            if !nbc::running() || source == consts::PROC_NULL() {
                 // SAFETY: forwarded unchanged.
                 return unsafe { $precv(buf, count, dt, source, tag, comm, status) };
             }
@@ -176,6 +190,7 @@ macro_rules! p2p {
                 |r| unsafe { $irecv(rbuf, rcount, rdt, source, rtag, comm, r) },
                 // SAFETY: as above.
                 |r| unsafe { $isend(sbuf, scount, sdt, dest, stag, comm, r) },
+                source,
                 status,
             )
         }
@@ -186,6 +201,116 @@ p2p!(MPI_Recv => PMPI_Recv, MPI_Sendrecv => PMPI_Sendrecv, c_int, PMPI_Irecv, PM
 #[cfg(pcoll_large_count)]
 p2p!(MPI_Recv_c => PMPI_Recv_c, MPI_Sendrecv_c => PMPI_Sendrecv_c, MPI_Count, PMPI_Irecv_c,
     PMPI_Isend_c);
+
+/// `MPI_Sendrecv_replace` while a schedule runs: the send from the buffer and the receive
+/// into a separate one, as `MPI_PACKED` (which receives a message of any type), posted
+/// together and completed while pcoll's schedules advance; then what arrived is unpacked into
+/// the buffer as whole elements of `dt` (the buffer is read by the send until both complete;
+/// only the bytes the datatype addresses are written, never its holes). A receive of more than
+/// `INT_MAX` bytes, or a datatype whose size cannot be read, takes the MPI's blocking call.
+/// With no schedule running, straight to the MPI.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    stag: c_int,
+    source: c_int,
+    rtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let blocking = || {
+        // SAFETY: forwarded unchanged.
+        unsafe { PMPI_Sendrecv_replace(buf, count, dt, dest, stag, source, rtag, comm, status) }
+    };
+    if !nbc::running() {
+        return blocking();
+    }
+    let mut size: c_int = 0;
+    // SAFETY: a query into a local; the MPI judges the handle.
+    if count < 0 || unsafe { PMPI_Type_size(dt, &mut size) } != consts::SUCCESS() {
+        return blocking();
+    }
+    let Some(bytes) = (count as i64)
+        .checked_mul(size as i64)
+        .filter(|b| *b <= c_int::MAX as i64)
+    else {
+        return blocking();
+    };
+    guard("MPI_Sendrecv_replace", || {
+        let mut tmp = vec![0u8; bytes as usize];
+        let tp = tmp.as_mut_ptr() as *mut c_void;
+        // SAFETY: a status the MPI writes (its byte count is read below).
+        let mut st: MPI_Status = unsafe { std::mem::zeroed() };
+        let rc = sendrecv(
+            // SAFETY: `tmp` holds `bytes` bytes and outlives the request (completed below).
+            |r| unsafe {
+                PMPI_Irecv(
+                    tp,
+                    bytes as c_int,
+                    consts::dt_packed(),
+                    source,
+                    rtag,
+                    comm,
+                    r,
+                )
+            },
+            // SAFETY: the caller's arguments.
+            |r| unsafe { PMPI_Isend(buf, count, dt, dest, stag, comm, r) },
+            source,
+            &mut st,
+        );
+        if rc != consts::SUCCESS() {
+            return rc;
+        }
+        let (mut got, mut pos) = (0, 0);
+        // SAFETY: our own status and buffer; the caller's buffer for `got / size` elements of
+        // `dt` (at most `count`).
+        let rc = unsafe {
+            PMPI_Get_count(&st, consts::dt_packed(), &mut got);
+            let n = if size > 0 { got / size } else { 0 };
+            if n > 0 {
+                PMPI_Unpack(tp, got, &mut pos, buf, n, dt, comm)
+            } else {
+                consts::SUCCESS()
+            }
+        };
+        if !status.is_null() && !std::ptr::eq(status, ignore()) {
+            // SAFETY: the caller's writable status.
+            unsafe { *status = st };
+        }
+        rc
+    })
+}
+
+/// The large-count form: while a schedule runs, counts that fit an `int` as
+/// [`MPI_Sendrecv_replace`], larger ones the MPI's blocking call.
+#[cfg(pcoll_large_count)]
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    dest: c_int,
+    stag: c_int,
+    source: c_int,
+    rtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    match c_int::try_from(count) {
+        // SAFETY: the caller's arguments.
+        Ok(n) if nbc::running() => unsafe {
+            MPI_Sendrecv_replace(buf, n, dt, dest, stag, source, rtag, comm, status)
+        },
+        // SAFETY: forwarded unchanged.
+        _ => unsafe {
+            PMPI_Sendrecv_replace_c(buf, count, dt, dest, stag, source, rtag, comm, status)
+        },
+    }
+}
 
 /// A blocking probe: straight to the MPI (`block`) when no schedule runs; otherwise its
 /// non-blocking form `iprobe` (which sets `flag`), tried while pcoll's schedules advance, and

@@ -520,3 +520,19 @@ fortran_names!((sb: *const c_void, sn: Fc, st: Fc, dst: Fc, stag: Fc,
     with_status(status, ierr, |s| blocking::MPI_Sendrecv(buf_in(sb), *sn, dt(st), *dst, *stag,
         buf_out(rb), *rn, dt(rt), *src, *rtag, comm(cm), s));
     mpi_sendrecv_, mpi_sendrecv__, mpi_sendrecv, MPI_SENDRECV, ompi_sendrecv_f);
+fortran_names!((b: *mut c_void, n: Fc, t: Fc, dst: Fc, stag: Fc, src: Fc, rtag: Fc, cm: Fc,
+                status: F, ierr: F) =>
+    with_status(status, ierr, |s| blocking::MPI_Sendrecv_replace(buf_out(b), *n, dt(t), *dst,
+        *stag, *src, *rtag, comm(cm), s));
+    mpi_sendrecv_replace_, mpi_sendrecv_replace__, mpi_sendrecv_replace, MPI_SENDRECV_REPLACE,
+    ompi_sendrecv_replace_f);
+fortran_names!((src: Fc, tag: Fc, cm: Fc, message: F, status: F, ierr: F) =>
+    with_status(status, ierr, |s| {
+        let mut m = std::mem::zeroed::<MPI_Message>();
+        let rc = blocking::MPI_Mprobe(*src, *tag, comm(cm), &mut m, s);
+        if rc == consts::SUCCESS() {
+            *message = PMPI_Message_c2f(m) as Fint;
+        }
+        rc
+    });
+    mpi_mprobe_, mpi_mprobe__, mpi_mprobe, MPI_MPROBE, ompi_mprobe_f);
