@@ -18,18 +18,22 @@
  * communicator. In the REPLACE rounds rank 0 exchanges with every other rank by
  * MPI_Sendrecv_replace of one element of a vector type with a hole (two ints, one skipped,
  * which must keep its value), its status read back, after an MPI_Recv, MPI_Sendrecv and
- * MPI_Sendrecv_replace from MPI_PROC_NULL (whose status must be the standard's). A correct
+ * MPI_Sendrecv_replace from MPI_PROC_NULL (whose status must be the standard's). In the
+ * WINDOW, CART and FILEOPEN rounds rank 0 blocks in a collective constructor on the same
+ * communicator (MPI_Win_create, MPI_Cart_create, MPI_File_open of a file deleted on close).
+ * A correct
  * MPI program: the MPI must advance rank 0's part of the collective while rank 0 is blocked,
  * or the other ranks never finish theirs. pcoll runs its schedules in steps that only its
  * intercepted calls advance.
  *
  *   mpirun -np <p> [PCOLL_<COLL>=binomial ...] nbprogress [count [kind]]
- * (kind: run only the rounds of that kind, 0-13 in the order of the enum below)
+ * (kind: run only the rounds of that kind, 0-16 in the order of the enum below)
  * Last line "nbprogress: ok" or the first failure; a hang is the caller's timeout.
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static int rank, p;
 
@@ -41,12 +45,13 @@ static void check(int ok, const char *what, int round) {
     }
 }
 
-enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, FIRST, GATHER, SPLIT, REPLACE, KINDS };
+enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, FIRST, GATHER, SPLIT, REPLACE, WINDOW, CART, FILEOPEN, KINDS };
 
 enum { BIG = 1 << 17 }; /* doubles of a FIRST round's message: 1 MiB */
 static double *big;
 
-static MPI_Comm dup; /* a duplicate of MPI_COMM_WORLD, used once before the rounds */
+static MPI_Comm wdup; /* a duplicate of MPI_COMM_WORLD, used once before the rounds */
+static char fname[64]; /* the FILEOPEN rounds' file: rank 0's process id in /tmp */
 
 /* Rank 0's blocking call of this round's kind, made before it waits for its collective; the
  * other ranks' side of it, made after they waited for theirs. For RSEND every other rank has
@@ -61,6 +66,30 @@ static void blocked(int kind, int round, MPI_Request *pre, int *prev) {
         int x = rank, all[64];
         MPI_Gather(&x, 1, MPI_INT, all, 1, MPI_INT, 0, MPI_COMM_WORLD);
         for (int r = 0; rank == 0 && r < p && r < 64; r++) check(all[r] == r, "gather", round);
+        return;
+    }
+    if (kind == WINDOW) {
+        MPI_Win win;
+        static int mem;
+        MPI_Win_create(&mem, sizeof mem, sizeof mem, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+        MPI_Win_free(&win);
+        return;
+    }
+    if (kind == CART) {
+        MPI_Comm cart;
+        int dims[1] = {p}, periods[1] = {1}, sz = 0;
+        MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &cart);
+        MPI_Comm_size(cart, &sz);
+        check(sz == p, "cart_create", round);
+        MPI_Comm_free(&cart);
+        return;
+    }
+    if (kind == FILEOPEN) {
+        MPI_File fh;
+        int rc = MPI_File_open(MPI_COMM_WORLD, fname, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE,
+                               MPI_INFO_NULL, &fh);
+        check(rc == MPI_SUCCESS, "file_open", round);
+        MPI_File_close(&fh);
         return;
     }
     if (kind == SPLIT) {
@@ -87,7 +116,7 @@ static void blocked(int kind, int round, MPI_Request *pre, int *prev) {
     if (kind == ALLREDUCE || kind == RSB || kind == DUP_ALLREDUCE) {
         double x = rank + 1, y = 0, xs[64], ys = 0;
         if (kind != RSB) {
-            MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, kind == ALLREDUCE ? MPI_COMM_WORLD : dup);
+            MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, kind == ALLREDUCE ? MPI_COMM_WORLD : wdup);
             check(y == p * (p + 1) / 2.0, "blocking allreduce", round);
         } else {
             for (int i = 0; i < p && i < 64; i++) xs[i] = rank + i;
@@ -178,9 +207,12 @@ int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 1 << 18, only = argc > 2 ? atoi(argv[2]) : -1;
     double *a = malloc(sizeof(double) * n * p), *b = malloc(sizeof(double) * n * p);
     big = malloc(sizeof(double) * BIG);
-    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_dup(MPI_COMM_WORLD, &wdup);
+    long pid = (long)getpid();
+    MPI_Bcast(&pid, 1, MPI_LONG, 0, wdup);
+    snprintf(fname, sizeof fname, "/tmp/nbprogress.%ld", pid);
     double one = 1, all = 0;
-    MPI_Allreduce(&one, &all, 1, MPI_DOUBLE, MPI_SUM, dup);
+    MPI_Allreduce(&one, &all, 1, MPI_DOUBLE, MPI_SUM, wdup);
     for (int round = 0; round < 4 * KINDS; round++) {
         int coll = round % 4, kind = round / 4, prev = 0;
         if (only >= 0 && kind != only) continue;
@@ -217,7 +249,7 @@ int main(int argc, char **argv) {
         if (coll == 3) check(b[(p - 1) * n] == p, "allgather", round);
         if (c != MPI_COMM_WORLD) MPI_Comm_free(&c);
     }
-    MPI_Comm_free(&dup);
+    MPI_Comm_free(&wdup);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) printf("nbprogress: ok\n");
     free(a);

@@ -3,7 +3,8 @@
 # for the non-blocking collectives (verify/nbprogress.c): rank 0 is blocked in MPI_Recv,
 # MPI_Probe, MPI_Sendrecv, MPI_Mprobe, MPI_Ssend, MPI_Rsend, MPI_Sendrecv_replace (and
 # receives from MPI_PROC_NULL, whose status is checked), MPI_Barrier, a blocking
-# MPI_Allreduce / MPI_Reduce_scatter_block, MPI_Gather or MPI_Comm_split on the same
+# MPI_Allreduce / MPI_Reduce_scatter_block, MPI_Gather, MPI_Comm_split, MPI_Win_create,
+# MPI_Cart_create or MPI_File_open on the same
 # communicator while the other ranks wait
 # for its part of an MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce or MPI_Iallgather (2 MiB of
 # doubles), at p = 3 and 4 with the four forced to `binomial` (a relaying schedule whose later
