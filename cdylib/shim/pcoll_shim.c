@@ -112,7 +112,6 @@ void pcoll_c_status_empty(MPI_Status *s)
     s->MPI_TAG = MPI_ANY_TAG;
 }
 
-/* The constants Rust must agree with (cdylib/src/gate.rs tests). */
 /* The status of a receive from MPI_PROC_NULL as the standard has it (source MPI_PROC_NULL,
  * tag MPI_ANY_TAG, count 0): MPICH 4.0.2 leaves source and tag 0 when a non-blocking one
  * completes (its blocking MPI_Recv has them right), and pcoll posts the non-blocking form of
@@ -127,6 +126,7 @@ void pcoll_c_status_proc_null(MPI_Status *s)
     PMPI_Status_set_cancelled(s, 0);
 }
 
+/* The constants Rust must agree with (cdylib/src/gate.rs tests). */
 long long pcoll_gate_abi(int what)
 {
     switch (what) {

@@ -1,8 +1,9 @@
 //! Blocking point-to-point calls (`MPI_Recv`, `MPI_Send`, `MPI_Ssend`, `MPI_Rsend`,
-//! `MPI_Sendrecv`, `MPI_Sendrecv_replace`, their `_c` forms, `MPI_Probe`, `MPI_Mprobe`) while one of pcoll's
-//! non-blocking schedules runs: MPI's progress rule says a rank blocked in `MPI_Recv`
-//! still advances its outstanding non-blocking collectives, and the other ranks may wait for
-//! this rank's next step. pcoll's schedules advance only inside intercepted calls, so the
+//! `MPI_Sendrecv`, `MPI_Sendrecv_replace`, their `_c` forms, `MPI_Probe`, `MPI_Mprobe`)
+//! while one of pcoll's non-blocking schedules runs: MPI's progress rule says a rank blocked
+//! in `MPI_Recv` still advances its outstanding non-blocking collectives, and the other ranks
+//! may wait for this rank's next step. pcoll's schedules advance only inside intercepted
+//! calls, so the
 //! point-to-point calls take the MPI's non-blocking form and complete it through
 //! [`crate::nbc::drive`], which advances the schedules (the same loop as `MPI_Wait`). With no
 //! schedule running they go straight to the MPI (one atomic load). A point-to-point call
