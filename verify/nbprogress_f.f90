@@ -3,8 +3,10 @@
 ! rank 0 first makes one blocking call (MPI_RECV, MPI_PROBE + MPI_RECV, MPI_SENDRECV, MPI_SSEND,
 ! MPI_RSEND to a receive posted before, MPI_BARRIER, and the blocking calls pcoll does not
 ! serve that wait for the other ranks: MPI_GATHER, MPI_GATHERV, MPI_ALLTOALL, MPI_ALLTOALLV,
-! MPI_ALLTOALLW, MPI_COMM_SPLIT, MPI_COMM_DUP), MPI_MPROBE + MPI_MRECV or MPI_SENDRECV_REPLACE,
-! and only then waits; the others make the same
+! MPI_ALLTOALLW, MPI_COMM_SPLIT, MPI_COMM_DUP; MPI_GATHER, MPI_SCATTER and MPI_ALLTOALL with
+! MPI_IN_PLACE, MPI_SCATTERV, MPI_SCAN, MPI_EXSCAN, MPI_COMM_SPLIT_TYPE, MPI_COMM_CREATE, whose
+! results check pcoll's Fortran entries for them on Open MPI), MPI_MPROBE + MPI_MRECV or
+! MPI_SENDRECV_REPLACE, and only then waits; the others make the same
 ! blocking call after their wait. Open MPI's Fortran wrappers call PMPI_ directly: pcoll must
 ! see these calls to advance its schedules. mpif.h (the
 ! same wrappers as `use mpi`), which every MPI's compiler wrapper can read (Intel MPI's modules
@@ -14,7 +16,7 @@
 program nbprogress_f
   implicit none
   include 'mpif.h'
-  integer, parameter :: n = 262144, kinds = 15
+  integer, parameter :: n = 262144, kinds = 21
   integer :: ierr, rank, p, round, coll, kind, r, v, q, pre, one, msg, two(2), out2(2)
   integer :: st(MPI_STATUS_SIZE)
   double precision, allocatable :: a(:), b(:)
@@ -41,7 +43,7 @@ program nbprogress_f
     if (rank == 0) then
       if (kind == 5) then
         call MPI_Barrier(MPI_COMM_WORLD, ierr)
-      else if (kind >= 6 .and. kind <= 12) then
+      else if ((kind >= 6 .and. kind <= 12) .or. kind >= 15) then
         call unserved(kind, round)
       else
         do r = 1, p - 1
@@ -89,7 +91,7 @@ program nbprogress_f
         if (v /= -rank) call fail('rsend message', round)
       case (5)
         call MPI_Barrier(MPI_COMM_WORLD, ierr)
-      case (6:12)
+      case (6:12, 15:)
         call unserved(kind, round)
       case (14)
         out2 = [rank, 10 * rank]
@@ -108,12 +110,12 @@ program nbprogress_f
   if (rank == 0) print '(a)', 'nbprogress_f: ok'
   call MPI_Finalize(ierr)
 contains
-  ! A blocking call pcoll does not serve (kind 6..12), its result checked.
+  ! A blocking call pcoll does not serve (kinds 6..12, 15..20), its result checked.
   subroutine unserved(kind, round)
     integer, intent(in) :: kind, round
     integer, parameter :: pmax = 64
     integer :: sb(0:pmax - 1), rb(0:pmax - 1), cnt(0:pmax - 1), dsp(0:pmax - 1), ty(0:pmax - 1)
-    integer :: j, nc, nr, e
+    integer :: j, nc, nr, e, grp, sub
     do j = 0, p - 1
       sb(j) = 100 * rank + j
       cnt(j) = 1
@@ -157,6 +159,61 @@ contains
       call MPI_Comm_size(nc, nr, e)
       if (nr /= p) call fail('comm_dup', round)
       call MPI_Comm_free(nc, e)
+    case (15)
+      ! The root's own element is in place already (not 0: the MPI_IN_PLACE marker's storage)
+      if (rank == 0) then
+        rb(0) = 1
+        call MPI_Gather(MPI_IN_PLACE, 1, MPI_INTEGER, rb, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, e)
+        do j = 0, p - 1
+          if (rb(j) /= j + 1) call fail('gather in place', round)
+        end do
+      else
+        call MPI_Gather(rank + 1, 1, MPI_INTEGER, rb, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, e)
+      end if
+    case (16)
+      do j = 0, p - 1
+        sb(j) = 7 * j
+      end do
+      nr = -1
+      if (rank == 0) then
+        call MPI_Scatter(sb, 1, MPI_INTEGER, MPI_IN_PLACE, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, e)
+      else
+        call MPI_Scatter(sb, 1, MPI_INTEGER, nr, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, e)
+        if (nr /= 7 * rank) call fail('scatter', round)
+      end if
+      nr = -1
+      call MPI_Scatterv(sb, cnt, dsp, MPI_INTEGER, nr, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, e)
+      if (nr /= 7 * rank) call fail('scatterv', round)
+    case (17)
+      rb(0:p - 1) = sb(0:p - 1)
+      call MPI_Alltoall(MPI_IN_PLACE, 1, MPI_INTEGER, rb, 1, MPI_INTEGER, MPI_COMM_WORLD, e)
+      do j = 0, p - 1
+        if (rb(j) /= 100 * j + rank) call fail('alltoall in place', round)
+      end do
+    case (18)
+      nr = rank + 1
+      call MPI_Scan(MPI_IN_PLACE, nr, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, e)
+      if (nr /= (rank + 1) * (rank + 2) / 2) call fail('scan', round)
+      nr = -7
+      call MPI_Exscan(rank + 1, nr, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, e)
+      if (rank > 0 .and. nr /= rank * (rank + 1) / 2) call fail('exscan', round)
+    case (19)
+      call MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, -rank, MPI_INFO_NULL, nc, e)
+      call MPI_Comm_rank(nc, nr, e)
+      if (nr /= p - 1 - rank) call fail('comm_split_type', round)
+      call MPI_Comm_free(nc, e)
+    case (20)
+      call MPI_Comm_group(MPI_COMM_WORLD, grp, e)
+      call MPI_Group_excl(grp, 1, [0], sub, e)
+      call MPI_Comm_create(MPI_COMM_WORLD, sub, nc, e)
+      if (rank == 0 .and. nc /= MPI_COMM_NULL) call fail('comm_create (excluded)', round)
+      if (rank /= 0) then
+        call MPI_Comm_rank(nc, nr, e)
+        if (nr /= rank - 1) call fail('comm_create', round)
+        call MPI_Comm_free(nc, e)
+      end if
+      call MPI_Group_free(grp, e)
+      call MPI_Group_free(sub, e)
     end select
     if (e /= MPI_SUCCESS) call fail('error code', round)
   end subroutine unserved
