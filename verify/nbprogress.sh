@@ -14,9 +14,11 @@
 # collective rounds did (MPICH 4.0); before session 20 the Gather and Comm_split rounds, and
 # the rounds whose collective is the first call on a new communicator (its shadow's
 # PMPI_Comm_dup blocked in the initiation). Where the MPI has a Fortran wrapper,
-# verify/nbprogress_f.f90 too (p = 3; Debian's two and Intel MPI), whose rank 0 also blocks in
-# MPI_GATHER(V), MPI_ALLTOALL(V,W), MPI_COMM_SPLIT and MPI_COMM_DUP (Open MPI 4.1 hung there
-# before session 46). Last line `nbprogress: PASS ...` or `nbprogress: FAIL ...`.
+# verify/nbprogress_f.f90 too (p = 3, and its MPI_INTERCOMM_CREATE rounds at p = 5; Debian's two
+# and Intel MPI), whose rank 0 also blocks in MPI_GATHER(V), MPI_ALLTOALL(V,W), MPI_COMM_SPLIT
+# and MPI_COMM_DUP (Open MPI 4.1 hung there before session 46), the topology, window and file
+# constructors, MPI_INTERCOMM_CREATE and the neighbourhood collectives (hung there before
+# session 47). Last line `nbprogress: PASS ...` or `nbprogress: FAIL ...`.
 set -uo pipefail
 # shellcheck source=setup.sh
 source "$(dirname "$0")/setup.sh" 2 2 "$@"
@@ -55,17 +57,27 @@ if [ -n "${MPIFC:-}" ]; then
   if ! (cd "$OUT" && $MPIFC -O1 -fallow-argument-mismatch -o "$FBIN" "$ROOT/verify/nbprogress_f.f90") >"$OUT/nbprogress_f-$MPI.err" 2>&1; then
     fails=$((fails + 1)); echo "  fortran: FAILED (build: $OUT/nbprogress_f-$MPI.err)"
   else
-    out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
-      "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_STATS=1 PCOLL_BCAST=binomial \
-      PCOLL_REDUCE=binomial -- "$FBIN" </dev/null 2>&1)
-    rc=$?
-    served=$(grep -cE '^pcoll: stats i(bcast|reduce) binomial' <<<"$out")
-    if [ $rc = 0 ] && grep -q '^nbprogress_f: ok' <<<"$out" && [ "$served" = 2 ]; then
-      echo "  fortran p=3: ok (2 I-collectives served by binomial)"; ftxt=", Fortran"
-    else
-      fails=$((fails + 1)); echo "  fortran p=3: FAILED (exit $rc, $served of 2 served)"
-      grep -E 'nbprogress|FAILED|signal' <<<"$out" | head -5 | sed 's/^/    /'
-    fi
+    # frun LABEL P [KIND]: every kind (or KIND's rounds) at p = P, both I-collectives served
+    frun() {
+      local label=$1 p=$2 out rc served
+      shift 2
+      out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+        "$ROOT/scripts/mpi.sh" "$MPI" -- "$p" LD_PRELOAD="$LIB" PCOLL_STATS=1 \
+        PCOLL_BCAST=binomial PCOLL_REDUCE=binomial -- "$FBIN" "$@" </dev/null 2>&1)
+      rc=$?
+      served=$(grep -cE '^pcoll: stats i(bcast|reduce) binomial' <<<"$out")
+      if [ $rc = 0 ] && grep -q '^nbprogress_f: ok' <<<"$out" && [ "$served" = 2 ]; then
+        echo "  fortran $label: ok (2 I-collectives served by binomial)"
+      else
+        fails=$((fails + 1)); echo "  fortran $label: FAILED (exit $rc, $served of 2 served)"
+        grep -E 'nbprogress|FAILED|signal' <<<"$out" | head -5 | sed 's/^/    /'
+      fi
+    }
+    frun p=3 3
+    # MPI_INTERCOMM_CREATE's local communicator (a half) has 3 ranks at p = 5: a relaying
+    # schedule there (at p = 3 its 2 ranks' binomial needs no later step)
+    frun "p=5 intercomm_create" 5 35
+    ftxt=", Fortran"
   fi
 fi
 if [ $fails = 0 ]; then echo "nbprogress: PASS ($MPI, p = 3, 4$ftxt)"; else echo "nbprogress: FAIL ($MPI, $fails runs)"; exit 1; fi

@@ -8,7 +8,9 @@
 //! what a non-blocking call wanted made. Each converts as Open MPI's own wrapper does
 //! (`MPI_IN_PLACE` / `MPI_BOTTOM` by address, handles by `_f2c` / `_c2f`) and calls the C
 //! entry, which drains and then calls the MPI: with nothing running or wanted, two atomic
-//! loads and the MPI's call.
+//! loads and the MPI's call. The topology, window and file constructors,
+//! `MPI_INTERCOMM_CREATE` and the neighbourhood collectives drain and then call Open MPI's own
+//! Fortran entry (`forwarded!`: no conversion of pcoll's to keep in step with it).
 // The safety contract of each export is the MPI standard's for that call in Fortran.
 #![allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc)]
 
@@ -16,7 +18,9 @@ use super::drained as d;
 use super::fortran::{buf_in, buf_out, set_ierr, Fint};
 use super::fortran_nbc::{comm, dt, fortran_names, op, Fc, F};
 use crate::consts;
+use crate::nbc;
 use mpi_sys::*;
+use once_cell::sync::OnceCell;
 use std::os::raw::{c_int, c_void};
 
 /// A receive buffer that may also be `MPI_IN_PLACE` (`MPI_SCATTER(V)`'s at the root).
@@ -138,3 +142,106 @@ fortran_names!((cm: Fc, group: Fc, newcomm: F, ierr: F) => {
         made(d::MPI_Comm_create(comm(cm), PMPI_Group_f2c(*group), &mut c), c, newcomm, ierr)
     };
     mpi_comm_create_, mpi_comm_create__, mpi_comm_create, MPI_COMM_CREATE, ompi_comm_create_f);
+
+/// Open MPI's own definition of the Fortran entry `name` (NUL-terminated): the next one after
+/// pcoll in the search order, looked up once; null where the MPI has none.
+fn next_entry(cell: &OnceCell<usize>, name: &'static str) -> usize {
+    // SAFETY: a symbol lookup with a NUL-terminated name.
+    *cell.get_or_init(|| unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) } as usize)
+}
+
+/// No definition of `name` after pcoll's: `MPI_ERR_INTERN` with a message, as pcoll's own
+/// internal errors (a program that calls an entry its MPI lacks cannot have been linked).
+///
+/// # Safety
+/// `ierr` is null (an absent `mpi_f08` `ierror`) or writable.
+unsafe fn missing(name: &str, ierr: F) {
+    log::error!("pcoll: {name}: the MPI's own definition was not found (dlsym)");
+    // SAFETY: the caller's guarantee.
+    unsafe { set_ierr(ierr, consts::ERR_INTERN()) };
+}
+
+/// The topology, window and file constructors, `MPI_INTERCOMM_CREATE` and the neighbourhood
+/// collectives: the schedules on the communicator argument `$cm` complete (as their C entries
+/// in [`super::drained`] do), then Open MPI's own Fortran entry of the same name takes the
+/// arguments as they came, so its conversions (LOGICAL arrays, `MPI_UNWEIGHTED`, the file
+/// name's hidden length, `TYPE(C_PTR)` or `INTEGER(KIND=MPI_ADDRESS_KIND)` base pointers)
+/// stay its own. Exported under the `mpif.h` / `use mpi` names, and under the names through
+/// which `use mpi_f08` reaches them where those would bypass the first: `ompi_*_f` (windows,
+/// files, neighbourhood collectives, `MPI_Intercomm_create`) or, where its wrapper calls
+/// `pmpi_*_` (topologies), the `mpi_*_f08_` entry itself (a `TYPE(MPI_Comm)` is its handle).
+macro_rules! forwarded {
+    ($args:tt, $cm:ident, $ierr:ident; $($name:ident),*) => {$(
+        forwarded!(@one $name $args $cm $ierr);
+    )*};
+    (@one $name:ident ($($arg:ident : $ty:ty),*) $cm:ident $ierr:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) {
+            static NEXT: OnceCell<usize> = OnceCell::new();
+            if nbc::running() || crate::comm::any_wanted() {
+                super::guard(stringify!($name), || {
+                    // SAFETY: a Fortran handle by reference.
+                    nbc::before_blocking(unsafe { comm($cm) });
+                    0
+                });
+            }
+            let f = next_entry(&NEXT, concat!(stringify!($name), "\0"));
+            if f == 0 {
+                // SAFETY: the caller's `ierr`.
+                return unsafe { missing(stringify!($name), $ierr) };
+            }
+            // SAFETY: Open MPI's definition of this very entry, with the caller's arguments.
+            unsafe { std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*)>(f)($($arg),*) }
+        }
+    };
+}
+
+type P = *mut c_void;
+forwarded!((cm: Fc, nd: Fc, dims: Fc, periods: Fc, reorder: Fc, newcomm: F, ierr: F), cm, ierr;
+    mpi_cart_create_, mpi_cart_create__, mpi_cart_create, MPI_CART_CREATE, mpi_cart_create_f08_);
+forwarded!((cm: Fc, remain: Fc, newcomm: F, ierr: F), cm, ierr;
+    mpi_cart_sub_, mpi_cart_sub__, mpi_cart_sub, MPI_CART_SUB, mpi_cart_sub_f08_);
+forwarded!((cm: Fc, nn: Fc, index: Fc, edges: Fc, reorder: Fc, newcomm: F, ierr: F), cm, ierr;
+    mpi_graph_create_, mpi_graph_create__, mpi_graph_create, MPI_GRAPH_CREATE,
+    mpi_graph_create_f08_);
+forwarded!((cm: Fc, n: Fc, nodes: Fc, deg: Fc, tg: Fc, w: Fc, info: Fc, reorder: Fc, newcomm: F,
+             ierr: F), cm, ierr;
+    mpi_dist_graph_create_, mpi_dist_graph_create__, mpi_dist_graph_create,
+    MPI_DIST_GRAPH_CREATE, mpi_dist_graph_create_f08_);
+forwarded!((cm: Fc, ind: Fc, src: Fc, sw: Fc, outd: Fc, dst: Fc, dw: Fc, info: Fc, reorder: Fc,
+             newcomm: F, ierr: F), cm, ierr;
+    mpi_dist_graph_create_adjacent_, mpi_dist_graph_create_adjacent__,
+    mpi_dist_graph_create_adjacent, MPI_DIST_GRAPH_CREATE_ADJACENT,
+    mpi_dist_graph_create_adjacent_f08_);
+forwarded!((cm: Fc, leader: Fc, bridge: Fc, rleader: Fc, tag: Fc, newcomm: F, ierr: F), cm, ierr;
+    mpi_intercomm_create_, mpi_intercomm_create__, mpi_intercomm_create, MPI_INTERCOMM_CREATE,
+    ompi_intercomm_create_f);
+forwarded!((base: P, size: P, unit: Fc, info: Fc, cm: Fc, win: F, ierr: F), cm, ierr;
+    mpi_win_create_, mpi_win_create__, mpi_win_create, MPI_WIN_CREATE, ompi_win_create_f);
+forwarded!((size: P, unit: Fc, info: Fc, cm: Fc, base: P, win: F, ierr: F), cm, ierr;
+    mpi_win_allocate_, mpi_win_allocate__, mpi_win_allocate, MPI_WIN_ALLOCATE,
+    ompi_win_allocate_f);
+forwarded!((size: P, unit: Fc, info: Fc, cm: Fc, base: P, win: F, ierr: F), cm, ierr;
+    mpi_win_allocate_shared_, mpi_win_allocate_shared__, mpi_win_allocate_shared,
+    MPI_WIN_ALLOCATE_SHARED, ompi_win_allocate_shared_f);
+forwarded!((info: Fc, cm: Fc, win: F, ierr: F), cm, ierr;
+    mpi_win_create_dynamic_, mpi_win_create_dynamic__, mpi_win_create_dynamic,
+    MPI_WIN_CREATE_DYNAMIC, ompi_win_create_dynamic_f);
+// The file name's hidden length last (gfortran passes a `size_t`, Open MPI reads an `int`).
+forwarded!((cm: Fc, name: P, amode: Fc, info: Fc, fh: F, ierr: F, len: usize), cm, ierr;
+    mpi_file_open_, mpi_file_open__, mpi_file_open, MPI_FILE_OPEN, ompi_file_open_f);
+forwarded!((s: P, sn: Fc, st: Fc, r: P, rn: Fc, rt: Fc, cm: Fc, ierr: F), cm, ierr;
+    mpi_neighbor_allgather_, mpi_neighbor_allgather__, mpi_neighbor_allgather,
+    MPI_NEIGHBOR_ALLGATHER, ompi_neighbor_allgather_f);
+forwarded!((s: P, sn: Fc, st: Fc, r: P, rn: Fc, d: Fc, rt: Fc, cm: Fc, ierr: F), cm, ierr;
+    mpi_neighbor_allgatherv_, mpi_neighbor_allgatherv__, mpi_neighbor_allgatherv,
+    MPI_NEIGHBOR_ALLGATHERV, ompi_neighbor_allgatherv_f);
+forwarded!((s: P, sn: Fc, st: Fc, r: P, rn: Fc, rt: Fc, cm: Fc, ierr: F), cm, ierr;
+    mpi_neighbor_alltoall_, mpi_neighbor_alltoall__, mpi_neighbor_alltoall,
+    MPI_NEIGHBOR_ALLTOALL, ompi_neighbor_alltoall_f);
+forwarded!((s: P, sn: Fc, sd: Fc, st: Fc, r: P, rn: Fc, rd: Fc, rt: Fc, cm: Fc, ierr: F), cm, ierr;
+    mpi_neighbor_alltoallv_, mpi_neighbor_alltoallv__, mpi_neighbor_alltoallv,
+    MPI_NEIGHBOR_ALLTOALLV, ompi_neighbor_alltoallv_f);
+forwarded!((s: P, sn: Fc, sd: P, st: Fc, r: P, rn: Fc, rd: P, rt: Fc, cm: Fc, ierr: F), cm, ierr;
+    mpi_neighbor_alltoallw_, mpi_neighbor_alltoallw__, mpi_neighbor_alltoallw,
+    MPI_NEIGHBOR_ALLTOALLW, ompi_neighbor_alltoallw_f);
