@@ -21,13 +21,15 @@
  * MPI_Sendrecv_replace from MPI_PROC_NULL (whose status must be the standard's). In the
  * WINDOW, CART and FILEOPEN rounds rank 0 blocks in a collective constructor on the same
  * communicator (MPI_Win_create, MPI_Cart_create, MPI_File_open of a file deleted on close).
+ * In the IPROBE and IMPROBE rounds rank 0 polls MPI_Iprobe / MPI_Improbe in a loop until each
+ * other rank's message is there, then receives it.
  * A correct
  * MPI program: the MPI must advance rank 0's part of the collective while rank 0 is blocked,
  * or the other ranks never finish theirs. pcoll runs its schedules in steps that only its
  * intercepted calls advance.
  *
  *   mpirun -np <p> [PCOLL_<COLL>=binomial ...] nbprogress [count [kind]]
- * (kind: run only the rounds of that kind, 0-16 in the order of the enum below)
+ * (kind: run only the rounds of that kind, 0-18 in the order of the enum below)
  * Last line "nbprogress: ok" or the first failure; a hang is the caller's timeout.
  */
 #include <mpi.h>
@@ -45,7 +47,7 @@ static void check(int ok, const char *what, int round) {
     }
 }
 
-enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, FIRST, GATHER, SPLIT, REPLACE, WINDOW, CART, FILEOPEN, KINDS };
+enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, FIRST, GATHER, SPLIT, REPLACE, WINDOW, CART, FILEOPEN, IPROBE, IMPROBE, KINDS };
 
 enum { BIG = 1 << 17 }; /* doubles of a FIRST round's message: 1 MiB */
 static double *big;
@@ -190,6 +192,16 @@ static void blocked(int kind, int round, MPI_Request *pre, int *prev) {
             MPI_Message m;
             MPI_Mprobe(r, 5, MPI_COMM_WORLD, &m, &st);
             MPI_Mrecv(&v, 1, MPI_INT, &m, MPI_STATUS_IGNORE);
+        } else if (kind == IPROBE || kind == IMPROBE) {
+            int flag = 0;
+            MPI_Message m = MPI_MESSAGE_NULL;
+            while (!flag) {
+                if (kind == IPROBE) MPI_Iprobe(r, 5, MPI_COMM_WORLD, &flag, &st);
+                else MPI_Improbe(r, 5, MPI_COMM_WORLD, &flag, &m, &st);
+            }
+            check(st.MPI_SOURCE == r && st.MPI_TAG == 5, "iprobe status", round);
+            if (kind == IPROBE) MPI_Recv(&v, 1, MPI_INT, r, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            else MPI_Mrecv(&v, 1, MPI_INT, &m, MPI_STATUS_IGNORE);
         } else if (kind == SENDRECV) {
             int zero = 0;
             MPI_Sendrecv(&zero, 1, MPI_INT, r, 6, &v, 1, MPI_INT, r, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);

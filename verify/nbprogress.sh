@@ -4,8 +4,8 @@
 # MPI_Probe, MPI_Sendrecv, MPI_Mprobe, MPI_Ssend, MPI_Rsend, MPI_Sendrecv_replace (and
 # receives from MPI_PROC_NULL, whose status is checked), MPI_Barrier, a blocking
 # MPI_Allreduce / MPI_Reduce_scatter_block, MPI_Gather, MPI_Comm_split, MPI_Win_create,
-# MPI_Cart_create or MPI_File_open on the same
-# communicator while the other ranks wait
+# MPI_Cart_create or MPI_File_open on the same communicator, or polls MPI_Iprobe / MPI_Improbe
+# (session 47) for their messages, while the other ranks wait
 # for its part of an MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce or MPI_Iallgather (2 MiB of
 # doubles), at p = 3 and 4 with the four forced to `binomial` (a relaying schedule whose later
 # steps pcoll advances only inside its intercepted calls); rank 0's stats must show pcoll

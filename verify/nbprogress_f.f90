@@ -16,12 +16,13 @@
 program nbprogress_f
   implicit none
   include 'mpif.h'
-  integer, parameter :: n = 262144, kinds = 36
+  integer, parameter :: n = 262144, kinds = 38
   integer :: ierr, rank, p, round, coll, kind, r, v, q, pre, one, msg, two(2), out2(2)
   integer :: st(MPI_STATUS_SIZE), cart, half, cw, cr, pc, pid, first, last
   double precision, allocatable :: a(:), b(:)
   double precision :: want
   character(len=64) :: fname
+  logical :: flag
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, p, ierr)
@@ -69,7 +70,7 @@ program nbprogress_f
     if (rank == 0) then
       if (kind == 5) then
         call MPI_Barrier(MPI_COMM_WORLD, ierr)
-      else if ((kind >= 6 .and. kind <= 12) .or. kind >= 15) then
+      else if ((kind >= 6 .and. kind <= 12) .or. (kind >= 15 .and. kind <= 35)) then
         call unserved(kind, round)
       else
         do r = 1, p - 1
@@ -93,6 +94,16 @@ program nbprogress_f
             if (st(MPI_SOURCE) /= r) call fail('mprobe status', round)
             call MPI_Mrecv(v, 1, MPI_INTEGER, msg, MPI_STATUS_IGNORE, ierr)
             if (v /= r) call fail('mrecv message', round)
+          case (36, 37)
+            flag = .false.
+            do while (.not. flag)
+              if (kind == 36) call MPI_Iprobe(r, 5, MPI_COMM_WORLD, flag, st, ierr)
+              if (kind == 37) call MPI_Improbe(r, 5, MPI_COMM_WORLD, flag, msg, st, ierr)
+            end do
+            if (st(MPI_SOURCE) /= r) call fail('iprobe status', round)
+            if (kind == 36) call MPI_Recv(v, 1, MPI_INTEGER, r, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+            if (kind == 37) call MPI_Mrecv(v, 1, MPI_INTEGER, msg, MPI_STATUS_IGNORE, ierr)
+            if (v /= r) call fail('iprobe message', round)
           case (14)
             two = [-r, -2 * r]
             call MPI_Sendrecv_replace(two, 2, MPI_INTEGER, r, 6, r, 5, MPI_COMM_WORLD, st, ierr)
@@ -117,7 +128,7 @@ program nbprogress_f
         if (v /= -rank) call fail('rsend message', round)
       case (5)
         call MPI_Barrier(MPI_COMM_WORLD, ierr)
-      case (6:12, 15:)
+      case (6:12, 15:35)
         call unserved(kind, round)
       case (14)
         out2 = [rank, 10 * rank]

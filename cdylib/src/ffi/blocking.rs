@@ -1,5 +1,6 @@
 //! Blocking point-to-point calls (`MPI_Recv`, `MPI_Send`, `MPI_Ssend`, `MPI_Rsend`,
-//! `MPI_Sendrecv`, `MPI_Sendrecv_replace`, their `_c` forms, `MPI_Probe`, `MPI_Mprobe`)
+//! `MPI_Sendrecv`, `MPI_Sendrecv_replace`, their `_c` forms, `MPI_Probe`, `MPI_Mprobe`; and the
+//! polling `MPI_Iprobe` and `MPI_Improbe`, which advance the schedules before they probe)
 //! while one of pcoll's non-blocking schedules runs: MPI's progress rule says a rank blocked
 //! in `MPI_Recv` still advances its outstanding non-blocking collectives, and the other ranks
 //! may wait for this rank's next step. pcoll's schedules advance only inside intercepted
@@ -372,4 +373,44 @@ pub unsafe extern "C" fn MPI_Mprobe(
         // SAFETY: forwarded unchanged.
         || unsafe { PMPI_Mprobe(source, tag, comm, message, status) },
     )
+}
+
+/// A polling call (`MPI_Iprobe`, `MPI_Improbe`): a program may loop on it until another rank's
+/// message arrives, and that rank may first wait for this one's part of a schedule, so the
+/// schedules advance as far as they go without blocking before each probe. With none running:
+/// one atomic load, then the MPI.
+fn polled(name: &str) {
+    if nbc::running() {
+        guard(name, || {
+            nbc::progress();
+            consts::SUCCESS()
+        });
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    polled("MPI_Iprobe");
+    // SAFETY: the caller's arguments, forwarded unchanged.
+    unsafe { PMPI_Iprobe(source, tag, comm, flag, status) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Improbe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    polled("MPI_Improbe");
+    // SAFETY: the caller's arguments, forwarded unchanged.
+    unsafe { PMPI_Improbe(source, tag, comm, flag, message, status) }
 }

@@ -162,7 +162,7 @@ unsafe fn missing(name: &str, ierr: F) {
 }
 
 /// The topology, window and file constructors, `MPI_INTERCOMM_CREATE` and the neighbourhood
-/// collectives: the schedules on the communicator argument `$cm` complete (as their C entries
+/// collectives: the schedules on the communicator argument complete (as their C entries
 /// in [`super::drained`] do), then Open MPI's own Fortran entry of the same name takes the
 /// arguments as they came, so its conversions (LOGICAL arrays, `MPI_UNWEIGHTED`, the file
 /// name's hidden length, `TYPE(C_PTR)` or `INTEGER(KIND=MPI_ADDRESS_KIND)` base pointers)
@@ -170,18 +170,26 @@ unsafe fn missing(name: &str, ierr: F) {
 /// which `use mpi_f08` reaches them where those would bypass the first: `ompi_*_f` (windows,
 /// files, neighbourhood collectives, `MPI_Intercomm_create`) or, where its wrapper calls
 /// `pmpi_*_` (topologies), the `mpi_*_f08_` entry itself (a `TYPE(MPI_Comm)` is its handle).
+/// `(drain cm)` completes the schedules on the communicator argument `cm`; `(progress)` (the
+/// polling probes) advances every schedule as far as it goes without blocking.
 macro_rules! forwarded {
-    ($args:tt, $cm:ident, $ierr:ident; $($name:ident),*) => {$(
-        forwarded!(@one $name $args $cm $ierr);
+    ($how:tt, $args:tt, $ierr:ident; $($name:ident),*) => {$(
+        forwarded!(@one $name $how $args $ierr);
     )*};
-    (@one $name:ident ($($arg:ident : $ty:ty),*) $cm:ident $ierr:ident) => {
+    (@before (drain $cm:ident)) => {
+        // SAFETY: a Fortran handle by reference.
+        nbc::before_blocking(unsafe { comm($cm) })
+    };
+    (@before (progress)) => {
+        nbc::progress()
+    };
+    (@one $name:ident $how:tt ($($arg:ident : $ty:ty),*) $ierr:ident) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) {
             static NEXT: OnceCell<usize> = OnceCell::new();
             if nbc::running() || crate::comm::any_wanted() {
                 super::guard(stringify!($name), || {
-                    // SAFETY: a Fortran handle by reference.
-                    nbc::before_blocking(unsafe { comm($cm) });
+                    forwarded!(@before $how);
                     0
                 });
             }
@@ -197,51 +205,57 @@ macro_rules! forwarded {
 }
 
 type P = *mut c_void;
-forwarded!((cm: Fc, nd: Fc, dims: Fc, periods: Fc, reorder: Fc, newcomm: F, ierr: F), cm, ierr;
+forwarded!((drain cm), (cm: Fc, nd: Fc, dims: Fc, periods: Fc, reorder: Fc, newcomm: F, ierr: F), ierr;
     mpi_cart_create_, mpi_cart_create__, mpi_cart_create, MPI_CART_CREATE, mpi_cart_create_f08_);
-forwarded!((cm: Fc, remain: Fc, newcomm: F, ierr: F), cm, ierr;
+forwarded!((drain cm), (cm: Fc, remain: Fc, newcomm: F, ierr: F), ierr;
     mpi_cart_sub_, mpi_cart_sub__, mpi_cart_sub, MPI_CART_SUB, mpi_cart_sub_f08_);
-forwarded!((cm: Fc, nn: Fc, index: Fc, edges: Fc, reorder: Fc, newcomm: F, ierr: F), cm, ierr;
+forwarded!((drain cm), (cm: Fc, nn: Fc, index: Fc, edges: Fc, reorder: Fc, newcomm: F, ierr: F), ierr;
     mpi_graph_create_, mpi_graph_create__, mpi_graph_create, MPI_GRAPH_CREATE,
     mpi_graph_create_f08_);
-forwarded!((cm: Fc, n: Fc, nodes: Fc, deg: Fc, tg: Fc, w: Fc, info: Fc, reorder: Fc, newcomm: F,
-             ierr: F), cm, ierr;
+forwarded!((drain cm), (cm: Fc, n: Fc, nodes: Fc, deg: Fc, tg: Fc, w: Fc, info: Fc, reorder: Fc, newcomm: F,
+             ierr: F), ierr;
     mpi_dist_graph_create_, mpi_dist_graph_create__, mpi_dist_graph_create,
     MPI_DIST_GRAPH_CREATE, mpi_dist_graph_create_f08_);
-forwarded!((cm: Fc, ind: Fc, src: Fc, sw: Fc, outd: Fc, dst: Fc, dw: Fc, info: Fc, reorder: Fc,
-             newcomm: F, ierr: F), cm, ierr;
+forwarded!((drain cm), (cm: Fc, ind: Fc, src: Fc, sw: Fc, outd: Fc, dst: Fc, dw: Fc, info: Fc, reorder: Fc,
+             newcomm: F, ierr: F), ierr;
     mpi_dist_graph_create_adjacent_, mpi_dist_graph_create_adjacent__,
     mpi_dist_graph_create_adjacent, MPI_DIST_GRAPH_CREATE_ADJACENT,
     mpi_dist_graph_create_adjacent_f08_);
-forwarded!((cm: Fc, leader: Fc, bridge: Fc, rleader: Fc, tag: Fc, newcomm: F, ierr: F), cm, ierr;
+forwarded!((drain cm), (cm: Fc, leader: Fc, bridge: Fc, rleader: Fc, tag: Fc, newcomm: F, ierr: F), ierr;
     mpi_intercomm_create_, mpi_intercomm_create__, mpi_intercomm_create, MPI_INTERCOMM_CREATE,
     ompi_intercomm_create_f);
-forwarded!((base: P, size: P, unit: Fc, info: Fc, cm: Fc, win: F, ierr: F), cm, ierr;
+forwarded!((drain cm), (base: P, size: P, unit: Fc, info: Fc, cm: Fc, win: F, ierr: F), ierr;
     mpi_win_create_, mpi_win_create__, mpi_win_create, MPI_WIN_CREATE, ompi_win_create_f);
-forwarded!((size: P, unit: Fc, info: Fc, cm: Fc, base: P, win: F, ierr: F), cm, ierr;
+forwarded!((drain cm), (size: P, unit: Fc, info: Fc, cm: Fc, base: P, win: F, ierr: F), ierr;
     mpi_win_allocate_, mpi_win_allocate__, mpi_win_allocate, MPI_WIN_ALLOCATE,
     ompi_win_allocate_f);
-forwarded!((size: P, unit: Fc, info: Fc, cm: Fc, base: P, win: F, ierr: F), cm, ierr;
+forwarded!((drain cm), (size: P, unit: Fc, info: Fc, cm: Fc, base: P, win: F, ierr: F), ierr;
     mpi_win_allocate_shared_, mpi_win_allocate_shared__, mpi_win_allocate_shared,
     MPI_WIN_ALLOCATE_SHARED, ompi_win_allocate_shared_f);
-forwarded!((info: Fc, cm: Fc, win: F, ierr: F), cm, ierr;
+forwarded!((drain cm), (info: Fc, cm: Fc, win: F, ierr: F), ierr;
     mpi_win_create_dynamic_, mpi_win_create_dynamic__, mpi_win_create_dynamic,
     MPI_WIN_CREATE_DYNAMIC, ompi_win_create_dynamic_f);
 // The file name's hidden length last (gfortran passes a `size_t`, Open MPI reads an `int`).
-forwarded!((cm: Fc, name: P, amode: Fc, info: Fc, fh: F, ierr: F, len: usize), cm, ierr;
+forwarded!((drain cm), (cm: Fc, name: P, amode: Fc, info: Fc, fh: F, ierr: F, len: usize), ierr;
     mpi_file_open_, mpi_file_open__, mpi_file_open, MPI_FILE_OPEN, ompi_file_open_f);
-forwarded!((s: P, sn: Fc, st: Fc, r: P, rn: Fc, rt: Fc, cm: Fc, ierr: F), cm, ierr;
+forwarded!((drain cm), (s: P, sn: Fc, st: Fc, r: P, rn: Fc, rt: Fc, cm: Fc, ierr: F), ierr;
     mpi_neighbor_allgather_, mpi_neighbor_allgather__, mpi_neighbor_allgather,
     MPI_NEIGHBOR_ALLGATHER, ompi_neighbor_allgather_f);
-forwarded!((s: P, sn: Fc, st: Fc, r: P, rn: Fc, d: Fc, rt: Fc, cm: Fc, ierr: F), cm, ierr;
+forwarded!((drain cm), (s: P, sn: Fc, st: Fc, r: P, rn: Fc, d: Fc, rt: Fc, cm: Fc, ierr: F), ierr;
     mpi_neighbor_allgatherv_, mpi_neighbor_allgatherv__, mpi_neighbor_allgatherv,
     MPI_NEIGHBOR_ALLGATHERV, ompi_neighbor_allgatherv_f);
-forwarded!((s: P, sn: Fc, st: Fc, r: P, rn: Fc, rt: Fc, cm: Fc, ierr: F), cm, ierr;
+forwarded!((drain cm), (s: P, sn: Fc, st: Fc, r: P, rn: Fc, rt: Fc, cm: Fc, ierr: F), ierr;
     mpi_neighbor_alltoall_, mpi_neighbor_alltoall__, mpi_neighbor_alltoall,
     MPI_NEIGHBOR_ALLTOALL, ompi_neighbor_alltoall_f);
-forwarded!((s: P, sn: Fc, sd: Fc, st: Fc, r: P, rn: Fc, rd: Fc, rt: Fc, cm: Fc, ierr: F), cm, ierr;
+forwarded!((drain cm), (s: P, sn: Fc, sd: Fc, st: Fc, r: P, rn: Fc, rd: Fc, rt: Fc, cm: Fc, ierr: F), ierr;
     mpi_neighbor_alltoallv_, mpi_neighbor_alltoallv__, mpi_neighbor_alltoallv,
     MPI_NEIGHBOR_ALLTOALLV, ompi_neighbor_alltoallv_f);
-forwarded!((s: P, sn: Fc, sd: P, st: Fc, r: P, rn: Fc, rd: P, rt: Fc, cm: Fc, ierr: F), cm, ierr;
+forwarded!((drain cm), (s: P, sn: Fc, sd: P, st: Fc, r: P, rn: Fc, rd: P, rt: Fc, cm: Fc, ierr: F), ierr;
     mpi_neighbor_alltoallw_, mpi_neighbor_alltoallw__, mpi_neighbor_alltoallw,
     MPI_NEIGHBOR_ALLTOALLW, ompi_neighbor_alltoallw_f);
+// The polling probes (a loop on one may wait for a rank that waits for this one's schedule):
+// the schedules advance a step first, as the C entries in `super::blocking` do.
+forwarded!((progress), (src: Fc, tag: Fc, cm: Fc, flag: F, st: F, ierr: F), ierr;
+    mpi_iprobe_, mpi_iprobe__, mpi_iprobe, MPI_IPROBE, mpi_iprobe_f08_);
+forwarded!((progress), (src: Fc, tag: Fc, cm: Fc, flag: F, msg: F, st: F, ierr: F), ierr;
+    mpi_improbe_, mpi_improbe__, mpi_improbe, MPI_IMPROBE, mpi_improbe_f08_);
