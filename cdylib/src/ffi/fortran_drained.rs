@@ -205,23 +205,26 @@ macro_rules! forwarded {
 }
 
 type P = *mut c_void;
-forwarded!((drain cm), (cm: Fc, nd: Fc, dims: Fc, periods: Fc, reorder: Fc, newcomm: F, ierr: F), ierr;
+forwarded!((drain cm), (cm: Fc, nd: Fc, dims: Fc, periods: Fc, reorder: Fc, newcomm: F,
+             ierr: F), ierr;
     mpi_cart_create_, mpi_cart_create__, mpi_cart_create, MPI_CART_CREATE, mpi_cart_create_f08_);
 forwarded!((drain cm), (cm: Fc, remain: Fc, newcomm: F, ierr: F), ierr;
     mpi_cart_sub_, mpi_cart_sub__, mpi_cart_sub, MPI_CART_SUB, mpi_cart_sub_f08_);
-forwarded!((drain cm), (cm: Fc, nn: Fc, index: Fc, edges: Fc, reorder: Fc, newcomm: F, ierr: F), ierr;
+forwarded!((drain cm), (cm: Fc, nn: Fc, index: Fc, edges: Fc, reorder: Fc, newcomm: F,
+             ierr: F), ierr;
     mpi_graph_create_, mpi_graph_create__, mpi_graph_create, MPI_GRAPH_CREATE,
     mpi_graph_create_f08_);
-forwarded!((drain cm), (cm: Fc, n: Fc, nodes: Fc, deg: Fc, tg: Fc, w: Fc, info: Fc, reorder: Fc, newcomm: F,
-             ierr: F), ierr;
+forwarded!((drain cm), (cm: Fc, n: Fc, nodes: Fc, deg: Fc, tg: Fc, w: Fc, info: Fc,
+             reorder: Fc, newcomm: F, ierr: F), ierr;
     mpi_dist_graph_create_, mpi_dist_graph_create__, mpi_dist_graph_create,
     MPI_DIST_GRAPH_CREATE, mpi_dist_graph_create_f08_);
-forwarded!((drain cm), (cm: Fc, ind: Fc, src: Fc, sw: Fc, outd: Fc, dst: Fc, dw: Fc, info: Fc, reorder: Fc,
-             newcomm: F, ierr: F), ierr;
+forwarded!((drain cm), (cm: Fc, ind: Fc, src: Fc, sw: Fc, outd: Fc, dst: Fc, dw: Fc,
+             info: Fc, reorder: Fc, newcomm: F, ierr: F), ierr;
     mpi_dist_graph_create_adjacent_, mpi_dist_graph_create_adjacent__,
     mpi_dist_graph_create_adjacent, MPI_DIST_GRAPH_CREATE_ADJACENT,
     mpi_dist_graph_create_adjacent_f08_);
-forwarded!((drain cm), (cm: Fc, leader: Fc, bridge: Fc, rleader: Fc, tag: Fc, newcomm: F, ierr: F), ierr;
+forwarded!((drain cm), (cm: Fc, leader: Fc, bridge: Fc, rleader: Fc, tag: Fc, newcomm: F,
+             ierr: F), ierr;
     mpi_intercomm_create_, mpi_intercomm_create__, mpi_intercomm_create, MPI_INTERCOMM_CREATE,
     ompi_intercomm_create_f);
 forwarded!((drain cm), (base: P, size: P, unit: Fc, info: Fc, cm: Fc, win: F, ierr: F), ierr;
@@ -247,10 +250,12 @@ forwarded!((drain cm), (s: P, sn: Fc, st: Fc, r: P, rn: Fc, d: Fc, rt: Fc, cm: F
 forwarded!((drain cm), (s: P, sn: Fc, st: Fc, r: P, rn: Fc, rt: Fc, cm: Fc, ierr: F), ierr;
     mpi_neighbor_alltoall_, mpi_neighbor_alltoall__, mpi_neighbor_alltoall,
     MPI_NEIGHBOR_ALLTOALL, ompi_neighbor_alltoall_f);
-forwarded!((drain cm), (s: P, sn: Fc, sd: Fc, st: Fc, r: P, rn: Fc, rd: Fc, rt: Fc, cm: Fc, ierr: F), ierr;
+forwarded!((drain cm), (s: P, sn: Fc, sd: Fc, st: Fc, r: P, rn: Fc, rd: Fc, rt: Fc, cm: Fc,
+             ierr: F), ierr;
     mpi_neighbor_alltoallv_, mpi_neighbor_alltoallv__, mpi_neighbor_alltoallv,
     MPI_NEIGHBOR_ALLTOALLV, ompi_neighbor_alltoallv_f);
-forwarded!((drain cm), (s: P, sn: Fc, sd: P, st: Fc, r: P, rn: Fc, rd: P, rt: Fc, cm: Fc, ierr: F), ierr;
+forwarded!((drain cm), (s: P, sn: Fc, sd: P, st: Fc, r: P, rn: Fc, rd: P, rt: Fc, cm: Fc,
+             ierr: F), ierr;
     mpi_neighbor_alltoallw_, mpi_neighbor_alltoallw__, mpi_neighbor_alltoallw,
     MPI_NEIGHBOR_ALLTOALLW, ompi_neighbor_alltoallw_f);
 // The polling probes (a loop on one may wait for a rank that waits for this one's schedule):
