@@ -1,8 +1,9 @@
 //! One decision on every rank (issue 29): at `MPI_Init` / `MPI_Init_thread` (`ffi/init.rs`),
 //! where every rank of `MPI_COMM_WORLD` is, each rank reads its decision inputs (the tuning
 //! table's bytes, the steering `PCOLL_*` variables, `MPI_Get_library_version`), one
-//! `PMPI_Allgather` of their digests on `MPI_COMM_WORLD` shows every rank the same facts, and
-//! when they differ rank 0's inputs are broadcast and every rank decides from them; rank 0
+//! `PMPI_Allreduce` of their digests on `MPI_COMM_WORLD` tells every rank whether they are
+//! alike; when they are not, a `PMPI_Allgather` of the digests shows every rank the same facts,
+//! and rank 0's inputs are broadcast and every rank decides from them; rank 0
 //! prints one warning naming what differs on which ranks (`pcoll::agree`, the pure part).
 //! This runs before the first collective, so before the native gate opens.
 //!
@@ -54,7 +55,7 @@ pub fn library_version() -> String {
 }
 
 /// Called by the `MPI_Init` exports once `PMPI_Init(_thread)` succeeded: collective over
-/// `MPI_COMM_WORLD` (one allgather; one broadcast more when the inputs differ).
+/// `MPI_COMM_WORLD` (one allreduce; an allgather and a broadcast more when the inputs differ).
 pub fn at_init() {
     if SETTLED.get().is_some() {
         return;
@@ -82,6 +83,12 @@ fn world() -> (c_int, c_int) {
 fn exchange(local: Inputs) -> Inputs {
     let (rank, size) = world();
     let mine = local.digest();
+    // Alike everywhere (the usual case): one allreduce, O(log p) steps of a few hundred bytes;
+    // the allgather of every rank's digests (O(p) bytes per rank), which names who differs in
+    // what, only when they are not.
+    if alike(&mine) == Some(true) {
+        return local;
+    }
     let Some(all) = crate::nodes::allgather_u64(consts::comm_world(), size.max(1) as usize, &mine)
     else {
         return local;
@@ -97,6 +104,30 @@ fn exchange(local: Inputs) -> Inputs {
         crate::state::say(format_args!("pcoll: warning: {}", warning(&diffs, &r0)));
     }
     r0
+}
+
+/// Whether every rank of `MPI_COMM_WORLD` holds `mine`: the maximum over the ranks of each
+/// component and of its complement (so its minimum) are this rank's own, which gives every
+/// rank the same answer; `None` when the MPI refuses the call.
+fn alike(mine: &[u64]) -> Option<bool> {
+    let both: Vec<u64> = mine
+        .iter()
+        .copied()
+        .chain(mine.iter().map(|d| !d))
+        .collect();
+    let mut max = vec![0u64; both.len()];
+    // SAFETY: both.len() u64 in and out, on MPI_COMM_WORLD, where every rank calls it.
+    let rc = unsafe {
+        PMPI_Allreduce(
+            both.as_ptr() as *const c_void,
+            max.as_mut_ptr() as *mut c_void,
+            both.len() as c_int,
+            consts::dt_uint64(),
+            consts::op_max(),
+            consts::comm_world(),
+        )
+    };
+    (rc == consts::SUCCESS()).then(|| max == both)
 }
 
 /// Rank 0's inputs on every rank (its encoding's length, then the bytes).
