@@ -22,14 +22,17 @@
  * WINDOW, CART and FILEOPEN rounds rank 0 blocks in a collective constructor on the same
  * communicator (MPI_Win_create, MPI_Cart_create, MPI_File_open of a file deleted on close).
  * In the IPROBE and IMPROBE rounds rank 0 polls MPI_Iprobe / MPI_Improbe in a loop until each
- * other rank's message is there, then receives it.
+ * other rank's message is there, then receives it. In the NEIGHBOR rounds the collective runs
+ * on a periodic ring (a 1-D Cartesian communicator) and rank 0 blocks in an
+ * MPI_Neighbor_allgather on it; in the INTERCOMM rounds on one half of the ranks (even, odd),
+ * and rank 0 blocks in the MPI_Intercomm_create that joins the halves (its local communicator).
  * A correct
  * MPI program: the MPI must advance rank 0's part of the collective while rank 0 is blocked,
  * or the other ranks never finish theirs. pcoll runs its schedules in steps that only its
  * intercepted calls advance.
  *
  *   mpirun -np <p> [PCOLL_<COLL>=binomial ...] nbprogress [count [kind]]
- * (kind: run only the rounds of that kind, 0-18 in the order of the enum below)
+ * (kind: run only the rounds of that kind, 0-20 in the order of the enum below)
  * Last line "nbprogress: ok" or the first failure; a hang is the caller's timeout.
  */
 #include <mpi.h>
@@ -47,12 +50,13 @@ static void check(int ok, const char *what, int round) {
     }
 }
 
-enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, FIRST, GATHER, SPLIT, REPLACE, WINDOW, CART, FILEOPEN, IPROBE, IMPROBE, KINDS };
+enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, FIRST, GATHER, SPLIT, REPLACE, WINDOW, CART, FILEOPEN, IPROBE, IMPROBE, NEIGHBOR, INTERCOMM, KINDS };
 
 enum { BIG = 1 << 17 }; /* doubles of a FIRST round's message: 1 MiB */
 static double *big;
 
 static MPI_Comm wdup; /* a duplicate of MPI_COMM_WORLD, used once before the rounds */
+static MPI_Comm ring, half; /* the NEIGHBOR and INTERCOMM rounds' communicators */
 static char fname[64]; /* the FILEOPEN rounds' file: rank 0's process id in /tmp */
 
 /* Rank 0's blocking call of this round's kind, made before it waits for its collective; the
@@ -68,6 +72,24 @@ static void blocked(int kind, int round, MPI_Request *pre, int *prev) {
         int x = rank, all[64];
         MPI_Gather(&x, 1, MPI_INT, all, 1, MPI_INT, 0, MPI_COMM_WORLD);
         for (int r = 0; rank == 0 && r < p && r < 64; r++) check(all[r] == r, "gather", round);
+        return;
+    }
+    if (kind == NEIGHBOR) {
+        int got[2] = {-1, -1}, l = (rank + p - 1) % p, r = (rank + 1) % p;
+        MPI_Neighbor_allgather(&rank, 1, MPI_INT, got, 1, MPI_INT, ring);
+        /* (at p <= 2 both neighbours are one process: which block arrives where is the MPI's) */
+        check((got[0] == l && got[1] == r) || (p < 3 && got[0] == r && got[1] == l), "neighbor_allgather",
+              round);
+        return;
+    }
+    if (kind == INTERCOMM) {
+        if (p < 2) return;
+        MPI_Comm ic;
+        int rs = 0;
+        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, 1 - rank % 2, 77, &ic);
+        MPI_Comm_remote_size(ic, &rs);
+        check(rs == (rank % 2 ? (p + 1) / 2 : p / 2), "intercomm_create", round);
+        MPI_Comm_free(&ic);
         return;
     }
     if (kind == WINDOW) {
@@ -225,12 +247,22 @@ int main(int argc, char **argv) {
     snprintf(fname, sizeof fname, "/tmp/nbprogress.%ld", pid);
     double one = 1, all = 0;
     MPI_Allreduce(&one, &all, 1, MPI_DOUBLE, MPI_SUM, wdup);
+    /* A blocking collective on each first (Open MPI: pcoll serves a communicator's I-forms
+     * after one). */
+    int dims[1] = {p}, periods[1] = {1};
+    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Allreduce(&one, &all, 1, MPI_DOUBLE, MPI_SUM, ring);
+    MPI_Allreduce(&one, &all, 1, MPI_DOUBLE, MPI_SUM, half);
     for (int round = 0; round < 4 * KINDS; round++) {
         int coll = round % 4, kind = round / 4, prev = 0;
         if (only >= 0 && kind != only) continue;
-        for (int i = 0; i < n * p; i++) a[i] = rank + 1 + i % 7, b[i] = -1;
         MPI_Request q, pre = MPI_REQUEST_NULL;
-        MPI_Comm c = MPI_COMM_WORLD;
+        MPI_Comm c = kind == NEIGHBOR ? ring : kind == INTERCOMM ? half : MPI_COMM_WORLD;
+        int cr, pc; /* rank and size in the collective's communicator */
+        MPI_Comm_rank(c, &cr);
+        MPI_Comm_size(c, &pc);
+        for (int i = 0; i < n * p; i++) a[i] = cr + 1 + i % 7, b[i] = -1;
         if (kind == FIRST) {
             /* A new communicator; the others send before they start the collective. */
             MPI_Comm_dup(MPI_COMM_WORLD, &c);
@@ -254,14 +286,16 @@ int main(int argc, char **argv) {
             MPI_Wait(&q, MPI_STATUS_IGNORE);
             blocked(kind, round, &pre, &prev);
         }
-        double sum = p * (p + 1) / 2.0 + p * (n - 1 < 0 ? 0 : (n - 1) % 7);
+        double sum = pc * (pc + 1) / 2.0 + pc * (n - 1 < 0 ? 0 : (n - 1) % 7);
         if (coll == 0) check(a[n - 1] == 1 + (n - 1) % 7, "bcast", round);
-        if (coll == 1 && rank == 0) check(b[n - 1] == sum, "reduce", round);
+        if (coll == 1 && cr == 0) check(b[n - 1] == sum, "reduce", round);
         if (coll == 2) check(b[n - 1] == sum, "allreduce", round);
-        if (coll == 3) check(b[(p - 1) * n] == p, "allgather", round);
-        if (c != MPI_COMM_WORLD) MPI_Comm_free(&c);
+        if (coll == 3) check(b[(pc - 1) * n] == pc, "allgather", round);
+        if (kind == FIRST) MPI_Comm_free(&c);
     }
     MPI_Comm_free(&wdup);
+    MPI_Comm_free(&ring);
+    MPI_Comm_free(&half);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) printf("nbprogress: ok\n");
     free(a);
