@@ -31,7 +31,7 @@ MPI_ENV = source scripts/mpi.sh && mpi_setup $(1) &&
 
 .PHONY: all deps build build-lib core-test test test-all test-debian demo bench tune soak install install-files docs docs-check \
 	install-check clean ctest-% verify-% learn-test-% shm-test-% verify-nb-% test-nb fmt-check lint apps apps-% mpi4py-setup \
-	mpi4py-setup-bg mpi4py-test-% \
+	mpi4py-setup-bg mpi4py-test-% mpi4py-suite-% \
 	verify-net net-difftest bench-net
 
 all: build
@@ -202,6 +202,11 @@ MPI4PY_MPIS ?= $(filter $(DEBIAN_MPIS),$(MPIS))
 mpi4py-test-%:
 	$(MAKE) --no-print-directory MPI=$* MPI4PY_MPIS=$* build-lib mpi4py-setup
 	bash verify/mpi4py.sh $* build/$*/libpcoll.so --quick
+
+# mpi4py's whole test suite (every module, p = 1 2 3; ~10-30 minutes per MPI): not in make test.
+mpi4py-suite-%:
+	$(MAKE) --no-print-directory MPI=$* MPI4PY_MPIS=$* build-lib mpi4py-setup
+	bash verify/mpi4py.sh $* build/$*/libpcoll.so --suite
 
 mpi4py-setup-bg:
 	@mkdir -p build; for m in $(MPI4PY_MPIS); do rm -f build/mpi4py-setup.$$m.rc; \
