@@ -102,10 +102,12 @@ elif [ "$MODE" = suite ]; then
   fi
   # Modules that hang natively here give no reference: left out (session 48, this VM).
   # Open MPI 4.1.4: test_spawn hung in 2 of 4 runs at p = 1 and at p = 2 (Comm_spawn_multiple);
-  # MPICH 4.0.2: test_util_sync's testWaitForNotify (passive-target RMA) hangs at p = 2.
+  # MPICH 4.0.2: test_util_sync's testWaitForNotify (passive-target RMA) hangs at p = 2;
+  # Intel MPI 2021.19: test_dynproc times out at p = 2 (300 s, with and without pcoll).
   case $MPI in
     openmpi) skip=${MPI4PY_SKIP-test_spawn} ;;
     mpich) skip=${MPI4PY_SKIP-test_util_sync} ;;
+    impi) skip=${MPI4PY_SKIP-test_dynproc} ;;
     *) skip=${MPI4PY_SKIP-} ;;
   esac
   # Tests that call collectives in a different order on different ranks (erroneous, MPI 4.1
