@@ -114,6 +114,14 @@ R(allgatherv_null_sendbuf, MPI_Allgatherv(NULL, 2, MPI_INT, d, cnt, dsp, MPI_INT
 R(allgatherv_null_recvbuf, MPI_Allgatherv(s, 2, MPI_INT, NULL, cnt, dsp, MPI_INT, MPI_COMM_WORLD))
 R(allgatherv_inplace_recvtype_null,
   MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_INT, d, cnt, dsp, MPI_DATATYPE_NULL, MPI_COMM_WORLD))
+/* MPI_Bcast and MPI_Allgather(v) with a type never committed (MPI_ERR_TYPE natively; count 0:
+ * Open MPI refuses it, MPICH passes) */
+R(bcast_uncommitted_type, MPI_Bcast(s, 2, uncommitted, 0, MPI_COMM_WORLD))
+R(bcast_count0_uncommitted_type, MPI_Bcast(s, 0, uncommitted, 0, MPI_COMM_WORLD))
+R(allgather_uncommitted_type, MPI_Allgather(s, 1, uncommitted, d, 1, uncommitted, MPI_COMM_WORLD))
+R(allgatherv_uncommitted_recvtype,
+  (memset(cnt, 0, sizeof(int) * (size_t)p), cnt[0] = 1,
+   MPI_Allgatherv(s, r == 0 ? 2 : 0, MPI_INT, d, cnt, dsp, uncommitted, MPI_COMM_WORLD)))
 
 /* crash: the native MPI that crashes on the case (the case is then skipped for that MPI
  * and printed as `skipped`, so both runs of run-tests.sh still line up) */
@@ -179,6 +187,10 @@ static const struct {
     C(allgatherv_null_sendbuf, CRASH_OMPI),
     C(allgatherv_null_recvbuf, CRASH_OMPI),
     C(allgatherv_inplace_recvtype_null, OK),
+    C(bcast_uncommitted_type, OK),
+    C(bcast_count0_uncommitted_type, OK),
+    C(allgather_uncommitted_type, OK),
+    C(allgatherv_uncommitted_recvtype, OK),
 #undef C
 };
 

@@ -429,7 +429,7 @@ else
             for forced in "" binomial shm; do
                 envs=()
                 if [ -n "$forced" ]; then
-                    for c in reduce allreduce reduce_scatter allgatherv; do envs+=("$(env_var $c)=$forced"); done
+                    for c in reduce allreduce reduce_scatter allgatherv allgather bcast; do envs+=("$(env_var $c)=$forced"); done
                 fi
                 label="errors p=$p ERRCLASS native vs pcoll${forced:+ (all forced to $forced)}"
                 run "errors_native_p$p" "$p" errors ""

@@ -51,6 +51,7 @@ void pcoll_gate_guard(int coll, unsigned flags, unsigned long long root_above)
 
 extern int pcoll_c_logical_op_on_float(MPI_Op op, MPI_Datatype dt);
 extern int pcoll_c_op_is_predefined(MPI_Op op);
+extern int pcoll_c_type_is_named(MPI_Datatype dt);
 
 /* 1 if a guard of `coll` holds for the call (decline it). The one-rank guard is
  * allgatherv_native's own. */
@@ -333,8 +334,7 @@ COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_nz
     if (PMPI_Type_size_x(dt, &s) != MPI_SUCCESS || PMPI_Type_get_true_extent(dt, &tlb, &text) != MPI_SUCCESS)
         return -1;
     *tlb_nz = tlb != 0;
-    int ni, na, nd, comb;
-    if (s >= 0 && PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) == MPI_SUCCESS && comb == MPI_COMBINER_NAMED) {
+    if (s >= 0 && pcoll_c_type_is_named(dt)) {
         __atomic_store_n(&e->used, 0, __ATOMIC_RELEASE);
         e->key = dt;
         e->size = (long long)s;

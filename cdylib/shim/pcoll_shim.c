@@ -46,7 +46,6 @@ const int pcoll_c_err_intern = MPI_ERR_INTERN;
 const int pcoll_c_err_other = MPI_ERR_OTHER;
 const int pcoll_c_err_no_mem = MPI_ERR_NO_MEM;
 const int pcoll_c_keyval_invalid = MPI_KEYVAL_INVALID;
-const int pcoll_c_combiner_named = MPI_COMBINER_NAMED;
 const int pcoll_c_undefined = MPI_UNDEFINED;
 const int pcoll_c_max_error_string = MPI_MAX_ERROR_STRING;
 
@@ -80,6 +79,26 @@ int pcoll_c_logical_op_on_float(MPI_Op op, MPI_Datatype dt)
            dt == MPI_C_DOUBLE_COMPLEX || dt == MPI_C_LONG_DOUBLE_COMPLEX || dt == MPI_REAL ||
            dt == MPI_DOUBLE_PRECISION || dt == MPI_COMPLEX || dt == MPI_DOUBLE_COMPLEX ||
            dt == MPI_REAL4 || dt == MPI_REAL8;
+}
+
+/* 1 if `dt` is a named (predefined) datatype. On the MPIs with MPI-4's large-count bindings
+ * (MPICH 4.x/5.x, Intel MPI 2021) a type made by a large-count constructor
+ * (MPI_Type_vector_c, ...; mpi4py makes them there) makes MPI_Type_get_envelope raise an
+ * error on MPI_COMM_WORLD, fatal by default ("use MPI_Type_get_envelope_c"): the _c form
+ * answers for every type. */
+int pcoll_c_type_is_named(MPI_Datatype dt)
+{
+    int comb = 0;
+#if defined(MPICH_VERSION) && MPI_VERSION >= 4
+    MPI_Count ni, na, nc, nd;
+    if (PMPI_Type_get_envelope_c(dt, &ni, &na, &nc, &nd, &comb) != MPI_SUCCESS)
+        return 0;
+#else
+    int ni, na, nd;
+    if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+        return 0;
+#endif
+    return comb == MPI_COMBINER_NAMED;
 }
 
 /* 1 if `op` is MPI_REPLACE or MPI_NO_OP (valid only for one-sided calls). */

@@ -53,7 +53,6 @@ extern "C" {
     static pcoll_c_err_other: c_int;
     static pcoll_c_err_no_mem: c_int;
     static pcoll_c_keyval_invalid: c_int;
-    static pcoll_c_combiner_named: c_int;
     static pcoll_c_undefined: c_int;
     static pcoll_c_comm_null_copy_fn: MPI_Comm_copy_attr_function;
     static pcoll_c_comm_type_shared: c_int;
@@ -117,7 +116,6 @@ getter! {
     ERR_OTHER: c_int = pcoll_c_err_other;
     ERR_NO_MEM: c_int = pcoll_c_err_no_mem;
     KEYVAL_INVALID: c_int = pcoll_c_keyval_invalid;
-    COMBINER_NAMED: c_int = pcoll_c_combiner_named;
     UNDEFINED: c_int = pcoll_c_undefined;
     comm_null_copy_fn: MPI_Comm_copy_attr_function = pcoll_c_comm_null_copy_fn;
     COMM_TYPE_SHARED: c_int = pcoll_c_comm_type_shared;

@@ -8,6 +8,7 @@ extern "C" {
     fn pcoll_c_op_is_predefined(op: MPI_Op) -> c_int;
     fn pcoll_c_op_is_rma_only(op: MPI_Op) -> c_int;
     fn pcoll_c_logical_op_on_float(op: MPI_Op, dt: MPI_Datatype) -> c_int;
+    fn pcoll_c_type_is_named(dt: MPI_Datatype) -> c_int;
 }
 
 /// Layout of one element of a datatype.
@@ -40,7 +41,32 @@ impl TypeFacts {
     }
 }
 
-/// `Err(code)` if the handle is not a valid, committed datatype.
+/// Would the MPI send `count` elements of `dt`? For a derived type, the MPI's own send-path
+/// check (`PMPI_Send` to `MPI_PROC_NULL` on `MPI_COMM_SELF`, errors returned; nothing is
+/// read): an uncommitted type fails there as in the MPI's collectives, with each MPI's own
+/// rule for count 0 (Open MPI refuses it, MPICH passes it). Named types always pass.
+pub fn sendable(dt: MPI_Datatype, count: usize) -> bool {
+    if is_named(dt) {
+        return true;
+    }
+    let byte = 0u8;
+    let n = count.min(1) as c_int;
+    let comm = consts::comm_self();
+    crate::comm::errors_returned(comm, || {
+        // SAFETY: a send to MPI_PROC_NULL reads no data; `byte` only makes the buffer non-NULL.
+        unsafe {
+            PMPI_Send(
+                &byte as *const u8 as *const std::os::raw::c_void,
+                n,
+                dt,
+                consts::PROC_NULL(),
+                0,
+                comm,
+            )
+        }
+    }) == consts::SUCCESS()
+}
+
 /// The true lower bound of `dt` alone (one PMPI call; for the native fast path).
 #[allow(clippy::unnecessary_cast)] // MPI_Aint is isize on Open MPI, long (i64) on MPICH
 pub fn true_lb(dt: MPI_Datatype) -> Option<isize> {
@@ -162,11 +188,11 @@ pub fn handle_bits<T: Copy>(h: T) -> u64 {
     u64::from_le_bytes(v)
 }
 
+/// Is `dt` a named (predefined) type? (`MPI_Type_get_envelope`, its `_c` form where the MPI
+/// has one: the plain form fails fatally for large-count constructed types on MPICH's ABI.)
 pub(crate) fn is_named(dt: MPI_Datatype) -> bool {
-    let (mut ni, mut na, mut nd, mut comb) = (0, 0, 0, 0);
-    // SAFETY: out-pointers to locals.
-    let rc = unsafe { PMPI_Type_get_envelope(dt, &mut ni, &mut na, &mut nd, &mut comb) };
-    rc == consts::SUCCESS() && comb == consts::COMBINER_NAMED()
+    // SAFETY: reads the handle's envelope into locals of the C helper.
+    unsafe { pcoll_c_type_is_named(dt) != 0 }
 }
 
 static OP_TYPE_OK: once_cell::sync::Lazy<

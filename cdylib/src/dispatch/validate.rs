@@ -78,6 +78,9 @@ pub(super) fn validate(g: &Global, a: &Args) -> Option<Valid> {
         return None;
     }
     let shape = shape(a, p)?;
+    if !a.coll.reduces() && !types_sendable(a, &shape.0) {
+        return None;
+    }
     let commutative = op_facts(a, &facts)?;
     if !buffers_ok(a, p, rank, &shape.0, &facts) {
         return None;
@@ -104,6 +107,17 @@ fn shape(a: &Args, p: usize) -> Option<Shape> {
             (counts, displs)
         }
     })
+}
+
+/// Bcast's and allgather(v)'s datatypes pass the MPI's own send check (an uncommitted one is
+/// then reported by the MPI's collective; the reductions' `MPI_Reduce_local` checks see to
+/// theirs).
+fn types_sendable(a: &Args, counts: &[usize]) -> bool {
+    let n = counts.iter().fold(0usize, |m, &c| m.max(c));
+    mpi_types::sendable(a.dt, n)
+        && (a.coll == Collective::Bcast
+            || a.in_place()
+            || mpi_types::sendable(a.sendtype, a.sendcount.max(0) as usize))
 }
 
 /// Whether the op commutes (`true` for allgatherv); `None` if the MPI rejects the op or its
