@@ -94,11 +94,11 @@ static int native_expected_nb(int q, int p, long bytes, int root)
     return native_expected(q, p, bytes, root);
 }
 
-/* Has pcoll made its shadow of the round's sub-communicator? Open MPI's I-forms on a
- * communicator go native until then (its MPI_Comm_idup fails beside other non-blocking
- * collectives, docs/mpis.md): it is made by a blocking call pcoll serves there, or, once an
- * I-form that pcoll would have served wanted it (shadow_wanted), by the next blocking call
- * there of any kind. */
+/* Has pcoll made its shadow of the round's sub-communicator? I-forms on a communicator go
+ * native until then (a non-blocking call never waits for the other ranks; on MPICH's ABI
+ * until session 49 it started the shadow with MPI_Comm_idup): it is made by a blocking call
+ * pcoll serves there, or, once an I-form that pcoll would have served wanted it
+ * (shadow_wanted), by the next blocking call there of any kind. */
 static int shadow_made, shadow_wanted;
 
 /* Did the last call of `q` (bytes in total) go where the table says? Counts native calls
@@ -112,12 +112,10 @@ static int served_as_table(last_fn last, int q, int wr, int round, int p, long b
     if (natives == NULL) { /* the I-form */
         snprintf(iname, sizeof iname, "i%s", names[q]);
         want = native_expected_nb(q, p, bytes, root) ? "native" : NULL;
-#if defined(OPEN_MPI) && OPEN_MPI
         if (!shadow_made) {
             shadow_wanted |= want == NULL;
             want = "native";
         }
-#endif
         got = last(iname);
         label = iname;
     }

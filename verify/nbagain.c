@@ -1,6 +1,7 @@
 /* A non-blocking call served again from its kept decision (dispatch/again.rs, `again_nb`)
  * must be decided afresh once the communicator's shared window is made. Table (PCOLL_TUNING,
- * written by verify/gate.sh): `shm` for MPI_Iallreduce. Phase 0: three calls before any
+ * written by verify/gate.sh): `shm` for MPI_Iallreduce, `binomial` for MPI_Bcast (one call
+ * first makes pcoll's shadow of MPI_COMM_WORLD). Phase 0: three calls before any
  * MPI_Barrier, when the window is not made yet (a non-blocking initiation never makes it):
  * the decision falls back (on MPICH 4.0 at p = 3, 1 MiB, to the model's circulant, which is
  * kept); then MPI_Barrier makes the window; phase 1: three calls that must run `shm`.
@@ -28,6 +29,11 @@ int main(int argc, char **argv)
     double *s = malloc(n * sizeof *s), *d = malloc(n * sizeof *d);
     for (int i = 0; i < n; i++)
         s[i] = i + r;
+    /* A blocking broadcast the table gives to `binomial` makes pcoll's shadow of the
+     * communicator (not the window): a non-blocking call goes native on a communicator
+     * without one. */
+    int one = r;
+    MPI_Bcast(&one, 1, MPI_INT, 0, MPI_COMM_WORLD);
     for (int phase = 0; phase < 2; phase++) {
         for (int k = 0; k < 3; k++) {
             MPI_Request q;

@@ -1,5 +1,5 @@
-/* What a non-blocking call wants made on its communicator (the shadow on Open MPI, where
- * pcoll does not start it with MPI_Comm_idup; the shared window everywhere) is made at the
+/* What a non-blocking call wants made on its communicator (the shadow, which a non-blocking
+ * call never makes itself, and the shared window) is made at the
  * communicator's next blocking collective of any kind, not only MPI_Barrier. Run with
  * PCOLL_REDUCE=binomial PCOLL_ALLREDUCE=shm (verify/gate.sh). For each kind of blocking
  * collective (bcast and allgather: the native gate's path, whose memo and cells would forward

@@ -1,17 +1,16 @@
 //! Per-communicator state, cached on the user's communicator with an attribute keyval.
 //!
-//! pcoll's messages run on a shadow of the user's communicator, made with `PMPI_Comm_dup`
-//! (collective, so every rank does it in the same call), so that they can never match a
-//! user's receive (even with `MPI_ANY_SOURCE`/`MPI_ANY_TAG`). A blocking call makes the state
+//! pcoll's messages run on a shadow of the user's communicator, made with `PMPI_Comm_create`
+//! over its whole group (collective, so every rank does it in the same call; not
+//! `PMPI_Comm_dup`, which runs the user's attribute copy callbacks), so that they can never
+//! match a user's receive (even with `MPI_ANY_SOURCE`/`MPI_ANY_TAG`). A blocking call makes the state
 //! without it: the shadow is made by the first blocking call that needs it
 //! ([`CommState::shadow`]: one that runs a pcoll algorithm, makes the window or asks MPI for
 //! the nodes), so a communicator whose calls run native (a few calls while `shm`'s window
-//! waits, say) costs no dup and no context id. A non-blocking call must not wait for the
-//! other ranks ([`state_nb`]): it starts `PMPI_Comm_idup`, and the schedules on the
-//! communicator start once the dup is done ([`CommState::dup_done`], asked by `crate::nbc`'s
-//! progress); on Open MPI, whose idup fails beside other non-blocking collectives, the dup is
-//! left for the communicator's next blocking collective (any pcoll intercepts, served or
-//! forwarded: [`make_wanted_on`]), and non-blocking calls go native until then. The shadow's
+//! waits, say) costs no shadow and no context id. A non-blocking call must not wait for the
+//! other ranks ([`state_nb`]): the shadow is left for the communicator's next blocking
+//! collective (any pcoll intercepts, served or forwarded: [`make_wanted_on`]), and
+//! non-blocking calls go native until then. The shadow's
 //! error handler is `MPI_ERRORS_RETURN`; errors are raised on the user's communicator. The
 //! attribute's delete callback (run by `MPI_Comm_free` and at `MPI_Finalize`) frees the shadow.
 //! Dups of a user communicator do not inherit the attribute (null copy function).
@@ -28,15 +27,14 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 mod shadow;
+use shadow::Shadow;
 pub use shadow::{any_wanted, make_wanted_on};
-use shadow::{Making, Shadow};
 
 pub struct CommState {
-    /// The shadow communicator ([`CommState::shadow`]), written by the MPI when a
-    /// `PMPI_Comm_idup` completes.
+    /// The shadow communicator ([`CommState::shadow`]).
     shadow: Shadow,
-    /// How the shadow is being made while it is not (`None` once made).
-    dup: Mutex<Option<Making>>,
+    /// The user's communicator while the shadow is not made (`None` once made).
+    dup: Mutex<Option<MPI_Comm>>,
     /// The shadow is made.
     ready: AtomicBool,
     /// Making it failed (the MPI's context ids used up): [`CommState::shadow_failed`].
@@ -319,11 +317,10 @@ unsafe extern "C" fn delete_state(
             if let Some(Ok(Some(w))) = st.node_shm.get() {
                 w.release();
             }
-            // Made (waited for if its idup runs: MPI_Comm_free is collective), unless left
-            // for later and never made.
+            // Unless never made (or its making failed).
             if !st.shadow_later() && st.shadow() != consts::comm_null() {
                 let mut shadow = st.shadow();
-                // SAFETY: made by PMPI_Comm_(i)dup, freed exactly once here.
+                // SAFETY: made by PMPI_Comm_create, freed exactly once here.
                 unsafe { PMPI_Comm_free(&mut shadow) };
             }
         }
@@ -460,11 +457,11 @@ pub fn state(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommSt
     find_or_make(comm, size, rank)
 }
 
-/// [`state`] for a non-blocking call: a shadow not made yet comes from `PMPI_Comm_idup`
-/// (every rank starts it in the same call); the call's schedule starts once it is done.
+/// [`state`] for a non-blocking call: a shadow not made yet is wanted by the communicator's
+/// next blocking collective (marked at the same call on every rank).
 pub fn state_nb(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static CommState, c_int> {
     let st = find_or_make(comm, size, rank)?;
-    st.start_for_nb(comm)?;
+    st.start_for_nb(comm);
     Ok(st)
 }
 
@@ -487,12 +484,11 @@ fn find_or_make(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static Com
         remember(comm, st);
         return Ok(st);
     }
-    // The shadow is left for later: made by the first call that needs it (a non-blocking one
-    // starts it at once: `state_nb`).
+    // The shadow is left for later: made by the first blocking call that needs it.
     let shadow = Shadow(Box::new(std::cell::UnsafeCell::new(consts::comm_null())));
     let st = Box::into_raw(Box::new(CommState {
         shadow,
-        dup: Mutex::new(Some(Making::Later(comm))),
+        dup: Mutex::new(Some(comm)),
         ready: AtomicBool::new(false),
         failed: AtomicBool::new(false),
         want: Default::default(),

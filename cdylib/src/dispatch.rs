@@ -197,8 +197,8 @@ fn no_shadow(a: &Args, v: &Valid) -> bool {
     if spec.p <= 1 {
         return false;
     }
-    // The shadow is made here (a dup left for later, or an idup still running, completes:
-    // every rank is in this call) and may fail: the MPI's context ids used up.
+    // The shadow is made here (every rank is in this call) and may fail: the MPI's context
+    // ids used up.
     let rc = match crate::comm::state(a.comm, spec.p, spec.rank) {
         Ok(st) if st.live_shadow().is_some() => return false,
         Ok(_) => consts::ERR_INTERN(),

@@ -225,15 +225,12 @@ fn inside_native() -> bool {
     NATIVE.try_with(|d| d.get() > 0).unwrap_or(false)
 }
 
-/// Start an entry: it runs from now on; its schedule starts (and advances as far as it goes
-/// at once) if the communicator's shadow is made, else once it is ([`step`]).
+/// Start an entry: it runs from now on; its schedule starts and advances as far as it goes
+/// at once (the communicator's shadow is made: `dispatch::nb` plans no schedule before).
 fn begin(e: &mut Entry) -> Result<(), c_int> {
     e.phase = Phase::Running;
     RUNNING.fetch_add(1, Ordering::Relaxed);
     hold_gate();
-    if !e.planned.st.dup_done() {
-        return Ok(());
-    }
     let r = launch(e);
     if r.is_err() {
         e.phase = Phase::Inactive;
@@ -243,17 +240,8 @@ fn begin(e: &mut Entry) -> Result<(), c_int> {
     r
 }
 
-/// Start a running entry's schedule on the made shadow (an error if it could not be made:
-/// the call finishes with it on every rank alike, and later calls go to the MPI).
+/// Start a running entry's schedule on the communicator's shadow.
 fn launch(e: &mut Entry) -> Result<(), c_int> {
-    if e.planned.st.shadow_failed() {
-        crate::nodes::forward_always(e.planned.a.comm);
-        log::error!(
-            "{} (non-blocking): pcoll's shadow communicator could not be made (the MPI's communicators used up?): this call fails, later ones go to the MPI",
-            e.planned.a.coll
-        );
-        return Err(consts::ERR_INTERN());
-    }
     match e.planned.start(e.tag) {
         Ok(act) => {
             e.act = Some(act);
@@ -271,13 +259,6 @@ fn launch(e: &mut Entry) -> Result<(), c_int> {
 /// once) and record the outcome.
 fn step(e: &mut Entry) {
     let Some(act) = e.act.as_mut() else {
-        // Waiting for the shadow's idup: started once it is done (a failed start finishes
-        // the request with its error).
-        if e.planned.st.dup_done() {
-            if let Err(rc) = launch(e) {
-                finish(e, rc);
-            }
-        }
         return;
     };
     let rc = match act.advance(&e.planned) {

@@ -7,62 +7,51 @@ use mpi_sys::*;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// How a shadow not made yet is being made.
-pub(super) enum Making {
-    /// `PMPI_Comm_idup` (started by a non-blocking call: [`CommState::start_for_nb`]) runs.
-    Idup(MPI_Request),
-    /// Not started: the dup of this communicator is made by the next blocking collective
-    /// that needs it ([`CommState::shadow`]), or, once a non-blocking call wanted it where
-    /// idup is not used ([`idup_ok`]), by its next blocking collective of any kind
-    /// ([`make_wanted_on`]); its non-blocking calls go native until then. Where idup is
-    /// used, a non-blocking call starts it ([`state_nb`](super::state_nb)).
-    Later(MPI_Comm),
-}
-// SAFETY: plain handles, used under the state's lock.
-unsafe impl Send for Making {}
-
 /// [`CommState::want`] bits.
 const WANT_SHADOW: u8 = 1;
 const WANT_WINDOW: u8 = 2;
 
-/// The shadow's handle, boxed so that its address stays put while `PMPI_Comm_idup` runs.
+/// The shadow's handle, written once (under the `dup` lock) before `ready` is set.
 pub(super) struct Shadow(pub(super) Box<std::cell::UnsafeCell<MPI_Comm>>);
-// SAFETY: written only by the MPI before `ready` is set (release), read after it (acquire).
+// SAFETY: written only before `ready` is set (release), read after it (acquire).
 unsafe impl Send for Shadow {}
 // SAFETY: as above.
 unsafe impl Sync for Shadow {}
 
 impl CommState {
-    /// The shadow communicator. Made now if it was left for later (`PMPI_Comm_dup`); if its
-    /// `PMPI_Comm_idup` still runs, waits for it, advancing pcoll's schedules meanwhile.
-    /// Called where every rank is in the same blocking collective call, or by a schedule
-    /// that started once the shadow was made.
+    /// The shadow communicator, made now if it is not yet. Called where every rank is in
+    /// the same blocking collective call, or by a schedule that started once it was made.
     pub fn shadow(&self) -> MPI_Comm {
         if !self.ready.load(Ordering::Acquire) {
             self.make_now();
         }
-        // SAFETY: `ready` is set (acquire): the MPI wrote the handle before.
+        // SAFETY: `ready` is set (acquire): written before.
         unsafe { *self.shadow.0.get() }
     }
 
+    /// Makes the shadow: `PMPI_Comm_create` over the communicator's whole group, not
+    /// `PMPI_Comm_dup`, which would run the user's attribute copy callbacks (and their delete
+    /// callbacks again when the shadow is freed: a double free for a callback pair that
+    /// shares a pointer).
     fn make_now(&self) {
-        {
-            let mut d = self.dup.lock();
-            if let Some(Making::Later(parent)) = *d {
-                // SAFETY: collective dup of the user's communicator (every rank is in the same
-                // blocking call) into the boxed handle.
-                let rc = errors_returned(parent, || unsafe {
-                    PMPI_Comm_dup(parent, self.shadow.0.get())
-                });
-                self.made(&mut d, rc, "MPI_Comm_dup");
-                return;
+        let mut d = self.dup.lock();
+        let Some(parent) = *d else {
+            return;
+        };
+        // SAFETY: collective over `parent` (every rank is in the same blocking call); the
+        // group is freed after, the new handle written into the boxed cell.
+        let rc = errors_returned(parent, || unsafe {
+            let mut group = std::mem::MaybeUninit::<MPI_Group>::uninit();
+            let rc = PMPI_Comm_group(parent, group.as_mut_ptr());
+            if rc != consts::SUCCESS() {
+                return rc;
             }
-        }
-        let mut pause = crate::nbc::Pause::default();
-        while !self.dup_done() {
-            crate::nbc::progress();
-            pause.pause();
-        }
+            let mut group = group.assume_init();
+            let rc = PMPI_Comm_create(parent, group, self.shadow.0.get());
+            PMPI_Group_free(&mut group);
+            rc
+        });
+        self.made(&mut d, rc);
     }
 
     /// The shadow ([`CommState::shadow`], made now if it was not), or None if it could not be
@@ -73,74 +62,34 @@ impl CommState {
         (!self.shadow_failed() && s != consts::comm_null()).then_some(s)
     }
 
-    /// The shadow was left for later ([`Making::Later`]): this communicator's non-blocking
-    /// calls go native until a blocking call makes it.
+    /// The shadow is not made yet: this communicator's non-blocking calls go native until a
+    /// blocking call makes it.
     pub fn shadow_later(&self) -> bool {
-        !self.ready.load(Ordering::Acquire) && matches!(*self.dup.lock(), Some(Making::Later(_)))
+        !self.ready.load(Ordering::Acquire)
     }
 
-    /// A non-blocking call needs the shadow ([`state_nb`](super::state_nb); at the same call on every rank):
-    /// one left for later is started with `PMPI_Comm_idup` where idup is used, else wanted
-    /// by the next blocking collective ([`make_wanted_on`]).
-    pub(super) fn start_for_nb(&self, comm: MPI_Comm) -> Result<(), c_int> {
-        if self.ready.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let mut d = self.dup.lock();
-        if !matches!(*d, Some(Making::Later(_))) {
-            return Ok(());
-        }
-        if !idup_ok() {
-            drop(d);
+    /// A non-blocking call needs the shadow ([`state_nb`](super::state_nb); at the same call
+    /// on every rank): one not made yet is wanted by the communicator's next blocking
+    /// collective ([`make_wanted_on`]); a non-blocking call never waits for the other ranks.
+    /// (Not `PMPI_Comm_idup`: it runs the attribute copy callbacks, a pending one keeps a
+    /// freed communicator alive, and Open MPI's fails beside other non-blocking collectives.)
+    pub(super) fn start_for_nb(&self, comm: MPI_Comm) {
+        if !self.ready.load(Ordering::Acquire) {
             self.want_bits(comm, WANT_SHADOW);
-            return Ok(());
         }
-        // SAFETY: a constant of the MPI.
-        let mut req = unsafe { RSMPI_REQUEST_NULL };
-        // SAFETY: collective idup (every rank is in this call) into the boxed handle, whose
-        // address stays put until the idup completes.
-        let rc = errors_returned(comm, || unsafe {
-            PMPI_Comm_idup(comm, self.shadow.0.get(), &mut req)
-        });
-        if rc != consts::SUCCESS() {
-            // As a failed dup: the calls on the communicator go to the MPI.
-            self.made(&mut d, rc, "MPI_Comm_idup");
-            return Err(rc);
-        }
-        *d = Some(Making::Idup(req));
-        Ok(())
     }
 
-    /// The shadow is made: tests a running `PMPI_Comm_idup` once (no wait).
-    pub fn dup_done(&self) -> bool {
-        if self.ready.load(Ordering::Acquire) {
-            return true;
-        }
-        let mut d = self.dup.lock();
-        let Some(Making::Idup(req)) = d.as_mut() else {
-            return self.ready.load(Ordering::Acquire);
-        };
-        let mut flag: c_int = 0;
-        // SAFETY: the idup's request, tested under the lock; the status is ignored.
-        let rc = unsafe { PMPI_Test(req, &mut flag, RSMPI_STATUS_IGNORE) };
-        if rc == consts::SUCCESS() && flag == 0 {
-            return false;
-        }
-        self.made(&mut d, rc, "MPI_Comm_idup");
-        true
-    }
-
-    /// The shadow's dup returned `rc` (under the `dup` lock): its error handler set, or the
+    /// Making the shadow returned `rc` (under the `dup` lock): its error handler set, or the
     /// failure logged (the calls on it then fail with the MPI's errors on a null shadow);
     /// made either way.
-    fn made(&self, d: &mut Option<Making>, rc: c_int, call: &str) {
+    fn made(&self, d: &mut Option<MPI_Comm>, rc: c_int) {
         if rc == consts::SUCCESS() {
-            // SAFETY: the dup is done: the handle is valid.
+            // SAFETY: made: the handle is valid.
             unsafe { PMPI_Comm_set_errhandler(*self.shadow.0.get(), consts::errors_return()) };
         } else {
             static SAID: AtomicBool = AtomicBool::new(false);
             if !SAID.swap(true, Ordering::Relaxed) {
-                log::warn!("{call} of pcoll's shadow communicator failed (code {rc}; too many communicators?): the calls on it go to the MPI");
+                log::warn!("MPI_Comm_create of pcoll's shadow communicator failed (code {rc}; too many communicators?): the calls on it go to the MPI");
             }
             // SAFETY: no MPI call writes the handle any more.
             unsafe { *self.shadow.0.get() = consts::comm_null() };
@@ -152,10 +101,9 @@ impl CommState {
         self.ready.store(true, Ordering::Release);
     }
 
-    /// The shadow could not be made (after it was tried: [`CommState::dup_done`] or
-    /// [`CommState::shadow`]). It fails on every rank alike (the MPI agrees on context ids):
-    /// the calls on the communicator go to the MPI (`crate::nodes::forward_always`), and one
-    /// that was started on the shadow finishes with the dup's error.
+    /// The shadow could not be made (after it was tried: [`CommState::shadow`]). It fails on
+    /// every rank alike (the MPI agrees on context ids): the calls on the communicator go to
+    /// the MPI (`crate::nodes::forward_always`).
     pub fn shadow_failed(&self) -> bool {
         self.failed.load(Ordering::Acquire)
     }
@@ -262,13 +210,4 @@ pub fn make_wanted_on(comm: MPI_Comm) {
         // while calling a collective on it.
         unsafe { &*st }.make_wanted(crate::state::global());
     }
-}
-
-/// Whether a first non-blocking call may make its shadow with `PMPI_Comm_idup`. Not on Open
-/// MPI: its idup fails inside libnbc ("error 15", a truncation) beside other non-blocking
-/// collectives on the same communicator (4.1 and 5.0 without pcoll: `verify/idup_threads.c`;
-/// with pcoll `verify/nbdifftest.c` p = 3 hung, `verify/threads.sh` segfaulted). There the
-/// shadow is left for later ([`Making::Later`]).
-fn idup_ok() -> bool {
-    crate::state::global().mpi.abi() != pcoll::mpi::Abi::OpenMpi
 }

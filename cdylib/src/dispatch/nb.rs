@@ -54,11 +54,11 @@ pub fn plan(a: Args) -> Option<Planned> {
     if alg == Algorithm::Native {
         return None;
     }
-    // A new state's shadow comes from `PMPI_Comm_idup`: the initiation never waits for the
-    // other ranks (the schedule starts once the dup is done). Where it is left for later
-    // (Open MPI), native until a blocking call made it (at the same call on every rank).
+    // The initiation never waits for the other ranks: native until the communicator's next
+    // blocking collective made the shadow (at the same call on every rank), or for good if
+    // it could not be made.
     let st = comm::state_nb(a.comm, v.spec.p, v.spec.rank).ok()?;
-    if st.shadow_later() {
+    if st.shadow_later() || st.shadow_failed() {
         log::debug!(
             "{} (non-blocking): native until pcoll's shadow communicator is made",
             a.coll

@@ -479,7 +479,7 @@ fn shm_refused(g: &'static Global, a: &Args, spec: &CallSpec) -> bool {
 /// `shm` cannot serve a non-blocking call now (`Some`): turned off, or the communicator's
 /// window is not made yet (`Some(Some(state))`: the caller may want it, and the next
 /// blocking collective on the communicator makes it), or refused, or it spans several nodes. No MPI call but a new
-/// state's `PMPI_Comm_idup`.
+/// state's attribute.
 fn shm_not_made(a: &Args, spec: &CallSpec) -> Option<Option<&'static crate::comm::CommState>> {
     if !crate::shm::enabled() {
         return Some(None);
