@@ -485,7 +485,7 @@ fn find_or_make(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static Com
         return Ok(st);
     }
     // The shadow is left for later: made by the first blocking call that needs it.
-    let shadow = Shadow(Box::new(std::cell::UnsafeCell::new(consts::comm_null())));
+    let shadow = Shadow(std::cell::UnsafeCell::new(consts::comm_null()));
     let st = Box::into_raw(Box::new(CommState {
         shadow,
         dup: Mutex::new(Some(comm)),

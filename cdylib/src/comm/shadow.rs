@@ -12,7 +12,7 @@ const WANT_SHADOW: u8 = 1;
 const WANT_WINDOW: u8 = 2;
 
 /// The shadow's handle, written once (under the `dup` lock) before `ready` is set.
-pub(super) struct Shadow(pub(super) Box<std::cell::UnsafeCell<MPI_Comm>>);
+pub(super) struct Shadow(pub(super) std::cell::UnsafeCell<MPI_Comm>);
 // SAFETY: written only before `ready` is set (release), read after it (acquire).
 unsafe impl Send for Shadow {}
 // SAFETY: as above.
@@ -39,7 +39,7 @@ impl CommState {
             return;
         };
         // SAFETY: collective over `parent` (every rank is in the same blocking call); the
-        // group is freed after, the new handle written into the boxed cell.
+        // group is freed after, the new handle written into the state's cell.
         let rc = errors_returned(parent, || unsafe {
             let mut group = std::mem::MaybeUninit::<MPI_Group>::uninit();
             let rc = PMPI_Comm_group(parent, group.as_mut_ptr());
