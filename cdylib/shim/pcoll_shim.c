@@ -1,7 +1,9 @@
 /* Constants of the MPI C ABI that differ between MPI implementations (values, or macros
  * that are not Rust-visible through bindgen). Exported as link-time constants so that the
  * Rust code never hard-codes an ABI. */
+#include <limits.h>
 #include <mpi.h>
+#include <stdlib.h>
 #include "pcoll_gate.h"
 
 void *const pcoll_c_in_place = MPI_IN_PLACE;
@@ -170,4 +172,178 @@ long long pcoll_gate_abi(int what)
     case 32: return PCOLL_MODE_DECLINE;
     default: return -1;
     }
+}
+
+/* ------------------------------------------------------------------ typemap order
+ * 1 if the data of one element of `dt`, in typemap order (the order MPI_Pack writes them),
+ * lie at increasing addresses with no overlap: then a type without holes (size = extent =
+ * true extent, lower bounds 0, checked by the caller) packs to exactly its memory bytes and
+ * may be moved as bytes where ranks describe the data with different types. Read from the
+ * type's constructor (envelope and contents), recursively; 0 whenever that is not shown
+ * (subarray and darray types, large-count constructors, nesting deeper than 16, an error):
+ * 0 only costs a pack through a staging buffer. */
+static int in_order_at(MPI_Datatype dt, int depth);
+
+/* Free a type returned by MPI_Type_get_contents (named ones are not freed). */
+static void free_contents_type(MPI_Datatype t)
+{
+    if (!pcoll_c_type_is_named(t))
+        PMPI_Type_free(&t);
+}
+
+/* The blocks (byte displacement, count of `types[j]`) in order: each block's type in order,
+ * its copies one after another, and each block after the one before. */
+static int blocks_in_order(int n, const MPI_Aint *disp, const MPI_Count *len, const MPI_Datatype *types,
+                           int depth)
+{
+    MPI_Aint end = 0, lb = 0, ext = 0, tlb = 0, text = 0;
+    MPI_Count size = 0;
+    int first = 1, known = 0; /* the facts above are of types[known - 1] (one type: asked once) */
+    for (int j = 0; j < n; j++) {
+        if (len[j] == 0)
+            continue;
+        if (!known || types[j] != types[known - 1]) {
+            if (PMPI_Type_size_x(types[j], &size) != MPI_SUCCESS || PMPI_Type_get_extent(types[j], &lb, &ext) != MPI_SUCCESS ||
+                PMPI_Type_get_true_extent(types[j], &tlb, &text) != MPI_SUCCESS)
+                return 0;
+            if (size > 0 && !in_order_at(types[j], depth + 1))
+                return 0;
+            known = j + 1;
+        }
+        if (size == 0)
+            continue;
+        if (len[j] < 0 || (len[j] > 1 && (ext <= 0 || text > ext)))
+            return 0;
+        MPI_Aint start = disp[j] + tlb;
+        if (!first && start < end)
+            return 0;
+        end = disp[j] + (MPI_Aint)(len[j] - 1) * ext + tlb + text;
+        first = 0;
+    }
+    return 1;
+}
+
+static int in_order_at(MPI_Datatype dt, int depth)
+{
+    int ni, na, nd, comb = 0;
+#if defined(MPICH_VERSION) && MPI_VERSION >= 4
+    MPI_Count cni, cna, cnc, cnd;
+    if (PMPI_Type_get_envelope_c(dt, &cni, &cna, &cnc, &cnd, &comb) != MPI_SUCCESS)
+        return 0;
+    if (comb == MPI_COMBINER_NAMED)
+        return 1;
+    if (cnc != 0 || cni > INT_MAX || cna > INT_MAX || cnd > INT_MAX)
+        return 0; /* a large-count constructor */
+    ni = (int)cni, na = (int)cna, nd = (int)cnd;
+#else
+    if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+        return 0;
+    if (comb == MPI_COMBINER_NAMED)
+        return 1;
+#endif
+    switch (comb) {
+    case MPI_COMBINER_F90_REAL:
+    case MPI_COMBINER_F90_COMPLEX:
+    case MPI_COMBINER_F90_INTEGER:
+        return 1; /* predefined types with parameters */
+    case MPI_COMBINER_DUP:
+    case MPI_COMBINER_RESIZED:
+    case MPI_COMBINER_CONTIGUOUS:
+    case MPI_COMBINER_VECTOR:
+    case MPI_COMBINER_HVECTOR:
+    case MPI_COMBINER_INDEXED:
+    case MPI_COMBINER_HINDEXED:
+    case MPI_COMBINER_INDEXED_BLOCK:
+    case MPI_COMBINER_HINDEXED_BLOCK:
+    case MPI_COMBINER_STRUCT:
+        break;
+    default:
+        return 0; /* subarray, darray, or one this walk does not know */
+    }
+    if (depth > 16)
+        return 0;
+    int *ints = malloc(sizeof(int) * (ni ? ni : 1));
+    MPI_Aint *addrs = malloc(sizeof(MPI_Aint) * (na ? na : 1));
+    MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (nd ? nd : 1));
+    int n = comb == MPI_COMBINER_STRUCT ? (ni > 0 ? ni - 1 : 0) : 1;
+    MPI_Aint *disp = NULL;
+    MPI_Count *len = NULL;
+    MPI_Datatype *bt = NULL;
+    int ok = 0, got = 0;
+    if (!ints || !addrs || !types)
+        goto out;
+    if (PMPI_Type_get_contents(dt, ni, na, nd, ints, addrs, types) != MPI_SUCCESS)
+        goto out;
+    got = 1;
+    if (nd < 1)
+        goto out;
+    MPI_Aint lb, ext;
+    if (PMPI_Type_get_extent(types[0], &lb, &ext) != MPI_SUCCESS)
+        goto out;
+    /* The blocks of the constructor, in order: (byte displacement, count, type). */
+    switch (comb) {
+    case MPI_COMBINER_DUP:
+    case MPI_COMBINER_RESIZED:
+        ok = in_order_at(types[0], depth + 1);
+        goto out;
+    case MPI_COMBINER_CONTIGUOUS: {
+        MPI_Aint d = 0;
+        MPI_Count c = ints[0];
+        ok = blocks_in_order(1, &d, &c, types, depth);
+        goto out;
+    }
+    case MPI_COMBINER_VECTOR:
+    case MPI_COMBINER_HVECTOR:
+    case MPI_COMBINER_INDEXED_BLOCK:
+    case MPI_COMBINER_HINDEXED_BLOCK:
+    case MPI_COMBINER_INDEXED:
+    case MPI_COMBINER_HINDEXED:
+    case MPI_COMBINER_STRUCT:
+        n = ints[0];
+        break;
+    }
+    if ((comb == MPI_COMBINER_VECTOR || comb == MPI_COMBINER_HVECTOR) && n > 2)
+        n = 2; /* equal blocks at one stride: the first two show the order of all */
+    if (n < 0)
+        goto out;
+    disp = malloc(sizeof(MPI_Aint) * (n ? n : 1));
+    len = malloc(sizeof(MPI_Count) * (n ? n : 1));
+    bt = malloc(sizeof(MPI_Datatype) * (n ? n : 1));
+    if (!disp || !len || !bt)
+        goto out;
+    for (int j = 0; j < n; j++) {
+        bt[j] = comb == MPI_COMBINER_STRUCT ? types[j] : types[0];
+        switch (comb) {
+        case MPI_COMBINER_VECTOR:
+            len[j] = ints[1], disp[j] = (MPI_Aint)j * ints[2] * ext;
+            break;
+        case MPI_COMBINER_HVECTOR:
+            len[j] = ints[1], disp[j] = (MPI_Aint)j * addrs[0];
+            break;
+        case MPI_COMBINER_INDEXED_BLOCK:
+            len[j] = ints[1], disp[j] = (MPI_Aint)ints[2 + j] * ext;
+            break;
+        case MPI_COMBINER_HINDEXED_BLOCK:
+            len[j] = ints[1], disp[j] = addrs[j];
+            break;
+        case MPI_COMBINER_INDEXED:
+            len[j] = ints[1 + j], disp[j] = (MPI_Aint)ints[1 + n + j] * ext;
+            break;
+        default: /* HINDEXED, STRUCT */
+            len[j] = ints[1 + j], disp[j] = addrs[j];
+            break;
+        }
+    }
+    ok = blocks_in_order(n, disp, len, bt, depth);
+out:
+    if (got)
+        for (int j = 0; j < nd; j++)
+            free_contents_type(types[j]);
+    free(ints), free(addrs), free(types), free(disp), free(len), free(bt);
+    return ok;
+}
+
+int pcoll_c_type_in_order(MPI_Datatype dt)
+{
+    return in_order_at(dt, 0);
 }

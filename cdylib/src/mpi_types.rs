@@ -9,6 +9,7 @@ extern "C" {
     fn pcoll_c_op_is_rma_only(op: MPI_Op) -> c_int;
     fn pcoll_c_logical_op_on_float(op: MPI_Op, dt: MPI_Datatype) -> c_int;
     fn pcoll_c_type_is_named(dt: MPI_Datatype) -> c_int;
+    fn pcoll_c_type_in_order(dt: MPI_Datatype) -> c_int;
 }
 
 /// Layout of one element of a datatype.
@@ -21,11 +22,20 @@ pub struct TypeFacts {
     pub extent: isize,
     pub true_lb: isize,
     pub true_extent: isize,
+    /// The type has no holes but its typemap does not list the data in memory order (or
+    /// that could not be shown: `pcoll_c_type_in_order`), e.g. `MPI_Type_indexed` of blocks
+    /// {1, 1} at {1, 0}: packing it is not a copy of its bytes.
+    pub permuted: bool,
 }
 
 impl TypeFacts {
-    /// Data occupies exactly `size` bytes at offset 0 of each element, with no holes.
+    /// Data occupies exactly `size` bytes at offset 0 of each element, with no holes, in
+    /// typemap order: the element's bytes are its packed form.
     pub fn contiguous(&self) -> bool {
+        self.no_holes() && !self.permuted
+    }
+    /// The layout numbers alone: `size` bytes at offset 0, no holes (in some order).
+    fn no_holes(&self) -> bool {
         self.lb == 0
             && self.true_lb == 0
             && self.extent as usize == self.size
@@ -101,8 +111,13 @@ pub fn type_facts(dt: MPI_Datatype) -> Result<TypeFacts, c_int> {
     if let Some(f) = hit {
         return Ok(f);
     }
-    let f = query_type_facts(dt)?;
-    if is_named(dt) {
+    let mut f = query_type_facts(dt)?;
+    let named = is_named(dt);
+    // A derived type without holes: is it in typemap order? (Asked on each call: a derived
+    // handle may be freed and its value reused for another type.)
+    // SAFETY: reads the type's envelope and contents; frees what the contents returned.
+    f.permuted = !named && f.no_holes() && unsafe { pcoll_c_type_in_order(dt) } == 0;
+    if named {
         let _ = NAMED.try_with(|c| {
             let mut c = c.borrow_mut();
             if c.len() < CACHE_MAX {
@@ -142,6 +157,7 @@ fn query_type_facts(dt: MPI_Datatype) -> Result<TypeFacts, c_int> {
         extent: extent as isize,
         true_lb: tlb as isize,
         true_extent: text as isize,
+        permuted: false,
     })
 }
 

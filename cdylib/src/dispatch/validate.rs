@@ -31,6 +31,7 @@ const BYTE: TypeFacts = TypeFacts {
     extent: 1,
     true_lb: 0,
     true_extent: 1,
+    permuted: false,
 };
 
 /// Allgatherv is served in bytes whenever the total fits an MPI int count: MPI lets every
@@ -71,7 +72,7 @@ type Shape = (Vec<usize>, Vec<usize>);
 pub(super) fn validate(g: &Global, a: &Args) -> Option<Valid> {
     let (p, rank) = comm::facts(a.comm).ok()??;
     let facts = mpi_types::type_facts(a.dt).ok()?;
-    if facts.extent <= 0 || facts.true_extent < 0 || facts.size == 0 {
+    if degenerate(&facts) && (a.coll.reduces() || elements(a, &facts)) {
         return None;
     }
     if std::ptr::eq(a.recvbuf, consts::in_place()) {
@@ -86,6 +87,26 @@ pub(super) fn validate(g: &Global, a: &Args) -> Option<Valid> {
         return None;
     }
     Some(valid(g, a, (p, rank), shape, commutative, facts))
+}
+
+/// A datatype pcoll's programs cannot address by element (an extent <= 0, no data): a
+/// reduction's is the same on every rank, which all go to the MPI. Bcast's and
+/// allgather(v)'s ranks may each describe the data with another type (a root's type of
+/// extent 0 sends one element `count` times), so a rank's own type must not send it to the
+/// MPI alone while the others run pcoll's algorithm (it hung): such types are packed into
+/// the staging buffer (`in_bytes`, as types with holes), and only a total beyond an int
+/// count of bytes, which every rank has alike, goes to the MPI (see [`elements`]).
+fn degenerate(f: &TypeFacts) -> bool {
+    f.extent <= 0 || f.true_extent < 0 || f.size == 0
+}
+
+/// Bcast's or allgather(v)'s data as elements, not bytes: more bytes than an int counts
+/// (`in_bytes`), the same on every rank (equal type signatures).
+fn elements(a: &Args, f: &TypeFacts) -> bool {
+    let total = a.counts.iter().try_fold(0usize, |t, &c| {
+        t.checked_add((c.max(0) as usize).checked_mul(f.size)?)
+    });
+    total.is_none_or(|t| t > c_int::MAX as usize)
 }
 
 /// The counts (and allgatherv's displacements) as `usize`.
@@ -265,6 +286,7 @@ mod tests {
             extent,
             true_lb: 0,
             true_extent: extent,
+            permuted: false,
         }
     }
 
