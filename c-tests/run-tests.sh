@@ -144,7 +144,7 @@ prog_args() {
 }
 
 # ---------------------------------------------------------------- build
-C_PROGS="reduce allreduce reduce_scatter allgatherv family noncommutative derived typemaps isolation errors example"
+C_PROGS="reduce allreduce reduce_scatter allgatherv family noncommutative derived typemaps pending isolation errors example"
 F_NB_PROGS="fortran_nb fortran_nb_f08"
 F_PROGS="fortran_mpif fortran_usempi fortran_f08 $F_NB_PROGS"
 BUILT=""
@@ -392,6 +392,7 @@ else
     multi_run derived "reduce allreduce reduce_scatter allgatherv" any "$ALL_ALGS"
     multi_run typemaps "bcast allgather allgatherv" any "$ALL_ALGS"
     multi_run isolation "reduce allreduce reduce_scatter allgatherv" strict "$ALL_ALGS"
+    multi_run pending "reduce allreduce bcast allgather allgatherv" nb "binomial ring shm butterfly" i
     for prog in ${F_PROGS% $F_NB_PROGS}; do
         if [ $QUICK = 1 ]; then
             case $prog in

@@ -24,6 +24,7 @@ pub mod consts;
 pub mod dispatch;
 pub mod ffi;
 pub mod gate;
+pub mod held;
 pub mod learn;
 pub mod mpi_types;
 pub mod nbc;

@@ -9,6 +9,7 @@ use super::call::Args;
 use super::serve::{self, Bases};
 use super::validate::{self, Valid};
 use crate::comm::{self, CommState};
+use crate::held::{self, Held};
 use crate::pmpi::{PmpiTransport, Req, Scratch};
 use crate::state;
 use pcoll::algo::hier::NodeSteps;
@@ -26,6 +27,9 @@ pub struct Planned {
     pub(crate) st: &'static CommState,
     /// The program (None: `shm`, which runs the window's protocol instead).
     prog: Option<Arc<Program>>,
+    /// The derived types and user op of `a`, held until the call is dropped (see
+    /// [`crate::held`]).
+    _held: Held,
 }
 
 // SAFETY: the raw pointers are the user's buffers and handles, only passed to MPI by the
@@ -84,13 +88,7 @@ pub fn plan(a: Args) -> Option<Planned> {
     if alg == Algorithm::Shm {
         log(&v);
         keep(&v, &Arc::new(Program::new()));
-        return Some(Planned {
-            a,
-            v,
-            alg,
-            st,
-            prog: None,
-        });
+        return Some(Planned::held(a, v, alg, st, None));
     }
     if alg.node_aware() && st.known_layout().is_none() {
         return None;
@@ -107,13 +105,7 @@ pub fn plan(a: Args) -> Option<Planned> {
     let prog = serve::program(g, st, alg, spec, NodeSteps::PointToPoint).ok()?;
     keep(&v, &prog);
     log(&v);
-    Some(Planned {
-        a,
-        v,
-        alg,
-        st,
-        prog: Some(prog),
-    })
+    Some(Planned::held(a, v, alg, st, Some(prog)))
 }
 
 /// The same call as the last one served (everything it was decided by but its buffers),
@@ -126,12 +118,14 @@ fn again(a: Args) -> Result<Planned, Args> {
     }) else {
         return Err(a);
     };
+    // Kept calls have named types and predefined ops only (`again::keep`): nothing to hold.
     Ok(Planned {
         a,
         v,
         alg,
         st,
         prog,
+        _held: Held::default(),
     })
 }
 
@@ -169,6 +163,25 @@ pub enum Active {
 }
 
 impl Planned {
+    /// The planned call, holding its types and op for as long as it lives.
+    fn held(
+        mut a: Args,
+        v: Valid,
+        alg: Algorithm,
+        st: &'static CommState,
+        prog: Option<Arc<Program>>,
+    ) -> Planned {
+        let _held = held::hold(&mut a);
+        Planned {
+            a,
+            v,
+            alg,
+            st,
+            prog,
+            _held,
+        }
+    }
+
     /// Bytes of the call (for the stats).
     pub fn bytes(&self) -> usize {
         self.v.spec.bytes()

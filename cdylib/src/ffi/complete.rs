@@ -602,6 +602,14 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut MPI_Request) -> c_int {
     })
 }
 
+/// A user op a pending call pcoll serves still uses is freed when that call is done
+/// ([`crate::held`]).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
+    // SAFETY: the caller's argument.
+    guard("MPI_Op_free", || unsafe { crate::held::op_free(op) })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Cancel(req: *mut MPI_Request) -> c_int {
     // SAFETY: non-null: the caller's request.

@@ -315,6 +315,21 @@ unsafe fn one_f(
     unsafe { set_ierr(ierr, rc) };
 }
 
+/// `MPI_OP_FREE`: Open MPI's Fortran binding calls `PMPI_Op_free` itself.
+unsafe fn op_free_f(op: *mut Fint, ierr: *mut Fint) {
+    // SAFETY: by-reference Fortran arguments.
+    let mut o = unsafe { PMPI_Op_f2c(*op) };
+    // SAFETY: the C entry's handling with the converted handle.
+    let rc = unsafe { crate::held::op_free(&mut o) };
+    // SAFETY: the caller's handle; Fortran's ierr.
+    unsafe {
+        if rc == consts::SUCCESS() {
+            *op = PMPI_Op_c2f(o);
+        }
+        set_ierr(ierr, rc);
+    }
+}
+
 unsafe fn startall_f(count: *const Fint, reqs: *mut Fint, ierr: *mut Fint) {
     // SAFETY: by-reference Fortran arguments: a count and n handles.
     let (n, mut r) = unsafe { c_array(count, reqs) };
@@ -382,6 +397,8 @@ fortran_names!((count: Fc, reqs: F, ierr: F) => startall_f(count, reqs, ierr);
 fortran_names!((request: F, ierr: F) => one_f(c::MPI_Request_free, request, ierr);
     mpi_request_free_, mpi_request_free__, mpi_request_free, MPI_REQUEST_FREE,
     ompi_request_free_f);
+fortran_names!((op: F, ierr: F) => op_free_f(op, ierr);
+    mpi_op_free_, mpi_op_free__, mpi_op_free, MPI_OP_FREE, ompi_op_free_f);
 fortran_names!((request: F, ierr: F) => one_f(c::MPI_Cancel, request, ierr);
     mpi_cancel_, mpi_cancel__, mpi_cancel, MPI_CANCEL, ompi_cancel_f);
 
