@@ -1,8 +1,9 @@
 /* pending.c -- datatypes and user ops freed while a non-blocking or persistent collective
  * that uses them is pending. The standard: "any pending operation that uses the datatype
  * [op] will complete normally"; the program may free them right after the initiation.
- * Until session 50 pcoll kept the caller's handles and used them after the free (crash or
- * wrong data); now it duplicates derived types and holds user ops until its call is done.
+ * Until session 50 pcoll used the freed handles (crash or wrong data); now a pending call
+ * pins them (their frees are deferred to it), and the user op is still given the call's own
+ * datatype handle.
  *
  * Element: two ints at bytes 0 and 8 of a 12-byte extent (a hole at 4). Each case makes
  * fresh types and ops, starts the call, frees them, makes other types and ops (which may
@@ -13,9 +14,15 @@
  */
 #include "common.h"
 
+/* The handle of the case's element type as made (the program's variable is
+ * MPI_DATATYPE_NULL after the free): the user functions must be given it ("a handle to the
+ * data type that was passed into the call"), and count every other one. */
+static MPI_Datatype made_el;
+static int other_dt;
+
 static void el_sum(void *in, void *io, int *len, MPI_Datatype *dt)
 {
-    (void)dt;
+    other_dt += *dt != made_el;
     for (int i = 0; i < *len; i++) {
         int *a = (int *)((char *)in + 12L * i), *b = (int *)((char *)io + 12L * i);
         b[0] += a[0], b[2] += a[2];
@@ -25,7 +32,7 @@ static void el_sum(void *in, void *io, int *len, MPI_Datatype *dt)
 /* Non-commutative: (x, y) o (u, v) = (x * u, x * v + y) on unsigned 32-bit, lo applied first. */
 static void el_affine(void *in, void *io, int *len, MPI_Datatype *dt)
 {
-    (void)dt;
+    other_dt += *dt != made_el;
     for (int i = 0; i < *len; i++) {
         unsigned *lo = (unsigned *)((char *)in + 12L * i), *hi = (unsigned *)((char *)io + 12L * i);
         unsigned a = hi[0] * lo[0], b = hi[0] * lo[2] + hi[2];
@@ -120,6 +127,8 @@ static void one(tctx *t, MPI_Comm comm, int c, long n, int persistent, int free_
     if (!tc_case(t, "%s n=%ld persistent=%d free_op=%d", cname[c], n, persistent, free_op))
         return;
     MPI_Datatype el = el_type(), sel = el_type(); /* sel: allgather(v)'s own send type */
+    made_el = el;
+    other_dt = 0;
     MPI_Op op;
     MPI_Op_create(c == C_REDUCE ? el_affine : el_sum, c != C_REDUCE, &op);
     int root = p - 1;
@@ -187,6 +196,8 @@ static void one(tctx *t, MPI_Comm comm, int c, long n, int persistent, int free_
                 check(t, out + 3 * at, n, from_root, &jj, cname[c]);
             }
     }
+    if (other_dt)
+        tc_fail(t, "the user op was given another datatype handle than the call's %d times", other_dt);
     if (persistent && rq != MPI_REQUEST_NULL)
         MPI_Request_free(&rq);
     if (!free_op)

@@ -1,11 +1,13 @@
-//! The datatypes and user op a pending non-blocking or persistent call pcoll serves keeps
-//! using after its initiation returned. The program may free them right away (legal: "any
-//! pending operation that uses the datatype [op] will complete normally"), and the MPIs keep
-//! their own references, which a PMPI library cannot take. So a derived datatype is
-//! duplicated (`MPI_Type_dup`) at initiation and the duplicate freed when the call is done
-//! with it; a user op, which cannot be duplicated, is pinned: `MPI_Op_free` (intercepted,
-//! [`op_free`]) of a pinned op sets the handle to `MPI_OP_NULL` and frees it with the last
-//! call that holds it. Named types and predefined ops are never freed and are not held.
+//! The derived datatypes and user op a pending non-blocking or persistent call pcoll serves
+//! keeps using after its initiation returned. The program may free them right away (legal:
+//! "any pending operation that uses the datatype [op] will complete normally"); the MPIs keep
+//! their own references, which a PMPI library cannot take. So a call pins them: the free of a
+//! pinned handle (`MPI_Type_free`, `MPI_Op_free`, intercepted: [`type_free`], [`op_free`])
+//! sets the caller's handle to the null handle and leaves the object to the last call that
+//! holds it. The handle itself stays the one the program made (a user op's function is given
+//! the caller's datatype handle, and may compare it with its own: c-tests/derived.c does), and
+//! the MPI cannot give its value to another type or op meanwhile. Named types and predefined
+//! ops are never freed and are not pinned.
 
 use crate::consts;
 use crate::dispatch::Args;
@@ -16,93 +18,92 @@ use pcoll::Collective;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// What one pending call holds: its own duplicates of the caller's derived types, and a
-/// pin of its user op; released on drop.
-#[derive(Default)]
-pub struct Held {
-    types: Vec<MPI_Datatype>,
-    op: Option<MPI_Op>,
+/// A datatype or op handle.
+#[derive(Clone, Copy)]
+enum Handle {
+    Type(MPI_Datatype),
+    Op(MPI_Op),
 }
 
-// SAFETY: handles only, passed to MPI by whichever thread completes or frees the call (as
-// the call itself is, see `dispatch::nb::Planned`).
-unsafe impl Send for Held {}
+// SAFETY: a handle, passed to MPI by one thread at a time (under `PINS`' lock, or after it
+// was taken out of the table).
+unsafe impl Send for Handle {}
 
-/// Hold the call's types and op: the derived types in `a` are replaced by duplicates (the
-/// same duplicate where send and receive type are one handle). A duplicate the MPI refuses
-/// leaves the caller's handle in place (used as before, valid unless freed while pending).
-pub fn hold(a: &mut Args) -> Held {
-    let mut h = Held::default();
-    let user = a.dt;
-    if let Some(d) = dup(user) {
-        a.dt = d;
-        h.types.push(d);
-    }
-    if a.coll.base() == Collective::Allgatherv && !a.in_place() {
-        if a.sendtype == user {
-            a.sendtype = a.dt;
-        } else if let Some(d) = dup(a.sendtype) {
-            a.sendtype = d;
-            h.types.push(d);
+impl Handle {
+    /// The table's key: the kind and the handle's bits.
+    fn key(self) -> (bool, u64) {
+        match self {
+            Handle::Type(t) => (false, handle_bits(t)),
+            Handle::Op(o) => (true, handle_bits(o)),
         }
     }
-    if a.coll.reduces() && a.op != consts::op_null() && !mpi_types::op_is_predefined(a.op) {
-        pin(a.op);
-        h.op = Some(a.op);
+
+    /// Free the object through the MPI.
+    fn free(self) {
+        // SAFETY: the program freed this handle while a call held it; that call is done.
+        unsafe {
+            match self {
+                Handle::Type(mut t) => PMPI_Type_free(&mut t),
+                Handle::Op(mut o) => PMPI_Op_free(&mut o),
+            };
+        }
     }
-    h
 }
 
-fn dup(t: MPI_Datatype) -> Option<MPI_Datatype> {
-    if t == consts::datatype_null() || mpi_types::is_named(t) {
-        return None;
+/// What one pending call holds (pinned), released on drop.
+#[derive(Default)]
+pub struct Held(Vec<Handle>);
+
+/// Pin the call's derived types and user op for as long as the returned value lives.
+pub fn hold(a: &Args) -> Held {
+    let mut h = Vec::new();
+    let mut derived = |t: MPI_Datatype| {
+        if t != consts::datatype_null() && !mpi_types::is_named(t) {
+            h.push(Handle::Type(t));
+        }
+    };
+    derived(a.dt);
+    if a.coll.base() == Collective::Allgatherv && !a.in_place() && a.sendtype != a.dt {
+        derived(a.sendtype);
     }
-    let mut d = std::mem::MaybeUninit::<MPI_Datatype>::uninit();
-    // SAFETY: a committed type the call was validated with; the duplicate is committed.
-    (unsafe { PMPI_Type_dup(t, d.as_mut_ptr()) } == consts::SUCCESS())
-        // SAFETY: written on success.
-        .then(|| unsafe { d.assume_init() })
+    if a.coll.reduces() && a.op != consts::op_null() && !mpi_types::op_is_predefined(a.op) {
+        h.push(Handle::Op(a.op));
+    }
+    for &x in &h {
+        pin(x);
+    }
+    Held(h)
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        for t in &mut self.types {
-            // SAFETY: our own duplicate, no longer used by the call.
-            unsafe { PMPI_Type_free(t) };
-        }
-        if let Some(op) = self.op {
-            unpin(op);
+        for &x in &self.0 {
+            unpin(x);
         }
     }
 }
 
-/// A pinned user op.
+/// A pinned handle.
 struct Pin {
-    bits: u64,
-    op: OpHandle,
+    handle: Handle,
     /// Pending calls holding it.
     holders: usize,
-    /// The program freed it (`MPI_Op_free`): freed by its last holder.
+    /// The program freed it: freed by its last holder.
     freed: bool,
 }
 
-struct OpHandle(MPI_Op);
-// SAFETY: a handle, passed to MPI by one thread at a time (under `PINS`' lock or after).
-unsafe impl Send for OpHandle {}
-
 static PINS: Mutex<Vec<Pin>> = parking_lot::const_mutex(Vec::new());
-/// Ops pinned (0: `MPI_Op_free` goes straight to the MPI).
+/// Handles pinned (0: the frees go straight to the MPI).
 static PINNED: AtomicUsize = AtomicUsize::new(0);
 
-fn pin(op: MPI_Op) {
-    let bits = handle_bits(op);
+fn pin(handle: Handle) {
+    let key = handle.key();
     let mut pins = PINS.lock();
-    match pins.iter_mut().find(|e| e.bits == bits) {
+    match pins.iter_mut().find(|e| e.handle.key() == key) {
         Some(e) => e.holders += 1,
         None => {
             pins.push(Pin {
-                bits,
-                op: OpHandle(op),
+                handle,
                 holders: 1,
                 freed: false,
             });
@@ -111,11 +112,11 @@ fn pin(op: MPI_Op) {
     }
 }
 
-fn unpin(op: MPI_Op) {
-    let bits = handle_bits(op);
+fn unpin(handle: Handle) {
+    let key = handle.key();
     let freed = {
         let mut pins = PINS.lock();
-        let Some(i) = pins.iter().position(|e| e.bits == bits) else {
+        let Some(i) = pins.iter().position(|e| e.handle.key() == key) else {
             return;
         };
         pins[i].holders -= 1;
@@ -124,30 +125,56 @@ fn unpin(op: MPI_Op) {
         }
         let e = pins.swap_remove(i);
         PINNED.fetch_sub(1, Ordering::Relaxed);
-        e.freed.then_some(e.op)
+        e.freed.then_some(e.handle)
     };
-    if let Some(OpHandle(mut op)) = freed {
-        // SAFETY: the program freed this op while a call held it; that call is done.
-        unsafe { PMPI_Op_free(&mut op) };
+    if let Some(h) = freed {
+        h.free();
     }
 }
 
-/// `MPI_Op_free`: a pinned op is marked for freeing by its last holder and the caller's
-/// handle set to `MPI_OP_NULL`; any other goes to the MPI.
+/// A free of `handle` by the program: `true` if it is pinned (then marked, to be freed by
+/// its last holder); `false`: the caller frees it through the MPI.
+fn defer(handle: Handle) -> bool {
+    if PINNED.load(Ordering::Relaxed) == 0 {
+        return false;
+    }
+    let key = handle.key();
+    let mut pins = PINS.lock();
+    match pins.iter_mut().find(|e| e.handle.key() == key && !e.freed) {
+        Some(e) => {
+            e.freed = true;
+            true
+        }
+        None => false,
+    }
+}
+
+/// `MPI_Type_free`: a pinned type is left to its last holder and the caller's handle set to
+/// `MPI_DATATYPE_NULL`; any other goes to the MPI.
+///
+/// # Safety
+/// `t` is the caller's `MPI_Type_free` argument.
+pub unsafe fn type_free(t: *mut MPI_Datatype) -> c_int {
+    // SAFETY: read only if non-null: the caller's handle.
+    if !t.is_null() && defer(Handle::Type(unsafe { *t })) {
+        // SAFETY: the caller's handle, set as MPI_Type_free sets it.
+        unsafe { *t = consts::datatype_null() };
+        return consts::SUCCESS();
+    }
+    // SAFETY: forwarded unchanged.
+    unsafe { PMPI_Type_free(t) }
+}
+
+/// `MPI_Op_free`, as [`type_free`] (the handle set to `MPI_OP_NULL`).
 ///
 /// # Safety
 /// `op` is the caller's `MPI_Op_free` argument.
 pub unsafe fn op_free(op: *mut MPI_Op) -> c_int {
-    if PINNED.load(Ordering::Relaxed) > 0 && !op.is_null() {
-        // SAFETY: non-null: the caller's handle.
-        let b = handle_bits(unsafe { *op });
-        let mut pins = PINS.lock();
-        if let Some(e) = pins.iter_mut().find(|e| e.bits == b && !e.freed) {
-            e.freed = true;
-            // SAFETY: the caller's handle, set as MPI_Op_free sets it.
-            unsafe { *op = consts::op_null() };
-            return consts::SUCCESS();
-        }
+    // SAFETY: read only if non-null: the caller's handle.
+    if !op.is_null() && defer(Handle::Op(unsafe { *op })) {
+        // SAFETY: the caller's handle, set as MPI_Op_free sets it.
+        unsafe { *op = consts::op_null() };
+        return consts::SUCCESS();
     }
     // SAFETY: forwarded unchanged.
     unsafe { PMPI_Op_free(op) }

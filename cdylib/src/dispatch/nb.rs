@@ -165,13 +165,13 @@ pub enum Active {
 impl Planned {
     /// The planned call, holding its types and op for as long as it lives.
     fn held(
-        mut a: Args,
+        a: Args,
         v: Valid,
         alg: Algorithm,
         st: &'static CommState,
         prog: Option<Arc<Program>>,
     ) -> Planned {
-        let _held = held::hold(&mut a);
+        let _held = held::hold(&a);
         Planned {
             a,
             v,

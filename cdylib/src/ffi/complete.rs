@@ -602,8 +602,15 @@ pub unsafe extern "C" fn MPI_Request_free(req: *mut MPI_Request) -> c_int {
     })
 }
 
-/// A user op a pending call pcoll serves still uses is freed when that call is done
+/// A derived type a pending call pcoll serves still uses is freed when that call is done
 /// ([`crate::held`]).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_free(t: *mut MPI_Datatype) -> c_int {
+    // SAFETY: the caller's argument.
+    guard("MPI_Type_free", || unsafe { crate::held::type_free(t) })
+}
+
+/// A user op, as [`MPI_Type_free`].
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Op_free(op: *mut MPI_Op) -> c_int {
     // SAFETY: the caller's argument.

@@ -315,16 +315,24 @@ unsafe fn one_f(
     unsafe { set_ierr(ierr, rc) };
 }
 
-/// `MPI_OP_FREE`: Open MPI's Fortran binding calls `PMPI_Op_free` itself.
-unsafe fn op_free_f(op: *mut Fint, ierr: *mut Fint) {
-    // SAFETY: by-reference Fortran arguments.
-    let mut o = unsafe { PMPI_Op_f2c(*op) };
-    // SAFETY: the C entry's handling with the converted handle.
-    let rc = unsafe { crate::held::op_free(&mut o) };
+/// `MPI_TYPE_FREE`, `MPI_OP_FREE`: Open MPI's Fortran bindings call `PMPI_Type_free` and
+/// `PMPI_Op_free` themselves. `free` is [`crate::held`]'s, with the handle converted by
+/// `f2c` and back by `c2f`.
+unsafe fn free_f<H>(
+    h: *mut Fint,
+    ierr: *mut Fint,
+    f2c: unsafe extern "C" fn(Fint) -> H,
+    free: unsafe fn(*mut H) -> c_int,
+    c2f: unsafe extern "C" fn(H) -> Fint,
+) {
+    // SAFETY: by-reference Fortran arguments; the conversions of the MPI.
+    let mut c = unsafe { f2c(*h) };
+    // SAFETY: the converted handle.
+    let rc = unsafe { free(&mut c) };
     // SAFETY: the caller's handle; Fortran's ierr.
     unsafe {
         if rc == consts::SUCCESS() {
-            *op = PMPI_Op_c2f(o);
+            *h = c2f(c);
         }
         set_ierr(ierr, rc);
     }
@@ -397,7 +405,10 @@ fortran_names!((count: Fc, reqs: F, ierr: F) => startall_f(count, reqs, ierr);
 fortran_names!((request: F, ierr: F) => one_f(c::MPI_Request_free, request, ierr);
     mpi_request_free_, mpi_request_free__, mpi_request_free, MPI_REQUEST_FREE,
     ompi_request_free_f);
-fortran_names!((op: F, ierr: F) => op_free_f(op, ierr);
+fortran_names!((t: F, ierr: F) =>
+    free_f(t, ierr, PMPI_Type_f2c, crate::held::type_free, PMPI_Type_c2f);
+    mpi_type_free_, mpi_type_free__, mpi_type_free, MPI_TYPE_FREE, ompi_type_free_f);
+fortran_names!((op: F, ierr: F) => free_f(op, ierr, PMPI_Op_f2c, crate::held::op_free, PMPI_Op_c2f);
     mpi_op_free_, mpi_op_free__, mpi_op_free, MPI_OP_FREE, ompi_op_free_f);
 fortran_names!((request: F, ierr: F) => one_f(c::MPI_Cancel, request, ierr);
     mpi_cancel_, mpi_cancel__, mpi_cancel, MPI_CANCEL, ompi_cancel_f);
