@@ -223,6 +223,80 @@ static int blocks_in_order(int n, const MPI_Aint *disp, const MPI_Count *len, co
     return 1;
 }
 
+/* The blocks of a vector, indexed or struct constructor as (byte displacement, count,
+ * type), in order, from its contents (`ext`: the extent of its old type), then whether they
+ * are in order. Vectors: equal blocks at one stride, so the first two show the order of all. */
+static int constructor_in_order(int comb, const int *ints, const MPI_Aint *addrs, const MPI_Datatype *types,
+                                MPI_Aint ext, int depth)
+{
+    int n = ints[0], ok = 0;
+    if ((comb == MPI_COMBINER_VECTOR || comb == MPI_COMBINER_HVECTOR) && n > 2)
+        n = 2;
+    if (n < 0)
+        return 0;
+    MPI_Aint *disp = malloc(sizeof(MPI_Aint) * (n ? n : 1));
+    MPI_Count *len = malloc(sizeof(MPI_Count) * (n ? n : 1));
+    MPI_Datatype *bt = malloc(sizeof(MPI_Datatype) * (n ? n : 1));
+    if (disp && len && bt) {
+        for (int j = 0; j < n; j++) {
+            bt[j] = comb == MPI_COMBINER_STRUCT ? types[j] : types[0];
+            switch (comb) {
+            case MPI_COMBINER_VECTOR:
+                len[j] = ints[1], disp[j] = (MPI_Aint)j * ints[2] * ext;
+                break;
+            case MPI_COMBINER_HVECTOR:
+                len[j] = ints[1], disp[j] = (MPI_Aint)j * addrs[0];
+                break;
+            case MPI_COMBINER_INDEXED_BLOCK:
+                len[j] = ints[1], disp[j] = (MPI_Aint)ints[2 + j] * ext;
+                break;
+            case MPI_COMBINER_HINDEXED_BLOCK:
+                len[j] = ints[1], disp[j] = addrs[j];
+                break;
+            case MPI_COMBINER_INDEXED:
+                len[j] = ints[1 + j], disp[j] = (MPI_Aint)ints[1 + n + j] * ext;
+                break;
+            default: /* HINDEXED, STRUCT */
+                len[j] = ints[1 + j], disp[j] = addrs[j];
+                break;
+            }
+        }
+        ok = blocks_in_order(n, disp, len, bt, depth);
+    }
+    free(disp), free(len), free(bt);
+    return ok;
+}
+
+/* The combiner `comb` of `dt` (one this walk knows, with ni/na/nd contents) in order. */
+static int contents_in_order(MPI_Datatype dt, int comb, int ni, int na, int nd, int depth)
+{
+    int *ints = malloc(sizeof(int) * (ni ? ni : 1));
+    MPI_Aint *addrs = malloc(sizeof(MPI_Aint) * (na ? na : 1));
+    MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (nd ? nd : 1));
+    int ok = 0, got = 0;
+    MPI_Aint lb, ext;
+    if (!ints || !addrs || !types || PMPI_Type_get_contents(dt, ni, na, nd, ints, addrs, types) != MPI_SUCCESS)
+        goto out;
+    got = 1;
+    if (nd < 1 || PMPI_Type_get_extent(types[0], &lb, &ext) != MPI_SUCCESS)
+        goto out;
+    if (comb == MPI_COMBINER_DUP || comb == MPI_COMBINER_RESIZED) {
+        ok = in_order_at(types[0], depth + 1);
+    } else if (comb == MPI_COMBINER_CONTIGUOUS) {
+        MPI_Aint d = 0;
+        MPI_Count c = ints[0];
+        ok = blocks_in_order(1, &d, &c, types, depth);
+    } else {
+        ok = constructor_in_order(comb, ints, addrs, types, ext, depth);
+    }
+out:
+    if (got)
+        for (int j = 0; j < nd; j++)
+            free_contents_type(types[j]);
+    free(ints), free(addrs), free(types);
+    return ok;
+}
+
 static int in_order_at(MPI_Datatype dt, int depth)
 {
     int ni, na, nd, comb = 0;
@@ -256,91 +330,10 @@ static int in_order_at(MPI_Datatype dt, int depth)
     case MPI_COMBINER_INDEXED_BLOCK:
     case MPI_COMBINER_HINDEXED_BLOCK:
     case MPI_COMBINER_STRUCT:
-        break;
+        return depth <= 16 && contents_in_order(dt, comb, ni, na, nd, depth);
     default:
         return 0; /* subarray, darray, or one this walk does not know */
     }
-    if (depth > 16)
-        return 0;
-    int *ints = malloc(sizeof(int) * (ni ? ni : 1));
-    MPI_Aint *addrs = malloc(sizeof(MPI_Aint) * (na ? na : 1));
-    MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (nd ? nd : 1));
-    int n = comb == MPI_COMBINER_STRUCT ? (ni > 0 ? ni - 1 : 0) : 1;
-    MPI_Aint *disp = NULL;
-    MPI_Count *len = NULL;
-    MPI_Datatype *bt = NULL;
-    int ok = 0, got = 0;
-    if (!ints || !addrs || !types)
-        goto out;
-    if (PMPI_Type_get_contents(dt, ni, na, nd, ints, addrs, types) != MPI_SUCCESS)
-        goto out;
-    got = 1;
-    if (nd < 1)
-        goto out;
-    MPI_Aint lb, ext;
-    if (PMPI_Type_get_extent(types[0], &lb, &ext) != MPI_SUCCESS)
-        goto out;
-    /* The blocks of the constructor, in order: (byte displacement, count, type). */
-    switch (comb) {
-    case MPI_COMBINER_DUP:
-    case MPI_COMBINER_RESIZED:
-        ok = in_order_at(types[0], depth + 1);
-        goto out;
-    case MPI_COMBINER_CONTIGUOUS: {
-        MPI_Aint d = 0;
-        MPI_Count c = ints[0];
-        ok = blocks_in_order(1, &d, &c, types, depth);
-        goto out;
-    }
-    case MPI_COMBINER_VECTOR:
-    case MPI_COMBINER_HVECTOR:
-    case MPI_COMBINER_INDEXED_BLOCK:
-    case MPI_COMBINER_HINDEXED_BLOCK:
-    case MPI_COMBINER_INDEXED:
-    case MPI_COMBINER_HINDEXED:
-    case MPI_COMBINER_STRUCT:
-        n = ints[0];
-        break;
-    }
-    if ((comb == MPI_COMBINER_VECTOR || comb == MPI_COMBINER_HVECTOR) && n > 2)
-        n = 2; /* equal blocks at one stride: the first two show the order of all */
-    if (n < 0)
-        goto out;
-    disp = malloc(sizeof(MPI_Aint) * (n ? n : 1));
-    len = malloc(sizeof(MPI_Count) * (n ? n : 1));
-    bt = malloc(sizeof(MPI_Datatype) * (n ? n : 1));
-    if (!disp || !len || !bt)
-        goto out;
-    for (int j = 0; j < n; j++) {
-        bt[j] = comb == MPI_COMBINER_STRUCT ? types[j] : types[0];
-        switch (comb) {
-        case MPI_COMBINER_VECTOR:
-            len[j] = ints[1], disp[j] = (MPI_Aint)j * ints[2] * ext;
-            break;
-        case MPI_COMBINER_HVECTOR:
-            len[j] = ints[1], disp[j] = (MPI_Aint)j * addrs[0];
-            break;
-        case MPI_COMBINER_INDEXED_BLOCK:
-            len[j] = ints[1], disp[j] = (MPI_Aint)ints[2 + j] * ext;
-            break;
-        case MPI_COMBINER_HINDEXED_BLOCK:
-            len[j] = ints[1], disp[j] = addrs[j];
-            break;
-        case MPI_COMBINER_INDEXED:
-            len[j] = ints[1 + j], disp[j] = (MPI_Aint)ints[1 + n + j] * ext;
-            break;
-        default: /* HINDEXED, STRUCT */
-            len[j] = ints[1 + j], disp[j] = addrs[j];
-            break;
-        }
-    }
-    ok = blocks_in_order(n, disp, len, bt, depth);
-out:
-    if (got)
-        for (int j = 0; j < nd; j++)
-            free_contents_type(types[j]);
-    free(ints), free(addrs), free(types), free(disp), free(len), free(bt);
-    return ok;
 }
 
 int pcoll_c_type_in_order(MPI_Datatype dt)
