@@ -159,6 +159,19 @@ f08!(mpi_cancel_f08_(request: R) {
     // SAFETY: the C entry with the caller's handle.
     unsafe { c::MPI_Cancel(request) }
 });
+// Its f08 type and op frees call `PMPI_Type_free` / `PMPI_Op_free` alike: a type or op a
+// pending call pcoll serves holds would be freed under it (`crate::held`). The handles are
+// C ints, as the f08 `MPI_VAL` components.
+const _: () = assert!(std::mem::size_of::<MPI_Datatype>() == std::mem::size_of::<c_int>());
+const _: () = assert!(std::mem::size_of::<MPI_Op>() == std::mem::size_of::<c_int>());
+f08!(mpi_type_free_f08_(datatype: *mut MPI_Datatype) {
+    // SAFETY: the caller's handle.
+    unsafe { crate::held::type_free(datatype) }
+});
+f08!(mpi_op_free_f08_(op: *mut MPI_Op) {
+    // SAFETY: the caller's handle.
+    unsafe { crate::held::op_free(op) }
+});
 
 /// Waitsome / Testsome with indices from 1.
 ///
