@@ -149,33 +149,41 @@ fn defer(handle: Handle) -> bool {
     }
 }
 
-/// `MPI_Type_free`: a pinned type is left to its last holder and the caller's handle set to
-/// `MPI_DATATYPE_NULL`; any other goes to the MPI.
+/// The program's free of `*h` (`MPI_Type_free`, `MPI_Op_free`): a pinned handle is left to
+/// its last holder and the caller's handle set to `null`; any other goes to `pmpi`.
+///
+/// # Safety
+/// `h` is the caller's argument of that free.
+unsafe fn free_or_defer<H: Copy>(
+    h: *mut H,
+    handle: fn(H) -> Handle,
+    null: H,
+    pmpi: unsafe extern "C" fn(*mut H) -> c_int,
+) -> c_int {
+    // SAFETY: read only if non-null: the caller's handle.
+    if !h.is_null() && defer(handle(unsafe { *h })) {
+        // SAFETY: the caller's handle, set as the MPI's free sets it.
+        unsafe { *h = null };
+        return consts::SUCCESS();
+    }
+    // SAFETY: forwarded unchanged.
+    unsafe { pmpi(h) }
+}
+
+/// `MPI_Type_free` (see [`free_or_defer`]).
 ///
 /// # Safety
 /// `t` is the caller's `MPI_Type_free` argument.
 pub unsafe fn type_free(t: *mut MPI_Datatype) -> c_int {
-    // SAFETY: read only if non-null: the caller's handle.
-    if !t.is_null() && defer(Handle::Type(unsafe { *t })) {
-        // SAFETY: the caller's handle, set as MPI_Type_free sets it.
-        unsafe { *t = consts::datatype_null() };
-        return consts::SUCCESS();
-    }
-    // SAFETY: forwarded unchanged.
-    unsafe { PMPI_Type_free(t) }
+    // SAFETY: the caller's guarantee.
+    unsafe { free_or_defer(t, Handle::Type, consts::datatype_null(), PMPI_Type_free) }
 }
 
-/// `MPI_Op_free`, as [`type_free`] (the handle set to `MPI_OP_NULL`).
+/// `MPI_Op_free` (see [`free_or_defer`]).
 ///
 /// # Safety
 /// `op` is the caller's `MPI_Op_free` argument.
 pub unsafe fn op_free(op: *mut MPI_Op) -> c_int {
-    // SAFETY: read only if non-null: the caller's handle.
-    if !op.is_null() && defer(Handle::Op(unsafe { *op })) {
-        // SAFETY: the caller's handle, set as MPI_Op_free sets it.
-        unsafe { *op = consts::op_null() };
-        return consts::SUCCESS();
-    }
-    // SAFETY: forwarded unchanged.
-    unsafe { PMPI_Op_free(op) }
+    // SAFETY: the caller's guarantee.
+    unsafe { free_or_defer(op, Handle::Op, consts::op_null(), PMPI_Op_free) }
 }

@@ -43,12 +43,7 @@ const BYTE: TypeFacts = TypeFacts {
 /// segments) and every rank splits them alike. Counts and displacements become bytes;
 /// returns the staging flag, or None (the total is too large; served in elements, unsplit).
 pub(super) fn in_bytes(counts: &mut [usize], displs: &mut [usize], f: &TypeFacts) -> Option<bool> {
-    let total = counts
-        .iter()
-        .try_fold(0usize, |t, &c| t.checked_add(c.checked_mul(f.size)?))?;
-    if total > c_int::MAX as usize {
-        return None;
-    }
+    int_total(counts.iter().copied(), f.size)?;
     let staging = !f.contiguous();
     let mut off = 0;
     for (c, d) in counts.iter_mut().zip(displs.iter_mut()) {
@@ -103,10 +98,16 @@ fn degenerate(f: &TypeFacts) -> bool {
 /// Bcast's or allgather(v)'s data as elements, not bytes: more bytes than an int counts
 /// (`in_bytes`), the same on every rank (equal type signatures).
 fn elements(a: &Args, f: &TypeFacts) -> bool {
-    let total = a.counts.iter().try_fold(0usize, |t, &c| {
-        t.checked_add((c.max(0) as usize).checked_mul(f.size)?)
-    });
-    total.is_none_or(|t| t > c_int::MAX as usize)
+    int_total(a.counts.iter().map(|&c| c.max(0) as usize), f.size).is_none()
+}
+
+/// The bytes of `counts` elements of `size` bytes, if they fit an MPI int count.
+fn int_total(counts: impl Iterator<Item = usize>, size: usize) -> Option<usize> {
+    let mut total = 0usize;
+    for c in counts {
+        total = total.checked_add(c.checked_mul(size)?)?;
+    }
+    (total <= c_int::MAX as usize).then_some(total)
 }
 
 /// The counts (and allgatherv's displacements) as `usize`.
