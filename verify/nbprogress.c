@@ -26,13 +26,17 @@
  * on a periodic ring (a 1-D Cartesian communicator) and rank 0 blocks in an
  * MPI_Neighbor_allgather on it; in the INTERCOMM rounds on one half of the ranks (even, odd),
  * and rank 0 blocks in the MPI_Intercomm_create that joins the halves (its local communicator).
+ * In the NEWCOMM rounds rank 0 makes the first call on a new communicator (an 8-byte
+ * MPI_Allreduce: pcoll makes its shadow there, and its window when `shm` is forced) and frees
+ * it (a window's free waits for the other ranks) before it waits; the others after (hung
+ * before session 51: pcoll's own setup collectives blocked without advancing its schedules).
  * A correct
  * MPI program: the MPI must advance rank 0's part of the collective while rank 0 is blocked,
  * or the other ranks never finish theirs. pcoll runs its schedules in steps that only its
  * intercepted calls advance.
  *
  *   mpirun -np <p> [PCOLL_<COLL>=binomial ...] nbprogress [count [kind]]
- * (kind: run only the rounds of that kind, 0-20 in the order of the enum below)
+ * (kind: run only the rounds of that kind, 0-21 in the order of the enum below)
  * Last line "nbprogress: ok" or the first failure; a hang is the caller's timeout.
  */
 #include <mpi.h>
@@ -50,7 +54,7 @@ static void check(int ok, const char *what, int round) {
     }
 }
 
-enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, FIRST, GATHER, SPLIT, REPLACE, WINDOW, CART, FILEOPEN, IPROBE, IMPROBE, NEIGHBOR, INTERCOMM, KINDS };
+enum { RECV, PROBE, SENDRECV, MPROBE, SSEND, RSEND, BARRIER, ALLREDUCE, RSB, DUP_ALLREDUCE, FIRST, GATHER, SPLIT, REPLACE, WINDOW, CART, FILEOPEN, IPROBE, IMPROBE, NEIGHBOR, INTERCOMM, NEWCOMM, KINDS };
 
 enum { BIG = 1 << 17 }; /* doubles of a FIRST round's message: 1 MiB */
 static double *big;
@@ -58,6 +62,7 @@ static double *big;
 static MPI_Comm wdup; /* a duplicate of MPI_COMM_WORLD, used once before the rounds */
 static MPI_Comm ring, half; /* the NEIGHBOR and INTERCOMM rounds' communicators */
 static char fname[64]; /* the FILEOPEN rounds' file: rank 0's process id in /tmp */
+static MPI_Comm fresh; /* a NEWCOMM round's communicator, made before its collective */
 
 /* Rank 0's blocking call of this round's kind, made before it waits for its collective; the
  * other ranks' side of it, made after they waited for theirs. For RSEND every other rank has
@@ -66,6 +71,13 @@ static void blocked(int kind, int round, MPI_Request *pre, int *prev) {
     int v = -1;
     if (kind == BARRIER) {
         MPI_Barrier(MPI_COMM_WORLD);
+        return;
+    }
+    if (kind == NEWCOMM) {
+        double x = rank + 1, y = 0;
+        MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, fresh);
+        check(y == p * (p + 1) / 2.0, "first allreduce on a new communicator", round);
+        MPI_Comm_free(&fresh);
         return;
     }
     if (kind == GATHER) {
@@ -247,13 +259,17 @@ int main(int argc, char **argv) {
     snprintf(fname, sizeof fname, "/tmp/nbprogress.%ld", pid);
     double one = 1, all = 0;
     MPI_Allreduce(&one, &all, 1, MPI_DOUBLE, MPI_SUM, wdup);
-    /* A blocking collective on each first (Open MPI: pcoll serves a communicator's I-forms
-     * after one). */
+    /* A blocking collective on each first (pcoll serves a communicator's I-forms after one). */
     int dims[1] = {p}, periods[1] = {1};
     MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
     MPI_Allreduce(&one, &all, 1, MPI_DOUBLE, MPI_SUM, ring);
     MPI_Allreduce(&one, &all, 1, MPI_DOUBLE, MPI_SUM, half);
+    /* MPI_COMM_WORLD's shadow: wanted by a non-blocking call, made by the next barrier */
+    MPI_Request q0;
+    MPI_Iallreduce(&one, &all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q0);
+    MPI_Wait(&q0, MPI_STATUS_IGNORE);
+    MPI_Barrier(MPI_COMM_WORLD);
     for (int round = 0; round < 4 * KINDS; round++) {
         int coll = round % 4, kind = round / 4, prev = 0;
         if (only >= 0 && kind != only) continue;
@@ -268,6 +284,7 @@ int main(int argc, char **argv) {
             MPI_Comm_dup(MPI_COMM_WORLD, &c);
             if (rank != 0) blocked(kind, round, &pre, &prev);
         }
+        if (kind == NEWCOMM) MPI_Comm_dup(MPI_COMM_WORLD, &fresh);
         if (kind == RSEND) {
             /* The receives an MPI_Rsend needs, posted before anything runs. */
             if (rank != 0) MPI_Irecv(&prev, 1, MPI_INT, 0, 8, MPI_COMM_WORLD, &pre);

@@ -15,7 +15,9 @@
 # session 18 every run hung; before session 19 the Mprobe, Ssend, Barrier and blocking
 # collective rounds did (MPICH 4.0); before session 20 the Gather and Comm_split rounds, and
 # the rounds whose collective is the first call on a new communicator (its shadow's
-# PMPI_Comm_dup blocked in the initiation). Where the MPI has a Fortran wrapper,
+# PMPI_Comm_dup blocked in the initiation); before session 51 the NEWCOMM rounds (rank 0
+# makes the first call on a new communicator and frees it: pcoll's shadow, window and its
+# free) and a raced allreduce on another communicator (below). Where the MPI has a Fortran wrapper,
 # verify/nbprogress_f.f90 too (p = 3, and its MPI_INTERCOMM_CREATE rounds at p = 5; Debian's two
 # and Intel MPI), whose rank 0 also blocks in MPI_GATHER(V), MPI_ALLTOALL(V,W), MPI_COMM_SPLIT
 # and MPI_COMM_DUP (Open MPI 4.1 hung there before session 46), the topology, window and file
@@ -55,6 +57,25 @@ run "p=5 intercomm_create" 5 binomial 262144 20
 # in a 1 MiB MPI_Send that rank 0 receives after it started the collective on a new
 # communicator); the rounds on MPI_COMM_WORLD run `shm` once its window is made.
 run "p=3 shm" 3 shm
+# A raced rule (`race = true`) on the blocking allreduce, and a table rule for its I-form: in
+# the DUP_ALLREDUCE rounds (kind 9) rank 0's raced calls on the duplicate start from a
+# barrier on its shadow and end in an agreement there, while the others wait for its part of
+# an MPI_Iallreduce on MPI_COMM_WORLD: both must advance pcoll's schedules (hung before
+# session 51).
+RACE=$OUT/nbprogress-race.toml
+printf '[[allreduce]]\nbytes = [0, "inf"]\nform = "nonblocking"\nalgorithm = "binomial"\n[[allreduce]]\nbytes = [0, "inf"]\nform = "blocking"\nalgorithm = "ring"\nrace = true\n' >"$RACE"
+out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+  "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_STATS=1 PCOLL_TUNING="$RACE" \
+  -- "$BIN" 262144 9 </dev/null 2>&1)
+rc=$?
+if [ $rc = 0 ] && grep -q '^nbprogress: ok' <<<"$out" && grep -q '^pcoll: stats iallreduce binomial' <<<"$out" &&
+  grep -q '^pcoll: stats allreduce ring' <<<"$out"; then
+  echo "  p=3 raced: ok (iallreduce by binomial beside a raced allreduce)"
+else
+  fails=$((fails + 1))
+  echo "  p=3 raced: FAILED (exit $rc)"
+  grep -E 'nbprogress|FAILED|signal|stats i?allreduce' <<<"$out" | head -5 | sed 's/^/    /'
+fi
 # The same rule from Fortran (mpif.h), where the MPI has a Fortran wrapper: Open MPI's
 # Fortran MPI_RECV, MPI_BARRIER, ... call PMPI_ directly (pcoll's Fortran entries take them).
 ftxt=""

@@ -14,7 +14,10 @@
  * communicator, where pcoll makes the shared window a non-blocking call asked for (never
  * inside the non-blocking initiation), concurrently in all threads.
  *
- * Usage: threads [-t T] [-n N] [-c MAXCOUNT] [-i 0|1]
+ * With -k 1 the communicators are left to MPI_Finalize (not freed: legal), with the windows
+ * the threads made at once on them: pcoll frees those there, in one order on every rank.
+ *
+ * Usage: threads [-t T] [-n N] [-c MAXCOUNT] [-i 0|1] [-k 0|1]
  * Prints `threads: SKIP ...` and exits 0 if the MPI does not provide MPI_THREAD_MULTIPLE;
  * otherwise `threads: T threads x N iterations x p ranks, E errors` (rank 0), exit 1 if E > 0.
  */
@@ -204,13 +207,14 @@ int main(int argc, char **argv) {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-    int T = 4;
+    int T = 4, keep = 0;
     long N = 2000, maxc = 300;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-t")) T = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-n")) N = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "-c")) maxc = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "-i")) nbmode = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "-k")) keep = atoi(argv[i + 1]);
     }
     if (provided < MPI_THREAD_MULTIPLE) {
         if (wrank == 0)
@@ -244,7 +248,8 @@ int main(int argc, char **argv) {
     double dt = MPI_Wtime() - t0;
     long total = 0;
     MPI_Allreduce(&errors, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    for (int t = 0; t < T; t++) MPI_Comm_free(&jobs[t].comm);
+    if (!keep)
+        for (int t = 0; t < T; t++) MPI_Comm_free(&jobs[t].comm);
     free(jobs);
     free(th);
     MPI_Op_free(&affine_op);

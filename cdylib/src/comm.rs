@@ -26,7 +26,9 @@ use std::os::raw::{c_int, c_void};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+mod orphan;
 mod shadow;
+pub use orphan::orphan_gone;
 use shadow::Shadow;
 pub use shadow::{any_wanted, make_wanted_on};
 
@@ -311,18 +313,7 @@ unsafe extern "C" fn delete_state(
             // SAFETY: `attr` is the Box we leaked in `state()`; MPI calls this exactly once.
             let st = unsafe { Box::from_raw(attr as *mut CommState) };
             st.unwant();
-            if let Some(Some(w)) = st.shm.get() {
-                w.release();
-            }
-            if let Some(Ok(Some(w))) = st.node_shm.get() {
-                w.release();
-            }
-            // Unless never made (or its making failed).
-            if !st.shadow_later() && st.shadow() != consts::comm_null() {
-                let mut shadow = st.shadow();
-                // SAFETY: made by PMPI_Comm_create, freed exactly once here.
-                unsafe { PMPI_Comm_free(&mut shadow) };
-            }
+            orphan::free_or_keep(st);
         }
     });
     if r.is_err() {
@@ -331,6 +322,30 @@ unsafe extern "C" fn delete_state(
         ));
     }
     consts::SUCCESS()
+}
+
+impl CommState {
+    /// Free the windows and the shadow (the windows collectively, over the communicator's
+    /// ranks, which are all freeing it) and the state.
+    fn free(self: Box<Self>) {
+        if let Some(Some(w)) = self.shm.get() {
+            w.release();
+        }
+        if let Some(Ok(Some(w))) = self.node_shm.get() {
+            w.release();
+        }
+        // Unless never made (or its making failed).
+        if !self.shadow_later() && self.shadow() != consts::comm_null() {
+            let mut shadow = self.shadow();
+            // SAFETY: made by PMPI_Comm_create, freed exactly once here.
+            unsafe { PMPI_Comm_free(&mut shadow) };
+        }
+    }
+    /// The communicator made windows (`shm`'s or the nodes'), on every rank alike: their
+    /// free is collective.
+    fn has_windows(&self) -> bool {
+        matches!(self.shm.get(), Some(Some(_))) || matches!(self.node_shm.get(), Some(Ok(_)))
+    }
 }
 
 fn keyval() -> Result<c_int, c_int> {

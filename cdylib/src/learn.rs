@@ -156,9 +156,9 @@ impl Explore {
                 // Synchronised through the window.
             } else if let Some(shadow) = st.live_shadow() {
                 // Without a shadow (never made: on every rank alike) the call goes to the MPI.
-                // SAFETY: a barrier on the shadow, which every rank of the communicator enters
-                // at this call (the call is collective and timed on every rank).
-                unsafe { PMPI_Barrier(shadow) };
+                // A barrier on the shadow, which every rank of the communicator enters at this
+                // call (the call is collective and timed on every rank).
+                crate::nbc::meet(shadow);
             }
             Timer {
                 st,
@@ -374,17 +374,24 @@ fn agree(g: &'static Global, st: &'static CommState, key: CellKey, cell: &mut Ce
     };
     let mut v = local.clone();
     v.extend([h, !h]);
-    // SAFETY: `v` holds n + 2 u64, reduced in place on the communicator's shadow.
-    let rc = unsafe {
-        PMPI_Allreduce(
+    // Non-blocking, waited for while the running schedules advance (`nbc::meet`).
+    let mut req = crate::nbc::null();
+    // SAFETY: `v` holds n + 2 u64, reduced in place on the communicator's shadow, and
+    // outlives the request, waited for here.
+    let mut rc = unsafe {
+        PMPI_Iallreduce(
             consts::in_place(),
             v.as_mut_ptr() as *mut c_void,
             v.len() as c_int,
             consts::dt_uint64(),
             consts::op_max(),
             shadow,
+            &mut req,
         )
     };
+    if rc == consts::SUCCESS() {
+        rc = crate::nbc::wait_advancing(&mut req);
+    }
     if rc != consts::SUCCESS() || v[n] != h || v[n + 1] != !h {
         log::error!(
             "learn: {}: the ranks did not agree (rc {rc}); native from now on",

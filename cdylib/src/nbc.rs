@@ -328,9 +328,17 @@ pub fn progress() {
     for e in t.iter_mut().filter(|e| e.phase == Phase::Running) {
         step(e);
     }
-    let before = t.len();
-    t.retain(|e| !(e.detached && e.phase != Phase::Running));
-    ENTRIES.fetch_sub(before - t.len(), Ordering::Relaxed);
+    let gone = |e: &Entry| e.detached && e.phase != Phase::Running;
+    let states: Vec<*const crate::comm::CommState> = t
+        .iter()
+        .filter(|e| gone(e))
+        .map(|e| e.planned.st as *const _)
+        .collect();
+    t.retain(|e| !gone(e));
+    ENTRIES.fetch_sub(states.len(), Ordering::Relaxed);
+    for st in states {
+        left(&t, st);
+    }
 }
 
 thread_local! {
@@ -375,6 +383,79 @@ pub fn drain(st: *const crate::comm::CommState) {
     while running() && on(&TABLE.lock()) {
         progress();
         pause.pause();
+    }
+}
+
+/// Wait for `req` (an MPI request of pcoll's own), advancing the running schedules meanwhile
+/// (inside `PMPI_Wait` they would not move, and another rank may wait for this one's part of
+/// them before it gets here). Returns the MPI's code.
+pub fn wait_advancing(req: &mut MPI_Request) -> c_int {
+    let mut pause = Pause::default();
+    loop {
+        if !running() || advancing() {
+            // SAFETY: the caller's request, completed once.
+            return unsafe { PMPI_Wait(req, RSMPI_STATUS_IGNORE) };
+        }
+        let mut done: c_int = 0;
+        // SAFETY: as above; out-pointer to a local.
+        let rc = unsafe { PMPI_Test(req, &mut done, RSMPI_STATUS_IGNORE) };
+        if rc != consts::SUCCESS() || done != 0 {
+            return rc;
+        }
+        progress();
+        pause.pause();
+    }
+}
+
+/// Does any rank of `comm` say yes? (Collective; a non-blocking allreduce waited for with
+/// [`wait_advancing`].)
+pub fn any(comm: MPI_Comm, yes: bool) -> bool {
+    let (mine, mut all) = (c_int::from(yes), 0 as c_int);
+    let mut req = null();
+    // SAFETY: one int each way; both outlive the request, waited for here.
+    let rc = unsafe {
+        PMPI_Iallreduce(
+            &mine as *const c_int as *const std::os::raw::c_void,
+            &mut all as *mut c_int as *mut std::os::raw::c_void,
+            1,
+            consts::dt_int(),
+            consts::op_max(),
+            comm,
+            &mut req,
+        )
+    };
+    rc == consts::SUCCESS() && wait_advancing(&mut req) == consts::SUCCESS() && all != 0
+}
+
+/// Does one of pcoll's requests (any phase) run on the communicator whose state is `st`?
+pub fn holds(st: &crate::comm::CommState) -> bool {
+    if none() || advancing() {
+        return false;
+    }
+    TABLE.lock().iter().any(|e| std::ptr::eq(e.planned.st, st))
+}
+
+/// An entry on the state `st` left the table `t`: if it was the state's last, a state whose
+/// communicator was freed before goes ([`crate::comm::orphan_gone`]).
+fn left(t: &[Entry], st: *const crate::comm::CommState) {
+    if !t.iter().any(|e| std::ptr::eq(e.planned.st, st)) {
+        crate::comm::orphan_gone(st);
+    }
+}
+
+/// Every rank of `comm` is here (a non-blocking barrier, waited for with
+/// [`wait_advancing`]): before the collectives pcoll makes inside a blocking call for itself —
+/// the shadow, a window and its free, the nodes, a learned cell's agreement — which have no
+/// non-blocking form. Once every rank is in the call, they need nothing of any rank's
+/// schedules; before, a rank blocked in them held the schedules others waited for (a
+/// blocking allreduce's first call on one communicator beside a pending `MPI_Iallreduce` on
+/// another, waited for first elsewhere: issue 30's hunt, session 51). Every rank calls it
+/// at the same point (the calls that reach it are agreed), whether or not it runs schedules.
+pub fn meet(comm: MPI_Comm) {
+    let mut req = null();
+    // SAFETY: a collective over `comm`, where every rank comes; out-pointer to a local.
+    if unsafe { PMPI_Ibarrier(comm, &mut req) } == consts::SUCCESS() {
+        wait_advancing(&mut req);
     }
 }
 

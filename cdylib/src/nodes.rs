@@ -213,6 +213,7 @@ const NAME_BYTES: usize = 256;
 
 /// The layout of `shadow` (a communicator of `size` ranks).
 pub fn layout(shadow: MPI_Comm, size: usize, mode: NodeMode) -> Layout {
+    crate::nbc::meet(shadow);
     layout_and_load(shadow, size, mode, &mut None)
 }
 

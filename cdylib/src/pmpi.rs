@@ -223,7 +223,6 @@ impl<'a> PmpiTransport<'a> {
             root,
             all: false,
             in_place: std::ptr::eq(input, output),
-            comm: self.comm,
             fused: if self.f.contiguous() {
                 crate::shm::kernel::fused(self.op, self.dt)
             } else {

@@ -41,6 +41,7 @@ impl CommState {
         // SAFETY: collective over `parent` (every rank is in the same blocking call); the
         // group is freed after, the new handle written into the state's cell.
         let rc = errors_returned(parent, || unsafe {
+            crate::nbc::meet(parent);
             let mut group = std::mem::MaybeUninit::<MPI_Group>::uninit();
             let rc = PMPI_Comm_group(parent, group.as_mut_ptr());
             if rc != consts::SUCCESS() {

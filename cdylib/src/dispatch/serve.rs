@@ -132,7 +132,6 @@ pub(super) fn shm_call(a: &Args, v: &Valid) -> crate::shm::run::Call {
         root: spec.root,
         all: spec.coll == Collective::Allreduce,
         in_place: v.in_place,
-        comm: a.comm,
         fused: if v.facts.contiguous() {
             crate::shm::kernel::fused(a.op, a.dt)
         } else {
@@ -226,7 +225,6 @@ pub(super) fn plan_call(a: &Args, v: &Valid, (input, output): Bases) -> crate::s
         root: spec.root,
         all: false,
         in_place: v.in_place,
-        comm: a.comm,
         fused: if moves || !v.facts.contiguous() {
             None
         } else {

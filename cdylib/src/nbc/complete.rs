@@ -100,6 +100,7 @@ fn settle(reqs: &mut [MPI_Request], i: usize, s: *mut MPI_Status) -> c_int {
             // SAFETY: our stand-in, completed by the MPI just now, freed once.
             unsafe { PMPI_Request_free(&mut e.handle) };
             reqs[i] = null();
+            super::left(&t, e.planned.st);
         }
         Kind::Persistent => t[k].phase = Phase::Inactive,
     }
@@ -261,6 +262,7 @@ pub fn free(req: &mut MPI_Request) -> Option<c_int> {
             }
             PMPI_Request_free(&mut e.handle);
         }
+        super::left(&t, e.planned.st);
     }
     *req = null();
     Some(consts::SUCCESS())

@@ -30,8 +30,6 @@ pub struct Call {
     pub all: bool,
     /// `MPI_IN_PLACE` on this rank.
     pub in_place: bool,
-    /// For `MPI_Pack` of types with holes.
-    pub comm: MPI_Comm,
     /// A one-pass `z := x ⊕ y` for the op and type ([`super::kernel`]), if any.
     pub fused: Option<(super::kernel::Fused, usize)>,
 }
@@ -77,7 +75,9 @@ impl Call {
                 dst as *mut c_void,
                 n,
                 self.dt,
-                self.comm,
+                // Packed and unpacked in this process: no peer's representation matters
+                // (and a persistent call may outlive its communicator's handle).
+                consts::comm_self(),
             )
         }
     }

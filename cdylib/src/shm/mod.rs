@@ -24,6 +24,8 @@
 
 pub mod budget;
 pub mod call;
+mod registry;
+pub use registry::{all_freed, free_all};
 pub mod kernel;
 pub mod run;
 mod segment;
@@ -274,6 +276,8 @@ pub struct Win {
     node: MPI_Comm,
     /// This rank's bytes of it in the process's [`budget`], given back when it is freed.
     held: usize,
+    /// The window's place in [`free_all`]'s order, the same on every rank of it.
+    pub(crate) key: u64,
 }
 
 struct Inner {
@@ -357,29 +361,14 @@ impl Win {
         let Some(mut inner) = self.inner.lock().take() else {
             return;
         };
-        REGISTRY
-            .lock()
-            .retain(|&w| w != self as *const Win as usize);
+        registry::remove(self);
         budget::give_back(self.held);
+        crate::nbc::meet(inner.node);
         // SAFETY: made by `create`, freed exactly once (taken out of the mutex above).
         unsafe {
             PMPI_Win_free(&mut inner.win);
             PMPI_Comm_free(&mut inner.node);
         }
-    }
-}
-
-/// Live windows (addresses of boxed `Win`s), in creation order, for [`free_all`].
-static REGISTRY: Mutex<Vec<usize>> = parking_lot::const_mutex(Vec::new());
-
-/// Free every live window (at the start of `MPI_Finalize`, where every rank is): in creation
-/// order, which is the same order on every rank of each window's communicator.
-pub fn free_all() {
-    let live: Vec<usize> = REGISTRY.lock().clone();
-    for w in live {
-        // SAFETY: a registered Win is alive: it is unregistered by `release`, which its
-        // communicator's delete callback runs before freeing it.
-        unsafe { (*(w as *const Win)).release() };
     }
 }
 
@@ -464,6 +453,7 @@ fn warn_once(why: &str) {
 /// Collective over the communicator.
 pub fn create(shadow: MPI_Comm, p: usize, rank: usize) -> Option<Box<Win>> {
     let t0 = std::time::Instant::now();
+    crate::nbc::meet(shadow);
     let s = settings();
     let mut node: MPI_Comm = consts::comm_null();
     // SAFETY: collective split of a valid communicator; out-pointer.
@@ -514,6 +504,7 @@ pub fn create_node(
     layout: &pcoll::nodes::Layout,
     rank: usize,
 ) -> Result<Option<Box<Win>>, ()> {
+    crate::nbc::meet(shadow);
     let s = settings();
     let n = layout.node_of[rank];
     let k = layout.members[n].len();
@@ -592,6 +583,32 @@ fn made_in(t0: std::time::Instant, ends: [std::time::Duration; 4]) -> String {
     )
 }
 
+/// `MPI_Win_allocate_shared` of `bytes` on this rank over `node` (collective): whether it was
+/// made, this rank's base and the window.
+fn allocate_shared(node: MPI_Comm, bytes: usize) -> (bool, *mut u8, MPI_Win) {
+    let mut base: *mut u8 = std::ptr::null_mut();
+    // SAFETY: a zeroed handle is a valid out-value.
+    let mut win: MPI_Win = unsafe { std::mem::zeroed() };
+    let mut info: MPI_Info = consts::info_null();
+    // SAFETY: collective over `node` (every rank is here: `agree` said yes everywhere);
+    // out-pointers to locals; the info object is freed here.
+    let made = unsafe {
+        PMPI_Info_create(&mut info);
+        PMPI_Info_set(info, c"alloc_shared_noncontig".as_ptr(), c"true".as_ptr());
+        let rc = PMPI_Win_allocate_shared(
+            bytes as MPI_Aint,
+            1,
+            info,
+            node,
+            &mut base as *mut *mut u8 as *mut c_void,
+            &mut win,
+        );
+        PMPI_Info_free(&mut info);
+        ok(rc)
+    };
+    (made, base, win)
+}
+
 /// `MPI_Win_allocate_shared` of `bytes` per rank over `node` (ranks in the shadow's order),
 /// every segment looked up, the own one first-touched, `held` kept in the [`budget`] until
 /// it is freed; None if any rank failed. Its parts are timed for the debug log (docs/shm.md,
@@ -604,25 +621,7 @@ fn allocate(
     held: budget::Reserved,
 ) -> Option<Box<Win>> {
     let t0 = std::time::Instant::now();
-    let mut base: *mut u8 = std::ptr::null_mut();
-    let mut win: MPI_Win = unsafe { std::mem::zeroed() };
-    let mut info: MPI_Info = consts::info_null();
-    // SAFETY: collective over `node` (every rank is here: `agree` said yes everywhere);
-    // out-pointers to locals; the info object is freed here.
-    let made = unsafe {
-        PMPI_Info_create(&mut info);
-        PMPI_Info_set(info, c"alloc_shared_noncontig".as_ptr(), c"true".as_ptr());
-        let rc = PMPI_Win_allocate_shared(
-            (bytes + PAGE) as MPI_Aint,
-            1,
-            info,
-            node,
-            &mut base as *mut *mut u8 as *mut c_void,
-            &mut win,
-        );
-        PMPI_Info_free(&mut info);
-        ok(rc)
-    };
+    let (made, base, mut win) = allocate_shared(node, bytes + PAGE);
     let (bases, mut found) = if made {
         segments(win, p, bytes)
     } else {
@@ -643,6 +642,7 @@ fn allocate(
         }
         return None;
     }
+    let key = registry::agreed_key(node, rank);
     let t_agree = t0.elapsed();
     prefault(&bases, rank, bytes);
     let t_others = t0.elapsed();
@@ -664,8 +664,9 @@ fn allocate(
         rank,
         node,
         held: held.keep(),
+        key,
     });
-    REGISTRY.lock().push(&*w as *const Win as usize);
+    registry::add(&w);
     log::debug!(
         "shm: window of {bytes} bytes per rank, {}-byte cells, {slots} slots; calls under \
          a cell on fresh lines: {fresh}; one-cell reduces and bcasts in quarter cells: {}; \
