@@ -167,6 +167,36 @@ static void gather_case(tctx *t, MPI_Comm comm, int n, int c, int v, int in_plac
     free(s), free(m), free(cnt), free(dsp);
 }
 
+/* An empty signature as a count of a type with no data (MPI_Type_contiguous(0, MPI_INT)) from
+ * a NULL buffer on one rank, count 0 of MPI_INT on the others: a bcast from `root`, and an
+ * allgather whose rank `root` sends so. Nothing may be written. (Until session 51 that
+ * rank's NULL counted as a misplaced buffer: it went to the MPI alone and the others hung.) */
+static void empty_case(tctx *t, MPI_Comm comm, int root)
+{
+    int r;
+    MPI_Comm_rank(comm, &r);
+    if (!tc_case(t, "empty signature from NULL at rank %d", root))
+        return;
+    MPI_Datatype none;
+    MPI_Type_contiguous(0, MPI_INT, &none);
+    MPI_Type_commit(&none);
+    int buf[4] = {7, 7, 7, 7}, got[64];
+    for (int i = 0; i < 64; i++)
+        got[i] = -5;
+    int rc = r == root ? MPI_Bcast(NULL, 5, none, root, comm) : MPI_Bcast(buf, 0, MPI_INT, root, comm);
+    if (rc == MPI_SUCCESS)
+        rc = r == root ? MPI_Allgather(NULL, 3, none, got, 0, MPI_INT, comm)
+                       : MPI_Allgather(buf, 0, MPI_INT, got, 0, MPI_INT, comm);
+    if (rc != MPI_SUCCESS)
+        tc_fail(t, "returned %d", rc);
+    for (int i = 0; i < 64; i++)
+        if (got[i] != -5 || (i < 4 && buf[i] != 7)) {
+            tc_fail(t, "a buffer of an empty call was written at %d", i);
+            break;
+        }
+    MPI_Type_free(&none);
+}
+
 int main(int argc, char **argv)
 {
     tctx t;
@@ -192,6 +222,8 @@ int main(int argc, char **argv)
                 for (int zero = 0; zero < 2 - (in_place | v); zero++)
                     gather_case(&t, comm, n, si + v + zero, v, in_place, zero);
     }
+    for (int root = 0; root < p; root++)
+        empty_case(&t, comm, root);
     for (int k = 0; k <= NT; k++)
         MPI_Type_free(&types[k]);
     int rc = tc_finish(&t);

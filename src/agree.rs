@@ -360,6 +360,36 @@ pub fn warning(diffs: &[Difference], rank0: &Inputs) -> String {
     )
 }
 
+/// Largest `PCOLL_TUNING` file read (a table is a few KiB; learned ones tens).
+const TABLE_MAX: u64 = 16 << 20;
+
+/// The text of the table file at `p`: a regular file (through symbolic links) of at most
+/// [`TABLE_MAX`] bytes. Anything else is unreadable (an error the settings report): opening
+/// a FIFO would wait for a writer, and `/dev/zero` never ends.
+pub fn read_table(p: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let m = std::fs::metadata(p)?;
+    if !m.is_file() {
+        return Err(std::io::Error::other(if m.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        }));
+    }
+    if m.len() > TABLE_MAX {
+        return Err(std::io::Error::other(format!(
+            "{} bytes, above the {} a table may have",
+            m.len(),
+            TABLE_MAX
+        )));
+    }
+    let mut text = String::new();
+    std::fs::File::open(p)?
+        .take(TABLE_MAX)
+        .read_to_string(&mut text)?;
+    Ok(text)
+}
+
 #[cfg(test)]
 #[path = "agree_tests.rs"]
 mod tests;

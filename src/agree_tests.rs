@@ -192,3 +192,38 @@ fn rank_lists() {
     let many: Vec<usize> = (0..40).step_by(2).collect();
     assert_eq!(rank_list(&many), "ranks 0,2,4,6,8,10,12,14,... (20 ranks)");
 }
+
+#[test]
+fn table_files_are_regular_and_bounded() {
+    let dir = std::env::temp_dir().join(format!("pcoll-read-table-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ok = dir.join("t.toml");
+    std::fs::write(&ok, TABLE_A).unwrap();
+    assert_eq!(read_table(&ok).unwrap(), TABLE_A);
+    // Through a symbolic link: the file it points to.
+    let link = dir.join("link.toml");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&ok, &link).unwrap();
+    assert_eq!(read_table(&link).unwrap(), TABLE_A);
+    // A directory, a device that never ends, a FIFO (opening it would wait for a writer).
+    assert!(read_table(&dir)
+        .unwrap_err()
+        .to_string()
+        .contains("directory"));
+    let zero = read_table(Path::new("/dev/zero")).unwrap_err();
+    assert!(zero.to_string().contains("not a regular file"), "{zero}");
+    let fifo = dir.join("fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        assert!(read_table(&fifo).is_err());
+    }
+    // Larger than a table may be (a sparse file: no bytes written).
+    let big = dir.join("big.toml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(TABLE_MAX + 1)
+        .unwrap();
+    assert!(read_table(&big).unwrap_err().to_string().contains("above"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -242,7 +242,7 @@ impl Config {
     pub fn load_table_or(&self, builtin: Table) -> (Table, Vec<String>) {
         let read = match &self.tuning {
             None => TableRead::Unset,
-            Some(path) => match std::fs::read_to_string(path) {
+            Some(path) => match crate::agree::read_table(path) {
                 Ok(t) => TableRead::Text(t),
                 Err(e) => TableRead::Unreadable(e.to_string()),
             },

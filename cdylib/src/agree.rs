@@ -32,11 +32,7 @@ fn env_get(k: &str) -> Option<String> {
 }
 
 fn read_local() -> Inputs {
-    Inputs::read(
-        &env_get,
-        &|p| std::fs::read_to_string(p),
-        &library_version(),
-    )
+    Inputs::read(&env_get, &pcoll::agree::read_table, &library_version())
 }
 
 /// `MPI_Get_library_version` (empty if it fails).

@@ -42,10 +42,10 @@ pub fn at_init() {
 }
 
 /// Can `path` be written (without truncating it: it may be the table this run replays)?
+/// Only a regular file is (through its symbolic links): opening a FIFO waits for a reader,
+/// and the rename of [`write_atomically`] would replace a device node.
 fn writable(path: &Path) -> std::io::Result<()> {
-    if path.is_dir() {
-        return Err(std::io::Error::other("it is a directory"));
-    }
+    let path = &target(path)?;
     if path.exists() {
         return std::fs::OpenOptions::new()
             .append(true)
@@ -54,6 +54,19 @@ fn writable(path: &Path) -> std::io::Result<()> {
     }
     std::fs::File::create(path)?;
     std::fs::remove_file(path)
+}
+
+/// The file `path` names: its symbolic links followed (the table replaces the file they
+/// point to, not the links), and an error for anything that exists but is not a regular
+/// file (a directory, a FIFO, a device).
+fn target(path: &Path) -> std::io::Result<std::path::PathBuf> {
+    let Ok(real) = std::fs::canonicalize(path) else {
+        return Ok(path.to_path_buf()); // not there yet (or a dangling link: created through it)
+    };
+    if !std::fs::metadata(&real)?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(real)
 }
 
 /// At `MPI_Finalize`, on every rank (learning on): gather the records to rank 0 of
@@ -201,6 +214,7 @@ fn write_table(g: &Global, records: Vec<Record>) {
 
 /// `text` into `path` through a temporary file beside it and a rename.
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let path = &target(path)?;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp.{}", std::process::id()));
     let tmp = std::path::PathBuf::from(tmp);
@@ -209,4 +223,50 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileTypeExt;
+
+    #[test]
+    fn the_table_is_written_to_a_regular_file_only() {
+        let dir = std::env::temp_dir().join(format!("pcoll-learn-target-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("t.toml");
+        std::fs::write(&file, "old").unwrap();
+        // A symbolic link: the file it points to is replaced, the link stays.
+        let link = dir.join("link.toml");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        write_atomically(&link, "new").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
+        // Not there yet: created.
+        let fresh = dir.join("fresh.toml");
+        writable(&fresh).unwrap();
+        assert!(!fresh.exists(), "the check leaves nothing behind");
+        write_atomically(&fresh, "x").unwrap();
+        assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "x");
+        // A directory and a FIFO are refused (opening a FIFO would wait for a reader), and
+        // left as they were.
+        assert!(writable(&dir).is_err());
+        let fifo = dir.join("fifo");
+        if std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            assert!(writable(&fifo).is_err());
+            assert!(write_atomically(&fifo, "x").is_err());
+            assert!(std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
