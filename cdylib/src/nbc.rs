@@ -407,24 +407,24 @@ pub fn wait_advancing(req: &mut MPI_Request) -> c_int {
     }
 }
 
-/// Does any rank of `comm` say yes? (Collective; a non-blocking allreduce waited for with
-/// [`wait_advancing`].)
-pub fn any(comm: MPI_Comm, yes: bool) -> bool {
-    let (mine, mut all) = (c_int::from(yes), 0 as c_int);
+/// Do all ranks of `comm` say yes? (Collective; a non-blocking allreduce waited for with
+/// [`wait_advancing`]; an MPI error counts as a no.)
+pub fn all(comm: MPI_Comm, yes: bool) -> bool {
+    let (mine, mut every) = (c_int::from(yes), 0 as c_int);
     let mut req = null();
     // SAFETY: one int each way; both outlive the request, waited for here.
     let rc = unsafe {
         PMPI_Iallreduce(
             &mine as *const c_int as *const std::os::raw::c_void,
-            &mut all as *mut c_int as *mut std::os::raw::c_void,
+            &mut every as *mut c_int as *mut std::os::raw::c_void,
             1,
             consts::dt_int(),
-            consts::op_max(),
+            consts::op_min(),
             comm,
             &mut req,
         )
     };
-    rc == consts::SUCCESS() && wait_advancing(&mut req) == consts::SUCCESS() && all != 0
+    rc == consts::SUCCESS() && wait_advancing(&mut req) == consts::SUCCESS() && every == 1
 }
 
 /// Does one of pcoll's requests (any phase) run on the communicator whose state is `st`?

@@ -22,7 +22,8 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 pub(super) fn free_or_keep(st: Box<CommState>) {
     let mine = crate::nbc::holds(&st);
     if st.has_windows() && !crate::shm::all_freed() {
-        if crate::nbc::any(st.shadow(), mine) {
+        // Kept unless every rank says it holds none (an MPI error keeps it too).
+        if !crate::nbc::all(st.shadow(), !mine) {
             Box::leak(st); // its windows are freed by `crate::shm::free_all`
             return;
         }

@@ -32,6 +32,7 @@ mod segment;
 pub mod stream;
 
 use crate::consts;
+use crate::nbc::all as agree;
 use mpi_sys::*;
 use parking_lot::Mutex;
 use segment::{first_touch, page_up, prefault, segments, PAGE};
@@ -374,23 +375,6 @@ impl Win {
 
 fn ok(rc: c_int) -> bool {
     rc == consts::SUCCESS()
-}
-
-/// Do all ranks of `comm` say yes? (Collective.)
-fn agree(comm: MPI_Comm, yes: bool) -> bool {
-    let (mine, mut all) = (c_int::from(yes), 0 as c_int);
-    // SAFETY: one int each way.
-    let rc = unsafe {
-        PMPI_Allreduce(
-            &mine as *const c_int as *const c_void,
-            &mut all as *mut c_int as *mut c_void,
-            1,
-            consts::dt_int(),
-            consts::op_min(),
-            comm,
-        )
-    };
-    ok(rc) && all == 1
 }
 
 /// Does every rank of `node` (`p` ranks) have a core of its own? The CPUs any of them may
