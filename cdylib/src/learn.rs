@@ -1,7 +1,7 @@
 //! `PCOLL_LEARN` in the library (the pure part, cells, candidates, schedule, winner and the
 //! learned table, is `pcoll::learn`): the cells of each communicator (in its
 //! [`CommState`]), the timing of a cell's explored calls, the one agreement per cell (a
-//! `PMPI_Allreduce` `MAX` of the per-candidate times on the communicator's shadow, at the
+//! non-blocking allreduce `MAX` of the per-candidate times on the communicator's shadow, at the
 //! same call on every rank), and at `MPI_Finalize` the records of every rank gathered to
 //! rank 0 of `MPI_COMM_WORLD`, which writes the learned table.
 //!
@@ -21,7 +21,6 @@ use pcoll::learn::table::Record;
 pub use pcoll::learn::Tally;
 use pcoll::learn::{self as core, Candidate, Cell, CellKey, Step};
 use pcoll::Algorithm;
-use std::os::raw::{c_int, c_void};
 
 /// A raced rule's cell explores native and the rule's algorithm in blocks of this many calls
 /// ([`Cell::blocked`]): 16 calls for a cell of 64 KiB (56 below) ...
@@ -374,24 +373,11 @@ fn agree(g: &'static Global, st: &'static CommState, key: CellKey, cell: &mut Ce
     };
     let mut v = local.clone();
     v.extend([h, !h]);
-    // Non-blocking, waited for while the running schedules advance (`nbc::meet`).
-    let mut req = crate::nbc::null();
-    // SAFETY: `v` holds n + 2 u64, reduced in place on the communicator's shadow, and
-    // outlives the request, waited for here.
-    let mut rc = unsafe {
-        PMPI_Iallreduce(
-            consts::in_place(),
-            v.as_mut_ptr() as *mut c_void,
-            v.len() as c_int,
-            consts::dt_uint64(),
-            consts::op_max(),
-            shadow,
-            &mut req,
-        )
-    };
-    if rc == consts::SUCCESS() {
-        rc = crate::nbc::wait_advancing(&mut req);
-    }
+    // Waited for while the running schedules advance (`nbc::meet`).
+    // SAFETY: `v` holds u64, reduced in place on the communicator's shadow, where every
+    // rank of it is at this call.
+    let rc =
+        unsafe { crate::nbc::allreduce(&mut v, consts::dt_uint64(), consts::op_max(), shadow) };
     if rc != consts::SUCCESS() || v[n] != h || v[n + 1] != !h {
         log::error!(
             "learn: {}: the ranks did not agree (rc {rc}); native from now on",

@@ -410,21 +410,37 @@ pub fn wait_advancing(req: &mut MPI_Request) -> c_int {
 /// Do all ranks of `comm` say yes? (Collective; a non-blocking allreduce waited for with
 /// [`wait_advancing`]; an MPI error counts as a no.)
 pub fn all(comm: MPI_Comm, yes: bool) -> bool {
-    let (mine, mut every) = (c_int::from(yes), 0 as c_int);
+    let mut v = [c_int::from(yes)];
+    // SAFETY: one int, reduced in place.
+    let rc = unsafe { allreduce(&mut v, consts::dt_int(), consts::op_min(), comm) };
+    rc == consts::SUCCESS() && v[0] == 1
+}
+
+/// `MPI_Allreduce` of `v` in place on `comm`, non-blocking and waited for with
+/// [`wait_advancing`] (pcoll's own agreements inside a blocking call). Returns the MPI's code.
+///
+/// # Safety
+///
+/// `dt` describes one element of `T`; `op` is valid for it; every rank of `comm` calls this
+/// at the same point.
+pub unsafe fn allreduce<T>(v: &mut [T], dt: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
     let mut req = null();
-    // SAFETY: one int each way; both outlive the request, waited for here.
+    // SAFETY: `v` outlives the request, waited for here; the caller vouches for the type.
     let rc = unsafe {
         PMPI_Iallreduce(
-            &mine as *const c_int as *const std::os::raw::c_void,
-            &mut every as *mut c_int as *mut std::os::raw::c_void,
-            1,
-            consts::dt_int(),
-            consts::op_min(),
+            consts::in_place(),
+            v.as_mut_ptr() as *mut std::os::raw::c_void,
+            v.len() as c_int,
+            dt,
+            op,
             comm,
             &mut req,
         )
     };
-    rc == consts::SUCCESS() && wait_advancing(&mut req) == consts::SUCCESS() && every == 1
+    if rc != consts::SUCCESS() {
+        return rc;
+    }
+    wait_advancing(&mut req)
 }
 
 /// Does one of pcoll's requests (any phase) run on the communicator whose state is `st`?
@@ -449,7 +465,7 @@ fn left(t: &[Entry], st: *const crate::comm::CommState) {
 /// non-blocking form. Once every rank is in the call, they need nothing of any rank's
 /// schedules; before, a rank blocked in them held the schedules others waited for (a
 /// blocking allreduce's first call on one communicator beside a pending `MPI_Iallreduce` on
-/// another, waited for first elsewhere: issue 30's hunt, session 51). Every rank calls it
+/// another, waited for first elsewhere: session 51's bug hunt). Every rank calls it
 /// at the same point (the calls that reach it are agreed), whether or not it runs schedules.
 pub fn meet(comm: MPI_Comm) {
     let mut req = null();

@@ -14,7 +14,7 @@ static REGISTRY: Mutex<Vec<usize>> = parking_lot::const_mutex(Vec::new());
 /// order of their keys ([`agreed_key`]). Each `MPI_Win_free` waits for the window's other
 /// ranks, so every rank must free the windows it shares in one order; creation order is not
 /// that when threads made windows on several communicators at once (two ranks then waited
-/// in the frees of different windows: issue 30's hunt, session 51). Keys are unique in the
+/// in the frees of different windows: session 51's bug hunt). Keys are unique in the
 /// job and the same on every rank of a window, so the smallest key not yet freed always has
 /// all its ranks at it.
 pub fn free_all() {
