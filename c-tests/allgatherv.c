@@ -5,14 +5,16 @@
  * permutation with gaps where zero-sized blocks point anywhere (even into other blocks).
  * recvbuf is pre-filled with a sentinel: gaps and the guard after the last block must stay
  * untouched. MPI_IN_PLACE: rank r's own block is already at displs[r] of recvbuf
- * (sendcount / sendtype are ignored: we pass 0 and MPI_DATATYPE_NULL).
+ * (sendcount / sendtype are ignored: we pass 0 and MPI_DATATYPE_NULL). "from-end": the
+ * reversed layout, but odd ranks pass the end of their buffer with negative displacements
+ * (each rank's displacements are its own: one rank's must not change how the others run).
  */
 #include "common.h"
 
 enum { PAT_UNIFORM, PAT_IRREGULAR, PAT_ONE, PAT_SKEWED, PAT_LARGE, NPAT };
 static const char *const pat_names[NPAT] = {"uniform", "irregular", "one-nonzero", "skewed", "large"};
-enum { D_PACKED, D_REVERSED_GAPS, D_PERMUTED_GAPS, NDISP };
-static const char *const disp_names[NDISP] = {"packed", "reversed+gaps", "permuted+gaps"};
+enum { D_PACKED, D_REVERSED_GAPS, D_PERMUTED_GAPS, D_FROM_END, NDISP };
+static const char *const disp_names[NDISP] = {"packed", "reversed+gaps", "permuted+gaps", "from-end"};
 
 static void make_counts(int pat, size_t c, uint64_t seed, int n, int *counts)
 {
@@ -40,6 +42,7 @@ static size_t make_displs(int dp, uint64_t seed, int n, const int *counts, int *
         }
         break;
     case D_REVERSED_GAPS:
+    case D_FROM_END:
         pos = rnd(seed, -1, 0, 4) % 3;
         for (int i = n - 1; i >= 0; i--) {
             displs[i] = (int)pos;
@@ -101,12 +104,19 @@ static void one_agv(tctx *t, MPI_Comm comm, int k, int pat, size_t c, int dp, in
     memcpy(keep, in, mycount * es);
     fill_sentinel(out, bytes + GUARD_BYTES);
     int rc;
+    /* The buffer as this rank passes it: from its end for odd ranks under D_FROM_END. */
+    int shift = dp == D_FROM_END && r % 2 ? (int)len : 0;
+    int *dcall = xmalloc(sizeof(int) * (size_t)n);
+    for (int j = 0; j < n; j++)
+        dcall[j] = displs[j] - shift;
+    unsigned char *base = out + (size_t)shift * es;
     if (inplace) {
         memcpy(out + (size_t)displs[r] * es, in, mycount * es);
-        rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, counts, displs, kind_dt(k), comm);
+        rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, base, counts, dcall, kind_dt(k), comm);
     } else {
-        rc = MPI_Allgatherv(in, (int)mycount, kind_dt(k), out, counts, displs, kind_dt(k), comm);
+        rc = MPI_Allgatherv(in, (int)mycount, kind_dt(k), base, counts, dcall, kind_dt(k), comm);
     }
+    free(dcall);
     if (rc != MPI_SUCCESS)
         tc_fail(t, "MPI_Allgatherv returned %d", rc);
     memset(covered, 0, bytes);

@@ -8,7 +8,7 @@
 #                              p = 1..5, MPICH p = 1, 2 (verify/mpi4py.sh)
 #   3. threads                 MPI_THREAD_MULTIPLE stress, default and forced algorithms
 #   4. rss                     resident memory flat over 100 000 calls
-#   5. bigcount                > 2^31-byte allreduce/reduce at p = 2 (skipped with SOAK_BIGCOUNT=0;
+#   5. bigcount                > 2^31-byte allreduce/reduce/bcast at p = 2 (SOAK_BIGCOUNT=0 skips;
 #                              needs ~9 GB, the program skips itself if memory is short)
 #   6. badinput                error classes native vs pcoll, malformed tuning files (both MPIs)
 #   7. valgrind                memcheck with pcoll preloaded (MPICH)
@@ -57,7 +57,7 @@ for mpi in $MPIS; do
     step "rss $mpi p=2" timeout 900 mpirun.openmpi --allow-run-as-root -np 2 -x LD_PRELOAD="$lib" "$OUT/rss-$mpi" </dev/null
     step "rss $mpi p=4" timeout 900 mpirun.openmpi --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$lib" "$OUT/rss-$mpi" </dev/null
     [ "${SOAK_BIGCOUNT:-1}" = 1 ] && step "bigcount $mpi p=2" timeout 1800 mpirun.openmpi --allow-run-as-root -np 2 \
-      -x LD_PRELOAD="$lib" -x PCOLL_STATS=1 "$OUT/bigcount-$mpi" </dev/null
+      -x LD_PRELOAD="$lib" -x PCOLL_STATS=1 -x PCOLL_BCAST=pipeline -x PCOLL_SEGMENT=100000 "$OUT/bigcount-$mpi" </dev/null
   else
     # MPICH busy-polls when oversubscribed: p = 2 only.
     step "threads $mpi p=2" timeout 900 mpiexec.mpich -n 2 -genv LD_PRELOAD "$lib" "$OUT/threads-$mpi" -t 4 -n 2000 </dev/null
@@ -65,7 +65,7 @@ for mpi in $MPIS; do
       -genv PCOLL_ALLREDUCE ring -genv PCOLL_REDUCE_SCATTER ring -genv PCOLL_ALLGATHERV ring "$OUT/threads-$mpi" -t 4 -n 2000 </dev/null
     step "rss $mpi p=2" timeout 900 mpiexec.mpich -n 2 -genv LD_PRELOAD "$lib" "$OUT/rss-$mpi" </dev/null
     [ "${SOAK_BIGCOUNT:-1}" = 1 ] && step "bigcount $mpi p=2" timeout 1800 mpiexec.mpich -n 2 \
-      -genv LD_PRELOAD "$lib" -genv PCOLL_STATS 1 "$OUT/bigcount-$mpi" </dev/null
+      -genv LD_PRELOAD "$lib" -genv PCOLL_STATS 1 -genv PCOLL_BCAST pipeline -genv PCOLL_SEGMENT 100000 "$OUT/bigcount-$mpi" </dev/null
   fi
 done
 # Short checks that belong to the same issue: error classes and malformed configuration

@@ -13,6 +13,9 @@
  *     MPI_Reduce out of place to root p-1.
  *  2. MPI_INT, count COUNT * 262144 (fits an int, byte size > 2^31), MPI_SUM: the same two
  *     calls.
+ *  3. MPI_Bcast of those bytes (to a multiple of 28) from rank 0, described as MPI_INT at the
+ *     root and as a 28-byte contiguous type elsewhere (pcoll sends such calls to the MPI on
+ *     every rank; a forced PCOLL_BCAST must not change that).
  * Element j of rank r holds (j mod 65521) + 3r: every element is checked, so a byte offset
  * that wrapped at 2^31 shows up as a wrong value.
  *
@@ -138,6 +141,27 @@ int main(int argc, char **argv) {
         failures += allbad != 0;
         free(r);
     }
+    /* bcast from rank 0, which describes the data as MPI_INT while the others use a 28-byte
+     * contiguous type (equal signatures; session 52: split at different bytes, or with a
+     * root's count beyond an int sent it to the MPI alone) */
+    size_t m = n - n % 7;
+    MPI_Datatype seven;
+    MPI_Type_contiguous(7, MPI_INT, &seven);
+    MPI_Type_commit(&seven);
+    if (me == 0) fill(a, m, 0);
+    else memset(a, 0xEE, m * sizeof(int));
+    double t0 = MPI_Wtime();
+    int rc = me == 0 ? MPI_Bcast(a, (int)m, MPI_INT, 0, MPI_COMM_WORLD)
+                     : MPI_Bcast(a, (int)(m / 7), seven, 0, MPI_COMM_WORLD);
+    double dt = MPI_Wtime() - t0;
+    size_t bad = rc == MPI_SUCCESS ? 0 : m, allbad = 0;
+    for (size_t j = 0; j < m && !bad; j++)
+        if (a[j] != (int)(j % 65521)) bad = 1 + j;
+    MPI_Allreduce(&bad, &allbad, 1, MPI_UNSIGNED_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (bad) printf("bigcount: rank %d: bcast: rc=%d, first wrong int %zu\n", me, rc, bad - 1);
+    if (me == 0) printf("bigcount: bcast MPI_INT x %zu / 28-byte type x %zu: %s (%.1f s)\n", m, m / 7, allbad ? "WRONG" : "ok", dt);
+    failures += allbad != 0;
+    MPI_Type_free(&seven);
     free(a);
     MPI_Type_free(&mib_t);
     MPI_Op_free(&usum);

@@ -41,10 +41,16 @@ const BYTE: TypeFacts = TypeFacts {
 /// (`MPI_Pack`, which on a homogeneous system is the data bytes in order), the blocks are
 /// exchanged there and unpacked at the end. Then messages may be split anywhere (chunks,
 /// segments) and every rank splits them alike. Counts and displacements become bytes;
-/// returns the staging flag, or None (the total is too large; served in elements, unsplit).
-pub(super) fn in_bytes(counts: &mut [usize], displs: &mut [usize], f: &TypeFacts) -> Option<bool> {
+/// returns the staging flag, or None (the total is too large for an int count). `placed`:
+/// the displacements are usable as they are (else staged: the user's are read at unpacking).
+pub(super) fn in_bytes(
+    counts: &mut [usize],
+    displs: &mut [usize],
+    f: &TypeFacts,
+    placed: bool,
+) -> Option<bool> {
     int_total(counts.iter().copied(), f.size)?;
-    let staging = !f.contiguous();
+    let staging = !f.contiguous() || !placed;
     let mut off = 0;
     for (c, d) in counts.iter_mut().zip(displs.iter_mut()) {
         *c *= f.size;
@@ -58,16 +64,16 @@ pub(super) fn in_bytes(counts: &mut [usize], displs: &mut [usize], f: &TypeFacts
     Some(staging)
 }
 
-/// Counts and displacements of a call as `usize` (`None`: negative, too large, or per-rank
-/// arrays that do not have one entry per rank).
-type Shape = (Vec<usize>, Vec<usize>);
+/// Counts and displacements of a call as `usize`, and whether the displacements are the
+/// user's (allgatherv's outside `0..=INT_MAX` are not: the call is staged).
+type Shape = (Vec<usize>, Vec<usize>, bool);
 
 /// `None`: hand the call to the native collective (bad input is reported by it, with its
 /// error class; calls pcoll cannot serve are served by it).
 pub(super) fn validate(g: &Global, a: &Args) -> Option<Valid> {
     let (p, rank) = comm::facts(a.comm).ok()??;
     let facts = mpi_types::type_facts(a.dt).ok()?;
-    if degenerate(&facts) && (a.coll.reduces() || elements(a, &facts)) {
+    if a.coll.reduces() && degenerate(&facts) || !a.coll.reduces() && elements(a, &facts) {
         return None;
     }
     if std::ptr::eq(a.recvbuf, consts::in_place()) {
@@ -89,14 +95,16 @@ pub(super) fn validate(g: &Global, a: &Args) -> Option<Valid> {
 /// allgather(v)'s ranks may each describe the data with another type (a root's type of
 /// extent 0 sends one element `count` times), so a rank's own type must not send it to the
 /// MPI alone while the others run pcoll's algorithm (it hung): such types are packed into
-/// the staging buffer (`in_bytes`, as types with holes), and only a total beyond an int
-/// count of bytes, which every rank has alike, goes to the MPI (see [`elements`]).
+/// the staging buffer (`in_bytes`, as types with holes).
 fn degenerate(f: &TypeFacts) -> bool {
     f.extent <= 0 || f.true_extent < 0 || f.size == 0
 }
 
-/// Bcast's or allgather(v)'s data as elements, not bytes: more bytes than an int counts
-/// (`in_bytes`), the same on every rank (equal type signatures).
+/// Bcast's or allgather(v)'s data beyond an int count of bytes, the same on every rank
+/// (equal type signatures): such a call goes to the MPI on every rank. pcoll serves these
+/// two in bytes only (`in_bytes`): in elements, ranks whose types differ in size would
+/// split segments and blocks at different bytes (a truncation error), and a rank whose
+/// count needs the `_c` form would go to the MPI alone (a hang; session 52's bug hunt).
 fn elements(a: &Args, f: &TypeFacts) -> bool {
     int_total(a.counts.iter().map(|&c| c.max(0) as usize), f.size).is_none()
 }
@@ -110,23 +118,31 @@ fn int_total(counts: impl Iterator<Item = usize>, size: usize) -> Option<usize> 
     (total <= c_int::MAX as usize).then_some(total)
 }
 
-/// The counts (and allgatherv's displacements) as `usize`.
+/// The counts (and allgatherv's displacements) as `usize` (`None`: a negative or too large
+/// count, or per-rank arrays that do not have one entry per rank).
 fn shape(a: &Args, p: usize) -> Option<Shape> {
     let counts = nonneg(&a.counts)?;
     Some(match a.coll {
-        Collective::Reduce | Collective::Allreduce => (counts, vec![]),
+        Collective::Reduce | Collective::Allreduce => (counts, vec![], true),
         // The buffer as one block (`in_bytes` makes it bytes).
-        Collective::Bcast => (counts, vec![0]),
+        Collective::Bcast => (counts, vec![0], true),
         _ => {
             if counts.len() != p {
                 return None;
             }
-            let displs = if a.coll.base() == Collective::Allgatherv {
-                nonneg(&a.displs)?
-            } else {
-                vec![]
-            };
-            (counts, displs)
+            if a.coll.base() != Collective::Allgatherv {
+                return Some((counts, vec![], true));
+            }
+            if a.displs.len() != p {
+                return None;
+            }
+            // Displacements outside 0..=INT_MAX are valid (each rank's own, from its receive
+            // buffer): a rank with such must not go to the MPI alone (it hung, session 52's
+            // bug hunt); staged, `in_bytes` sets packed ones.
+            match nonneg(&a.displs) {
+                Some(d) => (counts, d, true),
+                None => (counts, vec![0; p], false),
+            }
         }
     })
 }
@@ -203,16 +219,25 @@ fn buffers_ok(a: &Args, p: usize, rank: usize, counts: &[usize], facts: &TypeFac
 /// allgather(v) serve through `MPI_Pack` / `MPI_Unpack` (such a type has holes or an offset,
 /// so it is staged). Those two must: their ranks may describe the data with different types,
 /// so one rank's `MPI_BOTTOM` sent to native while the others ran a pcoll algorithm hung.
+/// Data starting in the first page (never mapped) count as not placed.
 fn unplaced(buf: *const c_void, n: usize, f: &TypeFacts) -> bool {
     // A type of no data (size 0) touches no buffer: NULL is as good as any (until session
     // 51 that rank went native alone with a forced algorithm and the others hung).
-    buf.is_null() && n > 0 && f.size > 0 && f.true_lb == 0
+    buf.is_null() && n > 0 && f.size > 0 && f.true_lb < PAGE
 }
 
-/// Allgatherv's buffers, and its send block matching this rank's receive block.
+/// The first page's size: no data of a real buffer start below it.
+const PAGE: isize = 4096;
+
+/// Allgatherv's buffers, and its send block matching this rank's receive block. A NULL
+/// receive buffer is placed by the displacements too (`MPI_BOTTOM` with absolute ones).
 fn allgatherv_ok(a: &Args, rank: usize, counts: &[usize], facts: &TypeFacts) -> bool {
-    let total: usize = counts.iter().sum();
-    if unplaced(a.recvbuf, total, facts) {
+    let at = |d: i64| d as i128 * facts.extent as i128 + facts.true_lb as i128;
+    let in_first_page = counts
+        .iter()
+        .zip(a.displs.iter())
+        .any(|(&c, &d)| c > 0 && at(d) < PAGE as i128);
+    if a.recvbuf.is_null() && facts.size > 0 && in_first_page {
         return false;
     }
     if a.in_place() {
@@ -233,14 +258,14 @@ fn valid(
     g: &Global,
     a: &Args,
     (p, rank): (usize, usize),
-    (mut counts, mut displs): Shape,
+    (mut counts, mut displs, placed): Shape,
     commutative: bool,
     facts: TypeFacts,
 ) -> Valid {
     let in_place = a.in_place();
     // Allgather(v) and bcast: ranks may describe the same bytes with different types.
     let bytes = if !a.coll.reduces() {
-        in_bytes(&mut counts, &mut displs, &facts)
+        in_bytes(&mut counts, &mut displs, &facts, placed)
     } else {
         None
     };
@@ -297,20 +322,20 @@ mod tests {
     fn allgatherv_in_bytes() {
         // No holes: bytes in place, displacements scaled.
         let (mut c, mut d) = (vec![3, 0, 5], vec![10, 2, 0]);
-        assert_eq!(in_bytes(&mut c, &mut d, &facts(8, 8)), Some(false));
+        assert_eq!(in_bytes(&mut c, &mut d, &facts(8, 8), true), Some(false));
         assert_eq!((c, d), (vec![24, 0, 40], vec![80, 16, 0]));
         // Holes: packed one after another in rank order.
         let (mut c, mut d) = (vec![3, 0, 5], vec![10, 2, 0]);
-        assert_eq!(in_bytes(&mut c, &mut d, &facts(6, 8)), Some(true));
+        assert_eq!(in_bytes(&mut c, &mut d, &facts(6, 8), true), Some(true));
         assert_eq!((c, d), (vec![18, 0, 30], vec![0, 18, 18]));
         // Two ranks describing the same bytes with different types agree on every block.
         let (mut a, mut da) = (vec![12, 6], vec![0, 12]);
         let (mut b, mut db) = (vec![2, 1], vec![0, 2]);
-        in_bytes(&mut a, &mut da, &facts(6, 8));
-        in_bytes(&mut b, &mut db, &facts(36, 40));
+        in_bytes(&mut a, &mut da, &facts(6, 8), true);
+        in_bytes(&mut b, &mut db, &facts(36, 40), true);
         assert_eq!(a, b);
         // Too many bytes for an int count: served in elements.
         let (mut c, mut d) = (vec![1 << 30, 1 << 30], vec![0, 1 << 30]);
-        assert_eq!(in_bytes(&mut c, &mut d, &facts(2, 2)), None);
+        assert_eq!(in_bytes(&mut c, &mut d, &facts(2, 2), true), None);
     }
 }
