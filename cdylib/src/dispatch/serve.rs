@@ -151,15 +151,11 @@ fn window<'a>(g: &Global, st: &'a CommState) -> Result<&'a crate::shm::Win, Erro
 
 /// Bcast, allgather(v), reduce_scatter(_block) with `shm`: the plan of
 /// `pcoll::algo::shm::xfer` over the window. Bcast and allgather(v) run in bytes (types
-/// with holes staged in a packed buffer, as for the other algorithms); a total above an int
-/// count, or an element larger than a cell, runs `binomial`.
+/// with holes staged in a packed buffer, as for the other algorithms; a total above an int
+/// count goes to the MPI before); an element larger than a cell runs `binomial`.
 fn run_shm_plan(g: &Global, a: &Args, v: &Valid) -> Result<(), Error> {
     use pcoll::algo::shm::xfer::Plan;
     let spec = &v.spec;
-    let moves = !spec.coll.reduces();
-    if moves && v.bytes.is_none() {
-        return run(g, a, v, Algorithm::Binomial).map(|_| ());
-    }
     let st = comm::state(a.comm, spec.p, spec.rank)
         .map_err(|c| Error::Mpi(c, "communicator setup".into()))?;
     let w = if spec.p > 1 {

@@ -334,7 +334,11 @@ mod tests {
         in_bytes(&mut a, &mut da, &facts(6, 8), true);
         in_bytes(&mut b, &mut db, &facts(36, 40), true);
         assert_eq!(a, b);
-        // Too many bytes for an int count: served in elements.
+        // Displacements not usable as they are (outside 0..=INT_MAX): staged, packed.
+        let (mut c, mut d) = (vec![3, 0, 5], vec![0, 0, 0]);
+        assert_eq!(in_bytes(&mut c, &mut d, &facts(8, 8), false), Some(true));
+        assert_eq!((c, d), (vec![24, 0, 40], vec![0, 24, 24]));
+        // Too many bytes for an int count (such calls go to the MPI: `elements`).
         let (mut c, mut d) = (vec![1 << 30, 1 << 30], vec![0, 1 << 30]);
         assert_eq!(in_bytes(&mut c, &mut d, &facts(2, 2), true), None);
     }
