@@ -219,25 +219,28 @@ fn buffers_ok(a: &Args, p: usize, rank: usize, counts: &[usize], facts: &TypeFac
 /// allgather(v) serve through `MPI_Pack` / `MPI_Unpack` (such a type has holes or an offset,
 /// so it is staged). Those two must: their ranks may describe the data with different types,
 /// so one rank's `MPI_BOTTOM` sent to native while the others ran a pcoll algorithm hung.
-/// Data starting in the first page (never mapped) count as not placed.
 fn unplaced(buf: *const c_void, n: usize, f: &TypeFacts) -> bool {
     // A type of no data (size 0) touches no buffer: NULL is as good as any (until session
     // 51 that rank went native alone with a forced algorithm and the others hung).
-    buf.is_null() && n > 0 && f.size > 0 && f.true_lb < PAGE
+    buf.is_null() && n > 0 && f.size > 0 && f.true_lb == 0
 }
 
-/// The first page's size: no data of a real buffer start below it.
-const PAGE: isize = 4096;
+/// Allgatherv's receive buffer NULL with a block of data below the lowest address a process
+/// can map (Linux's `vm.mmap_min_addr`, 64 KiB by default): an error. A NULL receive buffer
+/// is placed by the displacements too (`MPI_BOTTOM` with absolute ones, in units of the
+/// type's extent: until session 52 that rank went to the MPI alone, or reported
+/// `MPI_ERR_BUFFER`).
+pub(super) fn recv_unplaced_v(a: &Args, f: &TypeFacts) -> bool {
+    const LOWEST: i128 = 65536;
+    let at = |d: i64| d as i128 * f.extent as i128 + f.true_lb as i128;
+    a.recvbuf.is_null()
+        && f.size > 0
+        && (a.counts.iter().zip(a.displs.iter())).any(|(&c, &d)| c > 0 && at(d) < LOWEST)
+}
 
-/// Allgatherv's buffers, and its send block matching this rank's receive block. A NULL
-/// receive buffer is placed by the displacements too (`MPI_BOTTOM` with absolute ones).
+/// Allgatherv's buffers, and its send block matching this rank's receive block.
 fn allgatherv_ok(a: &Args, rank: usize, counts: &[usize], facts: &TypeFacts) -> bool {
-    let at = |d: i64| d as i128 * facts.extent as i128 + facts.true_lb as i128;
-    let in_first_page = counts
-        .iter()
-        .zip(a.displs.iter())
-        .any(|(&c, &d)| c > 0 && at(d) < PAGE as i128);
-    if a.recvbuf.is_null() && facts.size > 0 && in_first_page {
+    if recv_unplaced_v(a, facts) {
         return false;
     }
     if a.in_place() {
