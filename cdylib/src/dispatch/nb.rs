@@ -132,9 +132,9 @@ fn again(a: Args) -> Result<Planned, Args> {
 /// `shm` serves a call whose element fits a cell (every rank has the same type for the
 /// reductions; bcast and allgather(v) run in bytes), that `MPI_Reduce_local` can reduce if it
 /// reduces (asked on every rank alike); bcast and allgather(v) beyond an int count of bytes
-/// went to the MPI in `validate` (the same total on every rank). Nothing a rank alone knows: ranks may describe a
-/// bcast's or allgather(v)'s data with different types, and a rank whose type has holes is
-/// staged (`Planned::staged`) as in the blocking call. Until session 29 such a rank declined
+/// went to the MPI in `validate` (the same total on every rank). Nothing a rank alone
+/// knows: ranks may describe a bcast's or allgather(v)'s data with different types, and a
+/// rank whose type has holes is staged (`Planned::staged`) as in the blocking call. Until session 29 such a rank declined
 /// `shm` while the others took it (an `MPI_Ibcast` from `MPI_BOTTOM` at the root hung).
 fn shm_ok(a: &Args, v: &Valid) -> bool {
     crate::shm::enabled()
