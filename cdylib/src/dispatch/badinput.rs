@@ -153,7 +153,8 @@ fn null_buffers(a: &Args, p: usize, rank: usize) -> Option<(bool, bool)> {
     let null_send = !in_place && null(a.sendbuf, send_n, send_dt);
     let null_recv = if a.coll.base() == Collective::Allgatherv {
         // A block's displacement may place it (`MPI_BOTTOM` with absolute ones).
-        mpi_types::type_facts(a.dt).is_ok_and(|f| super::validate::recv_unplaced_v(a, &f))
+        a.recvbuf.is_null()
+            && mpi_types::type_facts(a.dt).is_ok_and(|f| super::validate::recv_unplaced_v(a, &f))
     } else {
         null(a.recvbuf as *const c_void, recv_n, a.dt)
     };
