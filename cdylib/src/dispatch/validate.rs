@@ -14,11 +14,12 @@ use std::os::raw::{c_int, c_void};
 #[derive(Clone)]
 pub(super) struct Valid {
     pub spec: CallSpec,
-    /// Layout of the elements the program moves (allgatherv in bytes: of `MPI_BYTE`).
+    /// Layout of the elements the program moves (bcast and allgather(v): of `MPI_BYTE`).
     pub facts: TypeFacts,
     pub in_place: bool,
-    /// Allgatherv served in bytes (see [`in_bytes`]): `Some(staging)`, where `staging` says
-    /// the receive type has holes, so the blocks are packed into a scratch buffer first.
+    /// Bcast and allgather(v), served in bytes (see [`in_bytes`]): `Some(staging)`, where
+    /// `staging` says the blocks are packed into a scratch buffer first (a receive type with
+    /// holes, or displacements not usable as they are); reductions: `None`.
     pub bytes: Option<bool>,
     /// Layout of the user's datatype (`facts` before the switch to bytes).
     pub user: TypeFacts,
@@ -34,22 +35,22 @@ const BYTE: TypeFacts = TypeFacts {
     permuted: false,
 };
 
-/// Allgatherv is served in bytes whenever the total fits an MPI int count: MPI lets every
+/// Allgather(v) and bcast are served in bytes (their total fits an MPI int count: calls beyond
+/// it went to the MPI, [`elements`]): MPI lets every
 /// rank describe the same data with its own receive type (equal type signatures, different
 /// element sizes), so only byte offsets mean the same on every rank. A receive type without
 /// holes is used as bytes in place; one with holes is packed into a scratch buffer
 /// (`MPI_Pack`, which on a homogeneous system is the data bytes in order), the blocks are
 /// exchanged there and unpacked at the end. Then messages may be split anywhere (chunks,
 /// segments) and every rank splits them alike. Counts and displacements become bytes;
-/// returns the staging flag, or None (the total is too large for an int count). `placed`:
-/// the displacements are usable as they are (else staged: the user's are read at unpacking).
+/// returns the staging flag. `placed`: the displacements are usable as they are (else
+/// staged: the user's are read at unpacking).
 pub(super) fn in_bytes(
     counts: &mut [usize],
     displs: &mut [usize],
     f: &TypeFacts,
     placed: bool,
-) -> Option<bool> {
-    int_total(counts.iter().copied(), f.size)?;
+) -> bool {
     let staging = !f.contiguous() || !placed;
     let mut off = 0;
     for (c, d) in counts.iter_mut().zip(displs.iter_mut()) {
@@ -61,7 +62,7 @@ pub(super) fn in_bytes(
             *d *= f.size; // extent == size
         }
     }
-    Some(staging)
+    staging
 }
 
 /// Counts and displacements of a call as `usize`, and whether the displacements are the
@@ -268,7 +269,7 @@ fn valid(
     let in_place = a.in_place();
     // Allgather(v) and bcast: ranks may describe the same bytes with different types.
     let bytes = if !a.coll.reduces() {
-        in_bytes(&mut counts, &mut displs, &facts, placed)
+        Some(in_bytes(&mut counts, &mut displs, &facts, placed))
     } else {
         None
     };
@@ -325,11 +326,11 @@ mod tests {
     fn allgatherv_in_bytes() {
         // No holes: bytes in place, displacements scaled.
         let (mut c, mut d) = (vec![3, 0, 5], vec![10, 2, 0]);
-        assert_eq!(in_bytes(&mut c, &mut d, &facts(8, 8), true), Some(false));
+        assert!(!in_bytes(&mut c, &mut d, &facts(8, 8), true));
         assert_eq!((c, d), (vec![24, 0, 40], vec![80, 16, 0]));
         // Holes: packed one after another in rank order.
         let (mut c, mut d) = (vec![3, 0, 5], vec![10, 2, 0]);
-        assert_eq!(in_bytes(&mut c, &mut d, &facts(6, 8), true), Some(true));
+        assert!(in_bytes(&mut c, &mut d, &facts(6, 8), true));
         assert_eq!((c, d), (vec![18, 0, 30], vec![0, 18, 18]));
         // Two ranks describing the same bytes with different types agree on every block.
         let (mut a, mut da) = (vec![12, 6], vec![0, 12]);
@@ -339,10 +340,7 @@ mod tests {
         assert_eq!(a, b);
         // Displacements not usable as they are (outside 0..=INT_MAX): staged, packed.
         let (mut c, mut d) = (vec![3, 0, 5], vec![0, 0, 0]);
-        assert_eq!(in_bytes(&mut c, &mut d, &facts(8, 8), false), Some(true));
+        assert!(in_bytes(&mut c, &mut d, &facts(8, 8), false));
         assert_eq!((c, d), (vec![24, 0, 40], vec![0, 24, 24]));
-        // Too many bytes for an int count (such calls go to the MPI: `elements`).
-        let (mut c, mut d) = (vec![1 << 30, 1 << 30], vec![0, 1 << 30]);
-        assert_eq!(in_bytes(&mut c, &mut d, &facts(2, 2), true), None);
     }
 }
