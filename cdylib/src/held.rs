@@ -8,6 +8,13 @@
 //! the caller's datatype handle, and may compare it with its own: c-tests/derived.c does), and
 //! the MPI cannot give its value to another type or op meanwhile. Named types and predefined
 //! ops are never freed and are not pinned.
+//!
+//! A free pcoll does not see (`PMPI_Type_free`: MPICH's `mpi_f08` binding frees the type it
+//! made for an array section as soon as the initiation returns; a profiling tool's
+//! `MPI_Type_free` wrapper) would still free a pinned type under the pending call: so a pin
+//! of a type also holds a duplicate of it (`PMPI_Type_dup`), which keeps the original alive
+//! in the MPI (a duplicate refers to its old type: Open MPI and MPICH count that reference)
+//! until the last holder is done (session 53's bug hunt).
 
 use crate::consts;
 use crate::dispatch::Args;
@@ -90,6 +97,34 @@ struct Pin {
     holders: usize,
     /// The program freed it: freed by its last holder.
     freed: bool,
+    /// A type's duplicate, holding the MPI's reference to it (null for ops).
+    keep: MPI_Datatype,
+}
+
+// SAFETY: as `Handle`'s: the duplicate is passed to MPI under `PINS`' lock or after it was
+// taken out of the table.
+unsafe impl Send for Pin {}
+
+/// A duplicate of a pinned type (see the module's note); for an op, or if the MPI refuses
+/// the duplicate (the call then goes on as before: frees pcoll sees are still deferred), the
+/// null type.
+fn keep_alive(handle: Handle) -> MPI_Datatype {
+    let mut dup = consts::datatype_null();
+    if let Handle::Type(t) = handle {
+        // SAFETY: a derived type the program passed to a call being initiated.
+        if unsafe { PMPI_Type_dup(t, &mut dup) } != consts::SUCCESS() {
+            dup = consts::datatype_null();
+        }
+    }
+    dup
+}
+
+/// Free a pin's duplicate.
+fn release(mut keep: MPI_Datatype) {
+    if keep != consts::datatype_null() {
+        // SAFETY: the duplicate `keep_alive` made, freed once.
+        unsafe { PMPI_Type_free(&mut keep) };
+    }
 }
 
 static PINS: Mutex<Vec<Pin>> = parking_lot::const_mutex(Vec::new());
@@ -106,6 +141,7 @@ fn pin(handle: Handle) {
                 handle,
                 holders: 1,
                 freed: false,
+                keep: keep_alive(handle),
             });
             PINNED.fetch_add(1, Ordering::Relaxed);
         }
@@ -114,7 +150,7 @@ fn pin(handle: Handle) {
 
 fn unpin(handle: Handle) {
     let key = handle.key();
-    let freed = {
+    let (freed, keep) = {
         let mut pins = PINS.lock();
         let Some(i) = pins.iter().position(|e| e.handle.key() == key) else {
             return;
@@ -125,11 +161,12 @@ fn unpin(handle: Handle) {
         }
         let e = pins.swap_remove(i);
         PINNED.fetch_sub(1, Ordering::Relaxed);
-        e.freed.then_some(e.handle)
+        (e.freed.then_some(e.handle), e.keep)
     };
     if let Some(h) = freed {
         h.free();
     }
+    release(keep);
 }
 
 /// A free of `handle` by the program: `true` if it is pinned (then marked, to be freed by
