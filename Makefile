@@ -136,7 +136,8 @@ ctest-cargo-%:
 
 # Randomized differential test (short), the native gate against its table, MPI_THREAD_MULTIPLE
 # (verify/threads.sh: defaults, shm forced, the non-blocking forms; a few seconds), the
-# non-blocking forms progressing while a rank is blocked in MPI_Recv (verify/nbprogress.sh), settings that
+# non-blocking forms progressing while a rank is blocked in MPI_Recv (verify/nbprogress.sh), pcoll stacked with a
+# profiling tool in both orders (verify/stacked.sh, ~5 s), settings that
 # differ across ranks (verify/agree.sh), the nodes of split communicators read from the
 # world's (verify/layout.sh, seconds), PCOLL_LEARN end to end (verify/learn.sh, ~20 s:
 # learn, replay, mismatched timings, bad paths; Debian's two here, MPICH's at p = 2 only
@@ -149,6 +150,7 @@ verify-%: mpi4py-setup
 	bash verify/gate.sh $* build/$*/libpcoll.so
 	bash verify/threads.sh $* build/$*/libpcoll.so
 	bash verify/nbprogress.sh $* build/$*/libpcoll.so
+	bash verify/stacked.sh $* build/$*/libpcoll.so
 	bash verify/agree.sh $* build/$*/libpcoll.so $(if $(filter $*,$(DEBIAN_MPIS)),,2)
 	bash verify/layout.sh $* build/$*/libpcoll.so
 	$(if $(filter $*,$(DEBIAN_MPIS)),$(if $(filter $*,mpich),LEARN_WIDE=2) bash verify/learn.sh $* build/$*/libpcoll.so)

@@ -52,7 +52,7 @@ Name: pcoll-$m
 Description: pcoll: faster MPI collectives by PMPI interposition, built for $(mpi_label "$m")
 Version: $version
 Cflags: -I\${includedir}
-Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lpcoll
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -Wl,--push-state,--no-as-needed -lpcoll -Wl,--pop-state
 EOF
   echo "installed $d/libpcoll.so, $dest/lib/pkgconfig/pcoll-$m.pc"
 done
@@ -86,7 +86,7 @@ foreach(_lib IN LISTS _pcoll_libs)
       IMPORTED_LOCATION "${_lib}"
       IMPORTED_NO_SONAME TRUE
       INTERFACE_INCLUDE_DIRECTORIES "${pcoll_INCLUDE_DIR}"
-      INTERFACE_LINK_OPTIONS "LINKER:-rpath,${_dir}")
+      INTERFACE_LINK_OPTIONS "LINKER:-rpath,${_dir};LINKER:--no-as-needed")
   endif()
 endforeach()
 foreach(_mpi IN LISTS pcoll_FIND_COMPONENTS)

@@ -1,5 +1,5 @@
 # Sourced by the verify scripts that take <mpi> <libpcoll.so> (gate.sh, choose.sh, threads.sh,
-# nbprogress.sh):
+# nbprogress.sh, stacked.sh):
 #   source "$(dirname "$0")/setup.sh" MIN MAX "$@"
 # checks that the script got MIN..MAX arguments (usage: "$0 <mpi> <libpcoll.so>" and
 # $VERIFY_USAGE after it; exit 2 otherwise), then sets MPI, LIB (absolute), ROOT (the

@@ -58,6 +58,7 @@ pub fn at_init() {
     }
     let inputs = exchange(read_local());
     let _ = SETTLED.set(inputs);
+    crate::foreign::at_init();
     if !crate::state::disabled() {
         let (_, size) = world();
         let mode = crate::state::global().cfg.nodes;
@@ -100,6 +101,25 @@ fn exchange(local: Inputs) -> Inputs {
         crate::state::say(format_args!("pcoll: warning: {}", warning(&diffs, &r0)));
     }
     r0
+}
+
+/// Whether `mine` holds on any rank of `MPI_COMM_WORLD`: one `PMPI_Allreduce` on it, made
+/// at `MPI_Init` where every rank calls it; `None` when the MPI refuses the call.
+pub fn on_any_rank(mine: bool) -> Option<bool> {
+    let mine = mine as c_int;
+    let mut any: c_int = 0;
+    // SAFETY: one int each way on MPI_COMM_WORLD, collective as MPI_Init is.
+    let rc = unsafe {
+        PMPI_Allreduce(
+            &mine as *const c_int as *const c_void,
+            &mut any as *mut c_int as *mut c_void,
+            1,
+            consts::dt_int(),
+            consts::op_max(),
+            consts::comm_world(),
+        )
+    };
+    (rc == consts::SUCCESS()).then_some(any != 0)
 }
 
 /// Whether every rank of `MPI_COMM_WORLD` holds `mine`: the maximum over the ranks of each

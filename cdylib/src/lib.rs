@@ -23,6 +23,7 @@ pub mod comm;
 pub mod consts;
 pub mod dispatch;
 pub mod ffi;
+pub mod foreign;
 pub mod gate;
 pub mod held;
 pub mod learn;

@@ -67,21 +67,9 @@ pub fn at_init(mode: NodeMode, size: usize) {
             l
         });
     }
-    let mine = load.is_some_and(|(ranks, cores)| ranks > cores) as c_int;
-    let mut any: c_int = 0;
-    // SAFETY: one int each way on MPI_COMM_WORLD, collective as MPI_Init is.
-    let rc = unsafe {
-        PMPI_Allreduce(
-            &mine as *const c_int as *const c_void,
-            &mut any as *mut c_int as *mut c_void,
-            1,
-            consts::dt_int(),
-            consts::op_max(),
-            world,
-        )
-    };
+    let mine = load.is_some_and(|(ranks, cores)| ranks > cores);
     let (ranks, cores) = load.unwrap_or((0, 0));
-    let any = rc == consts::SUCCESS() && any != 0;
+    let any = crate::agree::on_any_rank(mine) == Some(true);
     let _ = CROWDING.set(Crowding { any, ranks, cores });
     if any {
         log::info!("a node runs more ranks than cores (this one: {ranks} ranks on {cores} cores)");

@@ -40,7 +40,7 @@ unsafe impl Send for Planned {}
 /// Decide a non-blocking or persistent call: `None` sends it to native (pcoll cannot or
 /// should not serve it; every rank decides alike, from the same facts).
 pub fn plan(a: Args) -> Option<Planned> {
-    if state::bypassed() {
+    if state::bypassed() || crate::foreign::nb_native() {
         return None;
     }
     let g = state::global();
