@@ -331,7 +331,11 @@ COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_nz
 {
     MPI_Count s = -1;
     MPI_Aint tlb = 0, text = 0;
-    if (PMPI_Type_size_x(dt, &s) != MPI_SUCCESS || PMPI_Type_get_true_extent(dt, &tlb, &text) != MPI_SUCCESS)
+    /* MPI_DATATYPE_NULL is not asked about: the query's error would go to MPI_COMM_WORLD's
+     * handler (fatal by default), where the MPI's collective reports MPI_ERR_TYPE to the
+     * communicator's. */
+    if (dt == MPI_DATATYPE_NULL || PMPI_Type_size_x(dt, &s) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(dt, &tlb, &text) != MPI_SUCCESS)
         return -1;
     *tlb_nz = tlb != 0;
     if (s >= 0 && pcoll_c_type_is_named(dt)) {

@@ -99,6 +99,18 @@ thread_local! {
 /// Most entries of each per-thread cache (a program uses a handful of types and ops).
 const CACHE_MAX: usize = 64;
 
+/// A type's size, asked of the MPI (`None`: an error, or `MPI_DATATYPE_NULL`, which is not
+/// asked: the error of a query goes to `MPI_COMM_WORLD`'s handler, by default fatal, where
+/// the MPI's own collective reports `MPI_ERR_TYPE` to the communicator's; session 53's bug
+/// hunt).
+pub fn type_size(dt: MPI_Datatype) -> Option<MPI_Count> {
+    let mut size: MPI_Count = 0;
+    // SAFETY: an out-pointer to a local; the MPI judges the (non-null) handle.
+    (dt != consts::datatype_null()
+        && unsafe { PMPI_Type_size_x(dt, &mut size) } == consts::SUCCESS())
+    .then_some(size)
+}
+
 pub fn type_facts(dt: MPI_Datatype) -> Result<TypeFacts, c_int> {
     if dt == consts::datatype_null() {
         return Err(consts::ERR_TYPE());

@@ -78,17 +78,11 @@ fn learned(
 /// The communicator size and the type size (`None`: an invalid handle; the full path, and
 /// from there native, reports it).
 fn sizes(a: &Args) -> Option<(c_int, MPI_Count)> {
-    let (mut p, mut size): (c_int, MPI_Count) = (0, 0);
-    // SAFETY: out-pointers to locals; invalid handles give error codes, which send the call
-    // to the full path (and from there to native).
-    unsafe {
-        if PMPI_Comm_size(a.comm, &mut p) != consts::SUCCESS()
-            || PMPI_Type_size_x(a.dt, &mut size) != consts::SUCCESS()
-        {
-            return None;
-        }
-    }
-    Some((p, size))
+    let size = mpi_types::type_size(a.dt)?;
+    let mut p: c_int = 0;
+    // SAFETY: an out-pointer to a local; an invalid handle gives an error code, which sends
+    // the call to the full path (and from there to native).
+    (unsafe { PMPI_Comm_size(a.comm, &mut p) } == consts::SUCCESS()).then_some((p, size))
 }
 
 /// The elements of the call (`None`: bad counts or type size; the full path reports them,
@@ -333,13 +327,13 @@ fn vector_sizes(
     op: MPI_Op,
     comm: MPI_Comm,
 ) -> Option<(usize, usize)> {
-    let (mut inter, mut p, mut size): (c_int, c_int, MPI_Count) = (0, 0, 0);
+    let size = mpi_types::type_size(dt)?;
+    let (mut inter, mut p): (c_int, c_int) = (0, 0);
     // SAFETY: out-pointers to locals; an invalid handle gives an error code (full path).
     unsafe {
         if PMPI_Comm_test_inter(comm, &mut inter) != consts::SUCCESS()
             || inter != 0
             || PMPI_Comm_size(comm, &mut p) != consts::SUCCESS()
-            || PMPI_Type_size_x(dt, &mut size) != consts::SUCCESS()
         {
             return None;
         }

@@ -230,13 +230,11 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     if !nbc::running() {
         return blocking();
     }
-    let mut size: c_int = 0;
-    // SAFETY: a query into a local; the MPI judges the handle.
-    if count < 0 || unsafe { PMPI_Type_size(dt, &mut size) } != consts::SUCCESS() {
+    let Some(size) = crate::mpi_types::type_size(dt).filter(|_| count >= 0) else {
         return blocking();
-    }
+    };
     let Some(bytes) = (count as i64)
-        .checked_mul(size as i64)
+        .checked_mul(size)
         .filter(|b| *b <= c_int::MAX as i64)
     else {
         return blocking();
@@ -272,7 +270,11 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
         // `dt` (at most `count`).
         let rc = unsafe {
             PMPI_Get_count(&st, consts::dt_packed(), &mut got);
-            let n = if size > 0 { got / size } else { 0 };
+            let n = if size > 0 {
+                (got as i64 / size) as c_int
+            } else {
+                0
+            };
             if n > 0 {
                 PMPI_Unpack(tp, got, &mut pos, buf, n, dt, comm)
             } else {
