@@ -164,6 +164,17 @@ for alg in binomial shm; do
     PCOLL_ALLGATHER=$alg -- "$OUT/bottom-$MPI" $alg </dev/null 2>&1)
   [ "$(grep -c '^bottom: PASS' <<<"$out")" = 3 ] || { echo "$out" | tail -8; echo "gate: FAIL (bottom, $alg)"; exit 1; }
 done
+# A delete callback on a communicator with pcoll's window that calls collectives on other
+# communicators, set before pcoll's state on some ranks and after it on others
+# (verify/freecb.c), the defaults and forced `shm`, p = 2 and 3: pcoll's collective part of
+# the free runs in MPI_Comm_free, before the callbacks (the job hung until session 53).
+$MPICC -O2 -Wall -o "$OUT/freecb-$MPI" "$ROOT/verify/freecb.c" || { echo "gate: FAIL (build freecb)"; exit 1; }
+for run in "2" "3 PCOLL_ALLREDUCE=shm"; do
+  # shellcheck disable=SC2086
+  out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+    "$ROOT/scripts/mpi.sh" "$MPI" -- $run LD_PRELOAD="$LIB" -- "$OUT/freecb-$MPI" </dev/null 2>&1)
+  grep -q '^freecb: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (freecb, p = $run)"; exit 1; }
+done
 # The predefined types the difftest does not draw (verify/predef.c: complex, long double, C
 # bool, MPI_AINT/OFFSET/COUNT, the Fortran types and pairs seen from C) with every predefined
 # op through allreduce, reduce (also in place) and reduce_scatter_block, each call against

@@ -5,6 +5,7 @@
 //! outlives the communicator: it is freed when the last such request leaves
 //! ([`orphan_gone`]), or, if it holds windows, at `MPI_Finalize` (`crate::shm::free_all`: a
 //! window's free is collective, while ranks free their requests at moments of their own).
+//! Where `MPI_Comm_free` came through pcoll, the ranks agreed there (`super::before_free`).
 
 use super::CommState;
 use parking_lot::Mutex;
@@ -22,8 +23,12 @@ static COUNT: AtomicUsize = AtomicUsize::new(0);
 pub(super) fn free_or_keep(st: Box<CommState>) {
     let mine = crate::nbc::holds(&st);
     if st.has_windows() && !crate::shm::all_freed() {
-        // Kept unless every rank says it holds none (an MPI error keeps it too).
-        if !crate::nbc::all(st.shadow(), !mine) {
+        // Kept unless every rank says it holds none (an MPI error keeps it too), as agreed
+        // in `MPI_Comm_free` where the free came through it (`super::before_free`).
+        let kept = st
+            .freeing()
+            .unwrap_or_else(|| !crate::nbc::all(st.shadow(), !mine));
+        if kept {
             Box::leak(st); // its windows are freed by `crate::shm::free_all`
             return;
         }

@@ -317,6 +317,26 @@ pub unsafe extern "C" fn pcoll_rs_allgatherv(
     })
 }
 
+/// `MPI_Comm_free`: the collective part of freeing pcoll's state of the communicator first
+/// ([`crate::comm::before_free`]), then the MPI's.
+///
+/// # Safety
+///
+/// `comm` is the caller's argument (null or a valid pointer to a handle).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
+    if !comm.is_null() {
+        // SAFETY: non-null: the caller's handle.
+        let c = unsafe { *comm };
+        guard("MPI_Comm_free", || {
+            crate::comm::before_free(c);
+            consts::SUCCESS()
+        });
+    }
+    // SAFETY: forwarded unchanged.
+    unsafe { PMPI_Comm_free(comm) }
+}
+
 /// `MPI_Finalize`: pcoll's statistics report (`PCOLL_STATS=1`), then the MPI's.
 ///
 /// # Safety
