@@ -58,8 +58,8 @@ pub fn at_init() {
     }
     let inputs = exchange(read_local());
     let _ = SETTLED.set(inputs);
-    crate::foreign::at_init();
     if !crate::state::disabled() {
+        crate::foreign::at_init();
         let (_, size) = world();
         let mode = crate::state::global().cfg.nodes;
         crate::nodes::at_init(mode, size.max(1) as usize);

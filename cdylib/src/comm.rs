@@ -23,7 +23,7 @@ use pcoll::model::shm::WindowWait;
 use pcoll::plan::Program;
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 mod orphan;
@@ -46,9 +46,9 @@ pub struct CommState {
     /// `shm` had the window been made). Set at the same call on every rank (the decisions are
     /// agreed).
     want: std::sync::atomic::AtomicU8,
-    /// What `MPI_Comm_free` agreed of the windows ([`before_free`]): `FREE_UNDECIDED`, or the
-    /// windows released (`FREE_RELEASED`) or kept for requests (`FREE_KEPT`).
-    freeing: std::sync::atomic::AtomicU8,
+    /// What `MPI_Comm_free` agreed of the windows ([`before_free`]): kept for requests
+    /// (`true`) or released (`false`); unset where the free did not come through it.
+    freeing: OnceCell<bool>,
     pub size: usize,
     pub rank: usize,
     /// Programs built for this communicator, keyed by everything they depend on.
@@ -327,10 +327,6 @@ unsafe extern "C" fn delete_state(
     consts::SUCCESS()
 }
 
-const FREE_UNDECIDED: u8 = 0;
-const FREE_RELEASED: u8 = 1;
-const FREE_KEPT: u8 = 2;
-
 /// `MPI_Comm_free`, before the MPI's: the collective part of freeing the communicator's
 /// state — its schedules driven to their end, the ranks' agreement on its windows and their
 /// release — runs here, where every rank of the communicator is at the same point of its
@@ -351,24 +347,13 @@ pub fn before_free(comm: MPI_Comm) {
     }
     crate::nbc::drain(st);
     let kept = !crate::nbc::all(st.shadow(), !crate::nbc::holds(st));
-    st.freeing.store(
-        if kept { FREE_KEPT } else { FREE_RELEASED },
-        Ordering::Relaxed,
-    );
+    let _ = st.freeing.set(kept);
     if !kept {
         st.release_windows();
     }
 }
 
 impl CommState {
-    /// Whether `MPI_Comm_free` agreed to keep the windows (`Some(true)`) or released them
-    /// (`Some(false)`) before the delete callback ([`before_free`]).
-    fn freeing(&self) -> Option<bool> {
-        match self.freeing.load(Ordering::Relaxed) {
-            FREE_UNDECIDED => None,
-            v => Some(v == FREE_KEPT),
-        }
-    }
     /// Release the windows (collective over the communicator's ranks; idempotent).
     fn release_windows(&self) {
         if let Some(Some(w)) = self.shm.get() {
@@ -555,7 +540,7 @@ fn find_or_make(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static Com
         ready: AtomicBool::new(false),
         failed: AtomicBool::new(false),
         want: Default::default(),
-        freeing: Default::default(),
+        freeing: OnceCell::new(),
         size,
         rank,
         cache: Mutex::new(HashMap::new()),

@@ -11,11 +11,9 @@
 //! maximum), so every rank decides alike; without `MPI_Init` seen (a tool's `MPI_Init` wrapper
 //! calls `PMPI_Init`) each rank's own is used (all ranks of a job load the same libraries).
 
-use crate::consts;
-use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use std::ffi::CStr;
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_void;
 
 /// The calls that complete, start or free pcoll's requests, and free what they hold.
 const NAMES: [&CStr; 17] = [
@@ -82,7 +80,7 @@ pub fn at_init() {
     let local = shadowed();
     let mine = !local.is_empty();
     let native = crate::agree::on_any_rank(mine).unwrap_or(mine);
-    if NB_NATIVE.set(native).is_ok() && native && world_rank() == 0 {
+    if NB_NATIVE.set(native).is_ok() && native && crate::state::world_rank() == 0 {
         warn(&local, if mine { "rank 0" } else { "on another rank" });
     }
 }
@@ -92,16 +90,9 @@ pub fn at_init() {
 pub fn nb_native() -> bool {
     *NB_NATIVE.get_or_init(|| {
         let local = shadowed();
-        if !local.is_empty() && world_rank() == 0 {
+        if !local.is_empty() && crate::state::world_rank() == 0 {
             warn(&local, "rank 0");
         }
         !local.is_empty()
     })
-}
-
-fn world_rank() -> c_int {
-    let mut r: c_int = 0;
-    // SAFETY: out-pointer; MPI is initialised.
-    unsafe { PMPI_Comm_rank(consts::comm_world(), &mut r) };
-    r
 }

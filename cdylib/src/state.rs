@@ -100,9 +100,10 @@ pub fn bypassed() -> bool {
     disabled() || !world_model()
 }
 
-fn world_rank() -> usize {
+/// This process's rank in `MPI_COMM_WORLD` (MPI is initialised).
+pub fn world_rank() -> usize {
     let mut r: c_int = 0;
-    // SAFETY: out-pointer; MPI is initialised (we are inside a collective call).
+    // SAFETY: out-pointer; MPI is initialised (we are inside a collective call or MPI_Init).
     unsafe { PMPI_Comm_rank(consts::comm_world(), &mut r) };
     r as usize
 }

@@ -25,9 +25,8 @@ pub(super) fn free_or_keep(st: Box<CommState>) {
     if st.has_windows() && !crate::shm::all_freed() {
         // Kept unless every rank says it holds none (an MPI error keeps it too), as agreed
         // in `MPI_Comm_free` where the free came through it (`super::before_free`).
-        let kept = st
-            .freeing()
-            .unwrap_or_else(|| !crate::nbc::all(st.shadow(), !mine));
+        let kept =
+            (st.freeing.get().copied()).unwrap_or_else(|| !crate::nbc::all(st.shadow(), !mine));
         if kept {
             Box::leak(st); // its windows are freed by `crate::shm::free_all`
             return;
