@@ -6,8 +6,11 @@
  * n doubles (argv[1], default 131072: pcoll's `shm` window on X), then MPI_Comm_free(X),
  * whose callback does an MPI_Allreduce on MPI_COMM_WORLD and frees Y. Until session 53
  * pcoll's own delete callback did its collective window release there: with the callbacks
- * in another order on two ranks, the job hung. Results against closed forms; rank 0 prints
- * `freecb: PASS` or `freecb: FAIL (n wrong)`. */
+ * in another order on two ranks, the job hung. With `disconnect` as the second argument X
+ * goes by MPI_Comm_disconnect instead (through pcoll since session 54; verify/freecb_f.f90
+ * is the Fortran form). Results against closed forms; rank 0 prints `freecb: PASS` or
+ * `freecb: FAIL (n wrong)`. */
+#include <string.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,8 +54,11 @@ int main(int argc, char **argv)
             if (it == 0 && k == 0 && rank % 2 == 1)
                 MPI_Comm_set_attr(X, key, NULL);
         }
-    MPI_Comm_free(&X);
-    wrong += Y != MPI_COMM_NULL;
+    if (argc > 2 && strcmp(argv[2], "disconnect") == 0)
+        MPI_Comm_disconnect(&X);
+    else
+        MPI_Comm_free(&X);
+    wrong += X != MPI_COMM_NULL || Y != MPI_COMM_NULL;
     MPI_Comm_free_keyval(&key);
     long all = 0;
     MPI_Reduce(&wrong, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);

@@ -167,13 +167,25 @@ done
 # A delete callback on a communicator with pcoll's window that calls collectives on other
 # communicators, set before pcoll's state on some ranks and after it on others
 # (verify/freecb.c), the defaults and forced `shm`, p = 2 and 3: pcoll's collective part of
-# the free runs in MPI_Comm_free, before the callbacks (the job hung until session 53).
+# the free runs in MPI_Comm_free, before the callbacks (the job hung until session 53). Also
+# by MPI_Comm_disconnect, and from Fortran (verify/freecb_f.f90, where the MPI has a Fortran
+# compiler: Open MPI's MPI_COMM_FREE / MPI_COMM_DISCONNECT call PMPI_ directly; they hung
+# until session 54).
 $MPICC -O2 -Wall -o "$OUT/freecb-$MPI" "$ROOT/verify/freecb.c" || { echo "gate: FAIL (build freecb)"; exit 1; }
-for run in "2" "3 PCOLL_ALLREDUCE=shm"; do
-  # shellcheck disable=SC2086
-  out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
-    "$ROOT/scripts/mpi.sh" "$MPI" -- $run LD_PRELOAD="$LIB" -- "$OUT/freecb-$MPI" </dev/null 2>&1)
-  grep -q '^freecb: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (freecb, p = $run)"; exit 1; }
+progs=("freecb" "$OUT/freecb-$MPI")
+if [ -n "${MPIFC:-}" ]; then
+  (cd "$OUT" && $MPIFC -O1 -o "$OUT/freecb_f-$MPI" "$ROOT/verify/freecb_f.f90") ||
+    { echo "gate: FAIL (build freecb_f)"; exit 1; }
+  progs+=("freecb_f" "$OUT/freecb_f-$MPI")
+fi
+for ((i = 0; i < ${#progs[@]}; i += 2)); do
+  for run in "2 -- ${progs[i + 1]} 131072 free" "3 PCOLL_ALLREDUCE=shm -- ${progs[i + 1]} 131072 free" \
+    "3 PCOLL_ALLREDUCE=shm -- ${progs[i + 1]} 131072 disconnect"; do
+    # shellcheck disable=SC2086
+    out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+      "$ROOT/scripts/mpi.sh" "$MPI" -- ${run%% *} LD_PRELOAD="$LIB" ${run#* } </dev/null 2>&1)
+    grep -q "^${progs[i]}: PASS" <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (${progs[i]}, p = $run)"; exit 1; }
+  done
 done
 # The predefined types the difftest does not draw (verify/predef.c: complex, long double, C
 # bool, MPI_AINT/OFFSET/COUNT, the Fortran types and pairs seen from C) with every predefined

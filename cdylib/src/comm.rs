@@ -333,8 +333,9 @@ unsafe extern "C" fn delete_state(
 /// program. The delete callback the MPI runs next (`delete_state`) comes in an order each
 /// rank's own attributes decide, among the program's callbacks, which may call collectives
 /// on other communicators: a collective step of pcoll's there hung (session 53's bug hunt).
-/// Where the free does not come through here (Open MPI's Fortran `MPI_COMM_FREE`,
-/// `MPI_Comm_disconnect`) the callback does it all, as before.
+/// `MPI_Comm_disconnect` and the Fortran entries come here too; where a free does not (a
+/// tool calling `PMPI_Comm_free`, pcoll not first in the search order) the callback does it
+/// all, as before.
 pub fn before_free(comm: MPI_Comm) {
     if comm == consts::comm_null() || comm == consts::comm_world() || comm == consts::comm_self() {
         return;

@@ -317,24 +317,51 @@ pub unsafe extern "C" fn pcoll_rs_allgatherv(
     })
 }
 
-/// `MPI_Comm_free`: the collective part of freeing pcoll's state of the communicator first
-/// ([`crate::comm::before_free`]), then the MPI's.
+/// The collective part of freeing pcoll's state of the communicator `*comm`
+/// ([`crate::comm::before_free`]) ahead of the MPI's `MPI_Comm_free` / `MPI_Comm_disconnect`.
+///
+/// # Safety
+///
+/// `comm` is the caller's argument (null or a valid pointer to a handle).
+unsafe fn before_free(name: &str, comm: *mut MPI_Comm) {
+    if !comm.is_null() {
+        // SAFETY: non-null: the caller's handle.
+        let c = unsafe { *comm };
+        guard(name, || {
+            crate::comm::before_free(c);
+            consts::SUCCESS()
+        });
+    }
+}
+
+/// `MPI_Comm_free`: the collective part of freeing pcoll's state of the communicator first,
+/// then the MPI's.
 ///
 /// # Safety
 ///
 /// `comm` is the caller's argument (null or a valid pointer to a handle).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
-    if !comm.is_null() {
-        // SAFETY: non-null: the caller's handle.
-        let c = unsafe { *comm };
-        guard("MPI_Comm_free", || {
-            crate::comm::before_free(c);
-            consts::SUCCESS()
-        });
+    // SAFETY: the caller's argument, forwarded unchanged.
+    unsafe {
+        before_free("MPI_Comm_free", comm);
+        PMPI_Comm_free(comm)
     }
-    // SAFETY: forwarded unchanged.
-    unsafe { PMPI_Comm_free(comm) }
+}
+
+/// `MPI_Comm_disconnect`: as [`MPI_Comm_free`] (it frees the communicator too, after its
+/// pending communication completed).
+///
+/// # Safety
+///
+/// `comm` is the caller's argument (null or a valid pointer to a handle).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
+    // SAFETY: the caller's argument, forwarded unchanged.
+    unsafe {
+        before_free("MPI_Comm_disconnect", comm);
+        PMPI_Comm_disconnect(comm)
+    }
 }
 
 /// `MPI_Finalize`: pcoll's statistics report (`PCOLL_STATS=1`), then the MPI's.

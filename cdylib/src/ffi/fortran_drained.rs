@@ -1,6 +1,7 @@
 //! Fortran entries of the blocking calls pcoll neither serves nor decides but must see
 //! ([`super::drained`]: `MPI_GATHER(V)`, `MPI_SCATTER(V)`, `MPI_ALLTOALL(V,W)`, `MPI_SCAN`,
-//! `MPI_EXSCAN`, `MPI_COMM_DUP`, `MPI_COMM_SPLIT(_TYPE)`, `MPI_COMM_CREATE`), for Open MPI,
+//! `MPI_EXSCAN`, `MPI_COMM_DUP`, `MPI_COMM_SPLIT(_TYPE)`, `MPI_COMM_CREATE`; and
+//! `MPI_COMM_FREE`, `MPI_COMM_DISCONNECT`), for Open MPI,
 //! whose `mpif.h` / `use mpi` wrappers and `use mpi_f08`'s `ompi_*_f` call `PMPI_Gather`, ...
 //! directly: a Fortran rank blocked in one of them would not advance pcoll's non-blocking
 //! schedules on the communicator, which the other ranks may be waiting for before they reach
@@ -142,6 +143,23 @@ fortran_names!((cm: Fc, group: Fc, newcomm: F, ierr: F) => {
         made(d::MPI_Comm_create(comm(cm), PMPI_Group_f2c(*group), &mut c), c, newcomm, ierr)
     };
     mpi_comm_create_, mpi_comm_create__, mpi_comm_create, MPI_COMM_CREATE, ompi_comm_create_f);
+// Open MPI's `MPI_COMM_FREE` and `MPI_COMM_DISCONNECT` (and `use mpi_f08`'s, through
+// `ompi_*_f`) call `PMPI_Comm_free` / `PMPI_Comm_disconnect`: through pcoll's C entries
+// instead, whose collective part must run before the MPI's delete callbacks
+// (`crate::comm::before_free`). The handle is written back (`MPI_COMM_NULL`) on success.
+fortran_names!((cm: F, ierr: F) => {
+        let mut c = comm(cm);
+        let rc = super::c::MPI_Comm_free(&mut c);
+        made(rc, c, cm, ierr)
+    };
+    mpi_comm_free_, mpi_comm_free__, mpi_comm_free, MPI_COMM_FREE, ompi_comm_free_f);
+fortran_names!((cm: F, ierr: F) => {
+        let mut c = comm(cm);
+        let rc = super::c::MPI_Comm_disconnect(&mut c);
+        made(rc, c, cm, ierr)
+    };
+    mpi_comm_disconnect_, mpi_comm_disconnect__, mpi_comm_disconnect, MPI_COMM_DISCONNECT,
+    ompi_comm_disconnect_f);
 
 /// Open MPI's own definition of the Fortran entry `name` (NUL-terminated): the next one after
 /// pcoll in the search order, looked up once; null where the MPI has none.
