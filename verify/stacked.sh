@@ -9,7 +9,8 @@
 #    results on every MPI, segfaults with forced algorithms);
 #  * the tool after pcoll: pcoll serves them (stats), PASS.
 # Both with the defaults and with algorithms forced, p = 2 and 3; the tool alone (no pcoll)
-# first, as the reference that the program passes. Last line `stacked: PASS (n runs)` or
+# first, as the reference that the program passes. Then a C library's functions named as
+# bare Fortran entries (verify/nameclash.c). Last line `stacked: PASS (n runs)` or
 # `stacked: FAIL (...)`.
 set -uo pipefail
 # shellcheck source=setup.sh
@@ -54,4 +55,22 @@ for p in 2 3; do
   run tool-first-forced "$p" "$TOOL $LIB" native "${FORCED[@]}"
   run pcoll-first-forced "$p" "$LIB $TOOL" served "${FORCED[@]}"
 done
+# Names a C library may define for itself: pcoll exports no Fortran entry without its
+# underscore (`mpi_bcast`; Rmpi defines 27 such and crashed under pcoll's Open MPI builds
+# until session 54), checked in the symbol table and by verify/nameclash.c, linked with
+# verify/namelib.c, whose calls must reach namelib's functions, p = 2.
+runs=$((runs + 1))
+bare=$(nm -D --defined-only "$LIB" | awk '{print $3}' | grep -E '^mpi_[a-z0-9_]*[a-z0-9]$' | grep -v '_f08$' | head -5)
+[ -z "$bare" ] || { echo "  exports: bare lower-case Fortran names: $bare"; fails=$((fails + 1)); }
+runs=$((runs + 1))
+log=$OUT/logs/nameclash-$MPI.log
+if gcc -shared -fPIC -o "$OUT/libnamelib-$MPI.so" "$ROOT/verify/namelib.c" &&
+  $MPICC -O2 -Wall -o "$OUT/nameclash-$MPI" "$ROOT/verify/nameclash.c" -L"$OUT" -Wl,-rpath,"$OUT" -lnamelib-$MPI &&
+  mpi_np 2 && mpi_env_args LD_PRELOAD="$LIB" &&
+  timeout -k 5 60 "$MPIRUN" "${MPI_NP_ARGS[@]}" "${MPI_ENV_ARGS[@]}" "$OUT/nameclash-$MPI" </dev/null >"$log" 2>&1 &&
+  grep -aq '^nameclash: PASS' "$log"; then
+  echo "  nameclash p=2: ok"
+else
+  echo "  nameclash p=2: failed; log $log"; fails=$((fails + 1))
+fi
 if [ $fails -eq 0 ]; then echo "stacked: PASS ($runs runs)"; else echo "stacked: FAIL ($fails of $runs runs)"; exit 1; fi

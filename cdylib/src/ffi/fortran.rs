@@ -199,28 +199,24 @@ export_reduce!(
     Collective::Reduce,
     mpi_reduce_,
     mpi_reduce__,
-    mpi_reduce,
     MPI_REDUCE,
     ompi_reduce_f
 );
 export_allreduce!(
     mpi_allreduce_,
     mpi_allreduce__,
-    mpi_allreduce,
     MPI_ALLREDUCE,
     ompi_allreduce_f
 );
 export_reduce_scatter!(
     mpi_reduce_scatter_,
     mpi_reduce_scatter__,
-    mpi_reduce_scatter,
     MPI_REDUCE_SCATTER,
     ompi_reduce_scatter_f
 );
 export_allgatherv!(
     mpi_allgatherv_,
     mpi_allgatherv__,
-    mpi_allgatherv,
     MPI_ALLGATHERV,
     ompi_allgatherv_f
 );

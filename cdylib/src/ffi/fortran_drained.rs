@@ -80,31 +80,31 @@ unsafe fn made(rc: c_int, c: MPI_Comm, newcomm: F, ierr: F) {
 fortran_names!((s: *const c_void, sn: Fc, st: Fc, r: *mut c_void, rn: Fc, rt: Fc, root: Fc,
                 cm: Fc, ierr: F) =>
     set_ierr(ierr, d::MPI_Gather(buf_in(s), *sn, dt(st), buf_out(r), *rn, dt(rt), *root, comm(cm)));
-    mpi_gather_, mpi_gather__, mpi_gather, MPI_GATHER, ompi_gather_f);
+    mpi_gather_, mpi_gather__, MPI_GATHER, ompi_gather_f);
 fortran_names!((s: *const c_void, sn: Fc, st: Fc, r: *mut c_void, rn: Fc, ds: Fc, rt: Fc,
                 root: Fc, cm: Fc, ierr: F) =>
     set_ierr(ierr, d::MPI_Gatherv(buf_in(s), *sn, dt(st), buf_out(r), rn, ds, dt(rt), *root,
         comm(cm)));
-    mpi_gatherv_, mpi_gatherv__, mpi_gatherv, MPI_GATHERV, ompi_gatherv_f);
+    mpi_gatherv_, mpi_gatherv__, MPI_GATHERV, ompi_gatherv_f);
 fortran_names!((s: *const c_void, sn: Fc, st: Fc, r: *mut c_void, rn: Fc, rt: Fc, root: Fc,
                 cm: Fc, ierr: F) =>
     set_ierr(ierr, d::MPI_Scatter(buf_in(s), *sn, dt(st), buf_inout(r), *rn, dt(rt), *root,
         comm(cm)));
-    mpi_scatter_, mpi_scatter__, mpi_scatter, MPI_SCATTER, ompi_scatter_f);
+    mpi_scatter_, mpi_scatter__, MPI_SCATTER, ompi_scatter_f);
 fortran_names!((s: *const c_void, sn: Fc, ds: Fc, st: Fc, r: *mut c_void, rn: Fc, rt: Fc,
                 root: Fc, cm: Fc, ierr: F) =>
     set_ierr(ierr, d::MPI_Scatterv(buf_in(s), sn, ds, dt(st), buf_inout(r), *rn, dt(rt), *root,
         comm(cm)));
-    mpi_scatterv_, mpi_scatterv__, mpi_scatterv, MPI_SCATTERV, ompi_scatterv_f);
+    mpi_scatterv_, mpi_scatterv__, MPI_SCATTERV, ompi_scatterv_f);
 fortran_names!((s: *const c_void, sn: Fc, st: Fc, r: *mut c_void, rn: Fc, rt: Fc, cm: Fc,
                 ierr: F) =>
     set_ierr(ierr, d::MPI_Alltoall(buf_in(s), *sn, dt(st), buf_out(r), *rn, dt(rt), comm(cm)));
-    mpi_alltoall_, mpi_alltoall__, mpi_alltoall, MPI_ALLTOALL, ompi_alltoall_f);
+    mpi_alltoall_, mpi_alltoall__, MPI_ALLTOALL, ompi_alltoall_f);
 fortran_names!((s: *const c_void, sn: Fc, sd: Fc, st: Fc, r: *mut c_void, rn: Fc, rd: Fc,
                 rt: Fc, cm: Fc, ierr: F) =>
     set_ierr(ierr, d::MPI_Alltoallv(buf_in(s), sn, sd, dt(st), buf_out(r), rn, rd, dt(rt),
         comm(cm)));
-    mpi_alltoallv_, mpi_alltoallv__, mpi_alltoallv, MPI_ALLTOALLV, ompi_alltoallv_f);
+    mpi_alltoallv_, mpi_alltoallv__, MPI_ALLTOALLV, ompi_alltoallv_f);
 fortran_names!((s: *const c_void, sn: Fc, sd: Fc, st: Fc, r: *mut c_void, rn: Fc, rd: Fc,
                 rt: Fc, cm: Fc, ierr: F) => {
         let (c, s) = (comm(cm), buf_in(s));
@@ -114,35 +114,35 @@ fortran_names!((s: *const c_void, sn: Fc, sd: Fc, st: Fc, r: *mut c_void, rn: Fc
         set_ierr(ierr, d::MPI_Alltoallw(s, sn, sd, types_ptr(&sts), buf_out(r), rn, rd,
             types_ptr(&rts), c))
     };
-    mpi_alltoallw_, mpi_alltoallw__, mpi_alltoallw, MPI_ALLTOALLW, ompi_alltoallw_f);
+    mpi_alltoallw_, mpi_alltoallw__, MPI_ALLTOALLW, ompi_alltoallw_f);
 fortran_names!((s: *const c_void, r: *mut c_void, n: Fc, t: Fc, o: Fc, cm: Fc, ierr: F) =>
     set_ierr(ierr, d::MPI_Scan(buf_in(s), buf_out(r), *n, dt(t), op(o), comm(cm)));
-    mpi_scan_, mpi_scan__, mpi_scan, MPI_SCAN, ompi_scan_f);
+    mpi_scan_, mpi_scan__, MPI_SCAN, ompi_scan_f);
 fortran_names!((s: *const c_void, r: *mut c_void, n: Fc, t: Fc, o: Fc, cm: Fc, ierr: F) =>
     set_ierr(ierr, d::MPI_Exscan(buf_in(s), buf_out(r), *n, dt(t), op(o), comm(cm)));
-    mpi_exscan_, mpi_exscan__, mpi_exscan, MPI_EXSCAN, ompi_exscan_f);
+    mpi_exscan_, mpi_exscan__, MPI_EXSCAN, ompi_exscan_f);
 fortran_names!((cm: Fc, newcomm: F, ierr: F) => {
         let mut c = consts::comm_null();
         made(d::MPI_Comm_dup(comm(cm), &mut c), c, newcomm, ierr)
     };
-    mpi_comm_dup_, mpi_comm_dup__, mpi_comm_dup, MPI_COMM_DUP, ompi_comm_dup_f);
+    mpi_comm_dup_, mpi_comm_dup__, MPI_COMM_DUP, ompi_comm_dup_f);
 fortran_names!((cm: Fc, color: Fc, key: Fc, newcomm: F, ierr: F) => {
         let mut c = consts::comm_null();
         made(d::MPI_Comm_split(comm(cm), *color, *key, &mut c), c, newcomm, ierr)
     };
-    mpi_comm_split_, mpi_comm_split__, mpi_comm_split, MPI_COMM_SPLIT, ompi_comm_split_f);
+    mpi_comm_split_, mpi_comm_split__, MPI_COMM_SPLIT, ompi_comm_split_f);
 fortran_names!((cm: Fc, kind: Fc, key: Fc, info: Fc, newcomm: F, ierr: F) => {
         let mut c = consts::comm_null();
         made(d::MPI_Comm_split_type(comm(cm), *kind, *key, PMPI_Info_f2c(*info), &mut c), c,
             newcomm, ierr)
     };
-    mpi_comm_split_type_, mpi_comm_split_type__, mpi_comm_split_type, MPI_COMM_SPLIT_TYPE,
+    mpi_comm_split_type_, mpi_comm_split_type__, MPI_COMM_SPLIT_TYPE,
     ompi_comm_split_type_f);
 fortran_names!((cm: Fc, group: Fc, newcomm: F, ierr: F) => {
         let mut c = consts::comm_null();
         made(d::MPI_Comm_create(comm(cm), PMPI_Group_f2c(*group), &mut c), c, newcomm, ierr)
     };
-    mpi_comm_create_, mpi_comm_create__, mpi_comm_create, MPI_COMM_CREATE, ompi_comm_create_f);
+    mpi_comm_create_, mpi_comm_create__, MPI_COMM_CREATE, ompi_comm_create_f);
 // Open MPI's `MPI_COMM_FREE` and `MPI_COMM_DISCONNECT` (and `use mpi_f08`'s, through
 // `ompi_*_f`) call `PMPI_Comm_free` / `PMPI_Comm_disconnect`: through pcoll's C entries
 // instead, whose collective part must run before the MPI's delete callbacks
@@ -152,13 +152,13 @@ fortran_names!((cm: F, ierr: F) => {
         let rc = super::c::MPI_Comm_free(&mut c);
         made(rc, c, cm, ierr)
     };
-    mpi_comm_free_, mpi_comm_free__, mpi_comm_free, MPI_COMM_FREE, ompi_comm_free_f);
+    mpi_comm_free_, mpi_comm_free__, MPI_COMM_FREE, ompi_comm_free_f);
 fortran_names!((cm: F, ierr: F) => {
         let mut c = comm(cm);
         let rc = super::c::MPI_Comm_disconnect(&mut c);
         made(rc, c, cm, ierr)
     };
-    mpi_comm_disconnect_, mpi_comm_disconnect__, mpi_comm_disconnect, MPI_COMM_DISCONNECT,
+    mpi_comm_disconnect_, mpi_comm_disconnect__, MPI_COMM_DISCONNECT,
     ompi_comm_disconnect_f);
 
 /// Open MPI's own definition of the Fortran entry `name` (NUL-terminated): the next one after
@@ -225,60 +225,60 @@ macro_rules! forwarded {
 type P = *mut c_void;
 forwarded!((drain cm), (cm: Fc, nd: Fc, dims: Fc, periods: Fc, reorder: Fc, newcomm: F,
              ierr: F), ierr;
-    mpi_cart_create_, mpi_cart_create__, mpi_cart_create, MPI_CART_CREATE, mpi_cart_create_f08_);
+    mpi_cart_create_, mpi_cart_create__, MPI_CART_CREATE, mpi_cart_create_f08_);
 forwarded!((drain cm), (cm: Fc, remain: Fc, newcomm: F, ierr: F), ierr;
-    mpi_cart_sub_, mpi_cart_sub__, mpi_cart_sub, MPI_CART_SUB, mpi_cart_sub_f08_);
+    mpi_cart_sub_, mpi_cart_sub__, MPI_CART_SUB, mpi_cart_sub_f08_);
 forwarded!((drain cm), (cm: Fc, nn: Fc, index: Fc, edges: Fc, reorder: Fc, newcomm: F,
              ierr: F), ierr;
-    mpi_graph_create_, mpi_graph_create__, mpi_graph_create, MPI_GRAPH_CREATE,
+    mpi_graph_create_, mpi_graph_create__, MPI_GRAPH_CREATE,
     mpi_graph_create_f08_);
 forwarded!((drain cm), (cm: Fc, n: Fc, nodes: Fc, deg: Fc, tg: Fc, w: Fc, info: Fc,
              reorder: Fc, newcomm: F, ierr: F), ierr;
-    mpi_dist_graph_create_, mpi_dist_graph_create__, mpi_dist_graph_create,
+    mpi_dist_graph_create_, mpi_dist_graph_create__,
     MPI_DIST_GRAPH_CREATE, mpi_dist_graph_create_f08_);
 forwarded!((drain cm), (cm: Fc, ind: Fc, src: Fc, sw: Fc, outd: Fc, dst: Fc, dw: Fc,
              info: Fc, reorder: Fc, newcomm: F, ierr: F), ierr;
     mpi_dist_graph_create_adjacent_, mpi_dist_graph_create_adjacent__,
-    mpi_dist_graph_create_adjacent, MPI_DIST_GRAPH_CREATE_ADJACENT,
+    MPI_DIST_GRAPH_CREATE_ADJACENT,
     mpi_dist_graph_create_adjacent_f08_);
 forwarded!((drain cm), (cm: Fc, leader: Fc, bridge: Fc, rleader: Fc, tag: Fc, newcomm: F,
              ierr: F), ierr;
-    mpi_intercomm_create_, mpi_intercomm_create__, mpi_intercomm_create, MPI_INTERCOMM_CREATE,
+    mpi_intercomm_create_, mpi_intercomm_create__, MPI_INTERCOMM_CREATE,
     ompi_intercomm_create_f);
 forwarded!((drain cm), (base: P, size: P, unit: Fc, info: Fc, cm: Fc, win: F, ierr: F), ierr;
-    mpi_win_create_, mpi_win_create__, mpi_win_create, MPI_WIN_CREATE, ompi_win_create_f);
+    mpi_win_create_, mpi_win_create__, MPI_WIN_CREATE, ompi_win_create_f);
 forwarded!((drain cm), (size: P, unit: Fc, info: Fc, cm: Fc, base: P, win: F, ierr: F), ierr;
-    mpi_win_allocate_, mpi_win_allocate__, mpi_win_allocate, MPI_WIN_ALLOCATE,
+    mpi_win_allocate_, mpi_win_allocate__, MPI_WIN_ALLOCATE,
     ompi_win_allocate_f);
 forwarded!((drain cm), (size: P, unit: Fc, info: Fc, cm: Fc, base: P, win: F, ierr: F), ierr;
-    mpi_win_allocate_shared_, mpi_win_allocate_shared__, mpi_win_allocate_shared,
+    mpi_win_allocate_shared_, mpi_win_allocate_shared__,
     MPI_WIN_ALLOCATE_SHARED, ompi_win_allocate_shared_f);
 forwarded!((drain cm), (info: Fc, cm: Fc, win: F, ierr: F), ierr;
-    mpi_win_create_dynamic_, mpi_win_create_dynamic__, mpi_win_create_dynamic,
+    mpi_win_create_dynamic_, mpi_win_create_dynamic__,
     MPI_WIN_CREATE_DYNAMIC, ompi_win_create_dynamic_f);
 // The file name's hidden length last (gfortran passes a `size_t`, Open MPI reads an `int`).
 forwarded!((drain cm), (cm: Fc, name: P, amode: Fc, info: Fc, fh: F, ierr: F, len: usize), ierr;
-    mpi_file_open_, mpi_file_open__, mpi_file_open, MPI_FILE_OPEN, ompi_file_open_f);
+    mpi_file_open_, mpi_file_open__, MPI_FILE_OPEN, ompi_file_open_f);
 forwarded!((drain cm), (s: P, sn: Fc, st: Fc, r: P, rn: Fc, rt: Fc, cm: Fc, ierr: F), ierr;
-    mpi_neighbor_allgather_, mpi_neighbor_allgather__, mpi_neighbor_allgather,
+    mpi_neighbor_allgather_, mpi_neighbor_allgather__,
     MPI_NEIGHBOR_ALLGATHER, ompi_neighbor_allgather_f);
 forwarded!((drain cm), (s: P, sn: Fc, st: Fc, r: P, rn: Fc, d: Fc, rt: Fc, cm: Fc, ierr: F), ierr;
-    mpi_neighbor_allgatherv_, mpi_neighbor_allgatherv__, mpi_neighbor_allgatherv,
+    mpi_neighbor_allgatherv_, mpi_neighbor_allgatherv__,
     MPI_NEIGHBOR_ALLGATHERV, ompi_neighbor_allgatherv_f);
 forwarded!((drain cm), (s: P, sn: Fc, st: Fc, r: P, rn: Fc, rt: Fc, cm: Fc, ierr: F), ierr;
-    mpi_neighbor_alltoall_, mpi_neighbor_alltoall__, mpi_neighbor_alltoall,
+    mpi_neighbor_alltoall_, mpi_neighbor_alltoall__,
     MPI_NEIGHBOR_ALLTOALL, ompi_neighbor_alltoall_f);
 forwarded!((drain cm), (s: P, sn: Fc, sd: Fc, st: Fc, r: P, rn: Fc, rd: Fc, rt: Fc, cm: Fc,
              ierr: F), ierr;
-    mpi_neighbor_alltoallv_, mpi_neighbor_alltoallv__, mpi_neighbor_alltoallv,
+    mpi_neighbor_alltoallv_, mpi_neighbor_alltoallv__,
     MPI_NEIGHBOR_ALLTOALLV, ompi_neighbor_alltoallv_f);
 forwarded!((drain cm), (s: P, sn: Fc, sd: P, st: Fc, r: P, rn: Fc, rd: P, rt: Fc, cm: Fc,
              ierr: F), ierr;
-    mpi_neighbor_alltoallw_, mpi_neighbor_alltoallw__, mpi_neighbor_alltoallw,
+    mpi_neighbor_alltoallw_, mpi_neighbor_alltoallw__,
     MPI_NEIGHBOR_ALLTOALLW, ompi_neighbor_alltoallw_f);
 // The polling probes (a loop on one may wait for a rank that waits for this one's schedule):
 // the schedules advance a step first, as the C entries in `super::blocking` do.
 forwarded!((progress), (src: Fc, tag: Fc, cm: Fc, flag: F, st: F, ierr: F), ierr;
-    mpi_iprobe_, mpi_iprobe__, mpi_iprobe, MPI_IPROBE, mpi_iprobe_f08_);
+    mpi_iprobe_, mpi_iprobe__, MPI_IPROBE, mpi_iprobe_f08_);
 forwarded!((progress), (src: Fc, tag: Fc, cm: Fc, flag: F, msg: F, st: F, ierr: F), ierr;
-    mpi_improbe_, mpi_improbe__, mpi_improbe, MPI_IMPROBE, mpi_improbe_f08_);
+    mpi_improbe_, mpi_improbe__, MPI_IMPROBE, mpi_improbe_f08_);

@@ -139,18 +139,16 @@ macro_rules! export_reduce_scatter_block {
     )*};
 }
 
-export_bcast!(mpi_bcast_, mpi_bcast__, mpi_bcast, MPI_BCAST, ompi_bcast_f);
+export_bcast!(mpi_bcast_, mpi_bcast__, MPI_BCAST, ompi_bcast_f);
 export_allgather!(
     mpi_allgather_,
     mpi_allgather__,
-    mpi_allgather,
     MPI_ALLGATHER,
     ompi_allgather_f
 );
 export_reduce_scatter_block!(
     mpi_reduce_scatter_block_,
     mpi_reduce_scatter_block__,
-    mpi_reduce_scatter_block,
     MPI_REDUCE_SCATTER_BLOCK,
     ompi_reduce_scatter_block_f
 );

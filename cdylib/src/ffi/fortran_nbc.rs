@@ -373,45 +373,45 @@ pub(super) type Fc = *const Fint;
 
 fortran_names!((request: F, status: F, ierr: F) =>
     single_f(One::Wait, request, std::ptr::null_mut(), status, ierr);
-    mpi_wait_, mpi_wait__, mpi_wait, MPI_WAIT, ompi_wait_f);
+    mpi_wait_, mpi_wait__, MPI_WAIT, ompi_wait_f);
 fortran_names!((request: F, flag: F, status: F, ierr: F) => single_f(One::Test, request, flag, status, ierr);
-    mpi_test_, mpi_test__, mpi_test, MPI_TEST, ompi_test_f, mpi_test_f08_);
+    mpi_test_, mpi_test__, MPI_TEST, ompi_test_f, mpi_test_f08_);
 fortran_names!((count: Fc, reqs: F, statuses: F, ierr: F) =>
     all_f(count, reqs, std::ptr::null_mut(), statuses, ierr);
-    mpi_waitall_, mpi_waitall__, mpi_waitall, MPI_WAITALL, ompi_waitall_f);
+    mpi_waitall_, mpi_waitall__, MPI_WAITALL, ompi_waitall_f);
 fortran_names!((count: Fc, reqs: F, flag: F, statuses: F, ierr: F) =>
     all_f(count, reqs, flag, statuses, ierr);
-    mpi_testall_, mpi_testall__, mpi_testall, MPI_TESTALL, ompi_testall_f, mpi_testall_f08_);
+    mpi_testall_, mpi_testall__, MPI_TESTALL, ompi_testall_f, mpi_testall_f08_);
 fortran_names!((count: Fc, reqs: F, index: F, status: F, ierr: F) =>
     any_f(count, reqs, index, std::ptr::null_mut(), status, ierr);
-    mpi_waitany_, mpi_waitany__, mpi_waitany, MPI_WAITANY, ompi_waitany_f);
+    mpi_waitany_, mpi_waitany__, MPI_WAITANY, ompi_waitany_f);
 fortran_names!((count: Fc, reqs: F, index: F, flag: F, status: F, ierr: F) =>
     any_f(count, reqs, index, flag, status, ierr);
-    mpi_testany_, mpi_testany__, mpi_testany, MPI_TESTANY, ompi_testany_f, mpi_testany_f08_);
+    mpi_testany_, mpi_testany__, MPI_TESTANY, ompi_testany_f, mpi_testany_f08_);
 fortran_names!((incount: Fc, reqs: F, outcount: F, indices: F, statuses: F, ierr: F) =>
     some_f(false, (incount, reqs), (outcount, indices, statuses), ierr);
-    mpi_waitsome_, mpi_waitsome__, mpi_waitsome, MPI_WAITSOME, ompi_waitsome_f);
+    mpi_waitsome_, mpi_waitsome__, MPI_WAITSOME, ompi_waitsome_f);
 fortran_names!((incount: Fc, reqs: F, outcount: F, indices: F, statuses: F, ierr: F) =>
     some_f(true, (incount, reqs), (outcount, indices, statuses), ierr);
-    mpi_testsome_, mpi_testsome__, mpi_testsome, MPI_TESTSOME, ompi_testsome_f, mpi_testsome_f08_);
+    mpi_testsome_, mpi_testsome__, MPI_TESTSOME, ompi_testsome_f, mpi_testsome_f08_);
 fortran_names!((request: Fc, flag: F, status: F, ierr: F) =>
     single_f(One::GetStatus, request as F, flag, status, ierr);
-    mpi_request_get_status_, mpi_request_get_status__, mpi_request_get_status,
+    mpi_request_get_status_, mpi_request_get_status__,
     MPI_REQUEST_GET_STATUS, ompi_request_get_status_f, mpi_request_get_status_f08_);
 fortran_names!((request: F, ierr: F) => one_f(c::MPI_Start, request, ierr);
-    mpi_start_, mpi_start__, mpi_start, MPI_START, ompi_start_f);
+    mpi_start_, mpi_start__, MPI_START, ompi_start_f);
 fortran_names!((count: Fc, reqs: F, ierr: F) => startall_f(count, reqs, ierr);
-    mpi_startall_, mpi_startall__, mpi_startall, MPI_STARTALL, ompi_startall_f);
+    mpi_startall_, mpi_startall__, MPI_STARTALL, ompi_startall_f);
 fortran_names!((request: F, ierr: F) => one_f(c::MPI_Request_free, request, ierr);
-    mpi_request_free_, mpi_request_free__, mpi_request_free, MPI_REQUEST_FREE,
+    mpi_request_free_, mpi_request_free__, MPI_REQUEST_FREE,
     ompi_request_free_f);
 fortran_names!((t: F, ierr: F) =>
     free_f(t, ierr, PMPI_Type_f2c, crate::held::type_free, PMPI_Type_c2f);
-    mpi_type_free_, mpi_type_free__, mpi_type_free, MPI_TYPE_FREE, ompi_type_free_f);
+    mpi_type_free_, mpi_type_free__, MPI_TYPE_FREE, ompi_type_free_f);
 fortran_names!((op: F, ierr: F) => free_f(op, ierr, PMPI_Op_f2c, crate::held::op_free, PMPI_Op_c2f);
-    mpi_op_free_, mpi_op_free__, mpi_op_free, MPI_OP_FREE, ompi_op_free_f);
+    mpi_op_free_, mpi_op_free__, MPI_OP_FREE, ompi_op_free_f);
 fortran_names!((request: F, ierr: F) => one_f(c::MPI_Cancel, request, ierr);
-    mpi_cancel_, mpi_cancel__, mpi_cancel, MPI_CANCEL, ompi_cancel_f);
+    mpi_cancel_, mpi_cancel__, MPI_CANCEL, ompi_cancel_f);
 
 // ------------------------------------------------------------------ the collectives
 
@@ -472,33 +472,33 @@ pub(super) unsafe fn comm(h: Fc) -> MPI_Comm {
 fortran_nb!(
     (s: *const c_void, r: *mut c_void, n: Fc, t: Fc, o: Fc, root: Fc, cm: Fc),
     |q: *mut MPI_Request| nbc::MPI_Ireduce(buf_in(s), buf_out(r), *n, dt(t), op(o), *root, comm(cm), q);
-    mpi_ireduce_, mpi_ireduce__, mpi_ireduce, MPI_IREDUCE, ompi_ireduce_f);
+    mpi_ireduce_, mpi_ireduce__, MPI_IREDUCE, ompi_ireduce_f);
 fortran_nb!(
     (s: *const c_void, r: *mut c_void, n: Fc, t: Fc, o: Fc, cm: Fc),
     |q: *mut MPI_Request| nbc::MPI_Iallreduce(buf_in(s), buf_out(r), *n, dt(t), op(o), comm(cm), q);
-    mpi_iallreduce_, mpi_iallreduce__, mpi_iallreduce, MPI_IALLREDUCE, ompi_iallreduce_f);
+    mpi_iallreduce_, mpi_iallreduce__, MPI_IALLREDUCE, ompi_iallreduce_f);
 fortran_nb!(
     (s: *const c_void, r: *mut c_void, counts: Fc, t: Fc, o: Fc, cm: Fc),
     |q: *mut MPI_Request| nbc::MPI_Ireduce_scatter(buf_in(s), buf_out(r), counts, dt(t), op(o), comm(cm), q);
-    mpi_ireduce_scatter_, mpi_ireduce_scatter__, mpi_ireduce_scatter, MPI_IREDUCE_SCATTER,
+    mpi_ireduce_scatter_, mpi_ireduce_scatter__, MPI_IREDUCE_SCATTER,
     ompi_ireduce_scatter_f);
 fortran_nb!(
     (s: *const c_void, r: *mut c_void, n: Fc, t: Fc, o: Fc, cm: Fc),
     |q: *mut MPI_Request| nbc::MPI_Ireduce_scatter_block(buf_in(s), buf_out(r), *n, dt(t), op(o), comm(cm), q);
-    mpi_ireduce_scatter_block_, mpi_ireduce_scatter_block__, mpi_ireduce_scatter_block,
+    mpi_ireduce_scatter_block_, mpi_ireduce_scatter_block__,
     MPI_IREDUCE_SCATTER_BLOCK, ompi_ireduce_scatter_block_f);
 fortran_nb!(
     (s: *const c_void, sn: Fc, st: Fc, r: *mut c_void, counts: Fc, displs: Fc, rt: Fc, cm: Fc),
     |q: *mut MPI_Request| nbc::MPI_Iallgatherv(buf_in(s), *sn, dt(st), buf_out(r), counts, displs, dt(rt), comm(cm), q);
-    mpi_iallgatherv_, mpi_iallgatherv__, mpi_iallgatherv, MPI_IALLGATHERV, ompi_iallgatherv_f);
+    mpi_iallgatherv_, mpi_iallgatherv__, MPI_IALLGATHERV, ompi_iallgatherv_f);
 fortran_nb!(
     (s: *const c_void, sn: Fc, st: Fc, r: *mut c_void, rn: Fc, rt: Fc, cm: Fc),
     |q: *mut MPI_Request| nbc::MPI_Iallgather(buf_in(s), *sn, dt(st), buf_out(r), *rn, dt(rt), comm(cm), q);
-    mpi_iallgather_, mpi_iallgather__, mpi_iallgather, MPI_IALLGATHER, ompi_iallgather_f);
+    mpi_iallgather_, mpi_iallgather__, MPI_IALLGATHER, ompi_iallgather_f);
 fortran_nb!(
     (b: *mut c_void, n: Fc, t: Fc, root: Fc, cm: Fc),
     |q: *mut MPI_Request| nbc::MPI_Ibcast(buf_out(b), *n, dt(t), *root, comm(cm), q);
-    mpi_ibcast_, mpi_ibcast__, mpi_ibcast, MPI_IBCAST, ompi_ibcast_f);
+    mpi_ibcast_, mpi_ibcast__, MPI_IBCAST, ompi_ibcast_f);
 
 // ------------------------------------------------------------------ blocking calls
 // Open MPI's Fortran `MPI_RECV`, `MPI_SEND`, ..., `MPI_BARRIER` call `PMPI_Recv`, ...
@@ -527,32 +527,32 @@ unsafe fn with_status(status: F, ierr: F, call: impl FnOnce(*mut MPI_Status) -> 
 }
 
 fortran_names!((cm: Fc, ierr: F) => set_ierr(ierr, super::drained::MPI_Barrier(comm(cm)));
-    mpi_barrier_, mpi_barrier__, mpi_barrier, MPI_BARRIER, ompi_barrier_f);
+    mpi_barrier_, mpi_barrier__, MPI_BARRIER, ompi_barrier_f);
 fortran_names!((b: *mut c_void, n: Fc, t: Fc, src: Fc, tag: Fc, cm: Fc, status: F, ierr: F) =>
     with_status(status, ierr, |s| blocking::MPI_Recv(buf_out(b), *n, dt(t), *src, *tag, comm(cm), s));
-    mpi_recv_, mpi_recv__, mpi_recv, MPI_RECV, ompi_recv_f);
+    mpi_recv_, mpi_recv__, MPI_RECV, ompi_recv_f);
 fortran_names!((b: *const c_void, n: Fc, t: Fc, dst: Fc, tag: Fc, cm: Fc, ierr: F) =>
     set_ierr(ierr, blocking::MPI_Send(buf_in(b), *n, dt(t), *dst, *tag, comm(cm)));
-    mpi_send_, mpi_send__, mpi_send, MPI_SEND, ompi_send_f);
+    mpi_send_, mpi_send__, MPI_SEND, ompi_send_f);
 fortran_names!((b: *const c_void, n: Fc, t: Fc, dst: Fc, tag: Fc, cm: Fc, ierr: F) =>
     set_ierr(ierr, blocking::MPI_Ssend(buf_in(b), *n, dt(t), *dst, *tag, comm(cm)));
-    mpi_ssend_, mpi_ssend__, mpi_ssend, MPI_SSEND, ompi_ssend_f);
+    mpi_ssend_, mpi_ssend__, MPI_SSEND, ompi_ssend_f);
 fortran_names!((b: *const c_void, n: Fc, t: Fc, dst: Fc, tag: Fc, cm: Fc, ierr: F) =>
     set_ierr(ierr, blocking::MPI_Rsend(buf_in(b), *n, dt(t), *dst, *tag, comm(cm)));
-    mpi_rsend_, mpi_rsend__, mpi_rsend, MPI_RSEND, ompi_rsend_f);
+    mpi_rsend_, mpi_rsend__, MPI_RSEND, ompi_rsend_f);
 fortran_names!((src: Fc, tag: Fc, cm: Fc, status: F, ierr: F) =>
     with_status(status, ierr, |s| blocking::MPI_Probe(*src, *tag, comm(cm), s));
-    mpi_probe_, mpi_probe__, mpi_probe, MPI_PROBE, ompi_probe_f);
+    mpi_probe_, mpi_probe__, MPI_PROBE, ompi_probe_f);
 fortran_names!((sb: *const c_void, sn: Fc, st: Fc, dst: Fc, stag: Fc,
                 rb: *mut c_void, rn: Fc, rt: Fc, src: Fc, rtag: Fc, cm: Fc, status: F, ierr: F) =>
     with_status(status, ierr, |s| blocking::MPI_Sendrecv(buf_in(sb), *sn, dt(st), *dst, *stag,
         buf_out(rb), *rn, dt(rt), *src, *rtag, comm(cm), s));
-    mpi_sendrecv_, mpi_sendrecv__, mpi_sendrecv, MPI_SENDRECV, ompi_sendrecv_f);
+    mpi_sendrecv_, mpi_sendrecv__, MPI_SENDRECV, ompi_sendrecv_f);
 fortran_names!((b: *mut c_void, n: Fc, t: Fc, dst: Fc, stag: Fc, src: Fc, rtag: Fc, cm: Fc,
                 status: F, ierr: F) =>
     with_status(status, ierr, |s| blocking::MPI_Sendrecv_replace(buf_out(b), *n, dt(t), *dst,
         *stag, *src, *rtag, comm(cm), s));
-    mpi_sendrecv_replace_, mpi_sendrecv_replace__, mpi_sendrecv_replace, MPI_SENDRECV_REPLACE,
+    mpi_sendrecv_replace_, mpi_sendrecv_replace__, MPI_SENDRECV_REPLACE,
     ompi_sendrecv_replace_f);
 fortran_names!((src: Fc, tag: Fc, cm: Fc, message: F, status: F, ierr: F) =>
     with_status(status, ierr, |s| {
@@ -563,4 +563,4 @@ fortran_names!((src: Fc, tag: Fc, cm: Fc, message: F, status: F, ierr: F) =>
         }
         rc
     });
-    mpi_mprobe_, mpi_mprobe__, mpi_mprobe, MPI_MPROBE, ompi_mprobe_f);
+    mpi_mprobe_, mpi_mprobe__, MPI_MPROBE, ompi_mprobe_f);

@@ -99,12 +99,11 @@ mod fortran {
     }
 
     #[cfg(pcoll_openmpi)]
-    export_init!(mpi_init_, mpi_init__, mpi_init, MPI_INIT, ompi_init_f);
+    export_init!(mpi_init_, mpi_init__, MPI_INIT, ompi_init_f);
     #[cfg(pcoll_openmpi)]
     export_init_thread!(
         mpi_init_thread_,
         mpi_init_thread__,
-        mpi_init_thread,
         MPI_INIT_THREAD,
         ompi_init_thread_f
     );
