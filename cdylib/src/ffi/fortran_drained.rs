@@ -63,7 +63,8 @@ fn types_ptr(v: &[MPI_Datatype]) -> *const MPI_Datatype {
     }
 }
 
-/// A constructor's new communicator written back for Fortran on success, and `ierr`.
+/// A communicator written back for Fortran on success (a constructor's new one, or
+/// `MPI_COMM_NULL` after a free), and `ierr`.
 ///
 /// # Safety
 /// `newcomm` and `ierr` are writable Fortran arguments.
