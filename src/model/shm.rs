@@ -115,7 +115,7 @@ pub const REPAY_CALLS: f64 = 1000.0;
 /// The calls that asked for `shm` on a communicator whose window is not made yet: the window
 /// is made at the `after`-th such call if their mean rent ([`rent`]) repays the window's cost
 /// ([`window_time`]) within [`REPAY_CALLS`], else (or before) at the first call whose rent
-/// brings the sum to the cost. Every rank of the communicator sees the same calls and prices
+/// brings the sum to the cost; `after` = 1 (a forced `shm`, `PCOLL_SHM_AFTER=1`): at once. Every rank of the communicator sees the same calls and prices
 /// them alike (the model is agreed), so they make it in the same call.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct WindowWait {
@@ -130,7 +130,7 @@ impl WindowWait {
     /// run the call without it (counted).
     pub fn ask(&mut self, rent: f64, cost: f64, after: u32) -> bool {
         let (calls, sum) = (self.calls + 1, self.rent + rent);
-        let repaid = sum * REPAY_CALLS >= cost * f64::from(calls);
+        let repaid = after <= 1 || sum * REPAY_CALLS >= cost * f64::from(calls);
         if (calls >= after && repaid) || sum >= cost {
             return true;
         }
@@ -165,9 +165,11 @@ mod tests {
             .map(|&r| w.ask(r, 4e-3, 8))
             .collect();
         assert_eq!(made.iter().position(|&m| m), Some(7));
-        // `after` = 1: at once, nothing counted.
+        // `after` = 1: at once, nothing counted, whatever the rent (a forced non-blocking
+        // call of a few bytes wants it at once).
         let mut w = WindowWait::default();
         assert!(w.ask(1.0, 4e-3, 1));
+        assert!(w.ask(1e-9, 4e-3, 1));
         assert_eq!(w, WindowWait::default());
         // Large rents: the call whose rent brings the sum to the cost makes it (1.5 ms each
         // against 4 ms: the third).
