@@ -179,19 +179,18 @@ done
 # compiler: Open MPI's MPI_COMM_FREE / MPI_COMM_DISCONNECT call PMPI_ directly; they hung
 # until session 54).
 $MPICC -O2 -Wall -o "$OUT/freecb-$MPI" "$ROOT/verify/freecb.c" || { echo "gate: FAIL (build freecb)"; exit 1; }
-progs=("freecb" "$OUT/freecb-$MPI")
+progs=(freecb)
 if [ -n "${MPIFC:-}" ]; then
   (cd "$OUT" && $MPIFC -O1 -o "$OUT/freecb_f-$MPI" "$ROOT/verify/freecb_f.f90") ||
     { echo "gate: FAIL (build freecb_f)"; exit 1; }
-  progs+=("freecb_f" "$OUT/freecb_f-$MPI")
+  progs+=(freecb_f)
 fi
-for ((i = 0; i < ${#progs[@]}; i += 2)); do
-  for run in "2 -- ${progs[i + 1]} 131072 free" "3 PCOLL_ALLREDUCE=shm -- ${progs[i + 1]} 131072 free" \
-    "3 PCOLL_ALLREDUCE=shm -- ${progs[i + 1]} 131072 disconnect"; do
-    # shellcheck disable=SC2086
+for prog in "${progs[@]}"; do
+  for run in "2 free" "3 free PCOLL_ALLREDUCE=shm" "3 disconnect PCOLL_ALLREDUCE=shm"; do
+    set -- $run
     out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
-      "$ROOT/scripts/mpi.sh" "$MPI" -- ${run%% *} LD_PRELOAD="$LIB" ${run#* } </dev/null 2>&1)
-    grep -q "^${progs[i]}: PASS" <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (${progs[i]}, p = $run)"; exit 1; }
+      "$ROOT/scripts/mpi.sh" "$MPI" -- "$1" LD_PRELOAD="$LIB" "${@:3}" -- "$OUT/$prog-$MPI" 131072 "$2" </dev/null 2>&1)
+    grep -q "^$prog: PASS" <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL ($prog, p = $run)"; exit 1; }
   done
 done
 # The predefined types the difftest does not draw (verify/predef.c: complex, long double, C

@@ -106,8 +106,8 @@ pub fn rent(t_shm: f64, t_next: f64) -> f64 {
 
 /// The calls a window made before its rent is paid must repay it within, at their mean rent:
 /// the `after`-th call makes it only then. A communicator that stops soon after pays the
-/// window for nothing (a dup, ten 4 KiB allreduces and its free at p = 2: ~130x native's time
-/// on a quiet machine, session 54's bug hunt), a bet worth making where a benchmark's one size
+/// window for nothing (a dup, ten 4 KiB allreduces and its free at p = 2: ~100x native's time
+/// by the model's costs; session 54's bug hunt), a bet worth making where a benchmark's one size
 /// step (1000 iterations and more) repays it; calls that gain less (the 4-16 KiB allreduces
 /// at p = 2: 1.4-2.6 us predicted, repaid in 1400-2700 calls) wait for their rent.
 pub const REPAY_CALLS: f64 = 1000.0;
@@ -115,8 +115,9 @@ pub const REPAY_CALLS: f64 = 1000.0;
 /// The calls that asked for `shm` on a communicator whose window is not made yet: the window
 /// is made at the `after`-th such call if their mean rent ([`rent`]) repays the window's cost
 /// ([`window_time`]) within [`REPAY_CALLS`], else (or before) at the first call whose rent
-/// brings the sum to the cost; `after` = 1 (a forced `shm`, `PCOLL_SHM_AFTER=1`): at once. Every rank of the communicator sees the same calls and prices
-/// them alike (the model is agreed), so they make it in the same call.
+/// brings the sum to the cost; `after` = 1 (a forced `shm`, `PCOLL_SHM_AFTER=1`): at once.
+/// Every rank of the communicator sees the same calls and prices them alike (the model is
+/// agreed), so they make it in the same call.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct WindowWait {
     /// Calls that ran without the window.

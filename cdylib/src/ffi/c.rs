@@ -323,7 +323,7 @@ pub unsafe extern "C" fn pcoll_rs_allgatherv(
 /// # Safety
 ///
 /// `comm` is the caller's argument (null or a valid pointer to a handle).
-unsafe fn before_free(name: &str, comm: *mut MPI_Comm) {
+unsafe fn free_state_first(name: &str, comm: *mut MPI_Comm) {
     if !comm.is_null() {
         // SAFETY: non-null: the caller's handle.
         let c = unsafe { *comm };
@@ -344,7 +344,7 @@ unsafe fn before_free(name: &str, comm: *mut MPI_Comm) {
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     // SAFETY: the caller's argument, forwarded unchanged.
     unsafe {
-        before_free("MPI_Comm_free", comm);
+        free_state_first("MPI_Comm_free", comm);
         PMPI_Comm_free(comm)
     }
 }
@@ -359,7 +359,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
 pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
     // SAFETY: the caller's argument, forwarded unchanged.
     unsafe {
-        before_free("MPI_Comm_disconnect", comm);
+        free_state_first("MPI_Comm_disconnect", comm);
         PMPI_Comm_disconnect(comm)
     }
 }
