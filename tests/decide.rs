@@ -466,12 +466,12 @@ fn native_ranges_match_resolve() {
                         .into_iter()
                         .flat_map(|p| [(p, false), (p, true)])
                     {
-                        let ranges = r.native_ranges(coll, p, nb);
+                        let ranges = &r.native_ranges(coll, p)[nb as usize];
                         for w in ranges.windows(2) {
                             assert!(w[0].1 < w[1].0, "{coll} p={p}: not merged: {ranges:?}");
                         }
                         let mut probe = sizes.clone();
-                        for &(lo, hi) in &ranges {
+                        for &(lo, hi) in ranges.iter() {
                             for b in [lo, hi] {
                                 probe.extend([b.saturating_sub(1), b, b.saturating_add(1)]);
                             }

@@ -3,9 +3,9 @@
 //! when the decision is `native` for the call's (collective, p, bytes) and the arguments are
 //! plain. This module publishes the decision it needs — for each collective and p up to
 //! [`GATE_P`], the byte ranges that go native ([`pcoll::decide::Resolver::native_ranges`],
-//! at root 0; published the first time a communicator of that size takes the Rust path), and
-//! the native-defect guards ([`pcoll::decide::defects`]; a table that reads the root adds
-//! one that declines every other root) — and adds the gate's counts to pcoll's
+//! at root 0; published the first time a call of that collective and size takes the Rust
+//! path), and the native-defect guards ([`pcoll::decide::defects`]; a table that reads the
+//! root adds one that declines every other root) — and adds the gate's counts to pcoll's
 //! stats. The gate stays closed (every call takes the Rust path) with `PCOLL_DISABLE=1`
 //! (the Rust path is a plain forward then), with `PCOLL_STATS=1` (timing is done there),
 //! with `PCOLL_LEARN` (the learner counts calls) and with debug logging (`PCOLL_LOG=debug`
@@ -137,9 +137,10 @@ fn guard_bit(g: Guard) -> u32 {
     }
 }
 
-/// Communicator sizes whose cells are published (the Rust path publishes a size the first
+/// The (collective, communicator size) cells published (the Rust path publishes one the first
 /// time it sees it: [`ensure`]).
-static PUBLISHED: [AtomicBool; GATE_P + 1] = [const { AtomicBool::new(false) }; GATE_P + 1];
+static PUBLISHED: [[AtomicBool; GATE_P + 1]; Collective::ALL.len()] =
+    [const { [const { AtomicBool::new(false) }; GATE_P + 1] }; Collective::ALL.len()];
 /// One publisher at a time.
 static WRITER: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
@@ -196,21 +197,22 @@ pub fn want(comm: MPI_Comm, on: bool) {
     unsafe { pcoll_gate_want(comm, on as c_int) };
 }
 
-/// Publish the cells of communicator size `p` (once; the first call of each size through the
-/// Rust path does it, later calls of that size can take the gate).
+/// Publish the cells of `coll` at communicator size `p` (once; the first call of each through
+/// the Rust path does it, later calls can take the gate). One collective at a time: the
+/// model's search of native's thresholds behind a cell (3.3 M instructions by callgrind,
+/// MPICH 5, p = 2) is paid by a communicator of a new size for the collectives it calls only.
 #[inline]
-pub fn ensure(g: &'static Global, p: usize) {
-    if p == 0 || p > GATE_P || PUBLISHED[p].load(Ordering::Acquire) || !wanted(&g.cfg) {
+pub fn ensure(g: &'static Global, coll: Collective, p: usize) {
+    let done = || PUBLISHED[coll.index()][p].load(Ordering::Acquire);
+    if p == 0 || p > GATE_P || done() || !wanted(&g.cfg) {
         return;
     }
     let _w = WRITER.lock();
-    if PUBLISHED[p].load(Ordering::Acquire) {
+    if done() {
         return;
     }
-    for coll in Collective::ALL {
-        set_cell(g, coll, p);
-    }
-    PUBLISHED[p].store(true, Ordering::Release);
+    set_cell(g, coll, p);
+    PUBLISHED[coll.index()][p].store(true, Ordering::Release);
 }
 
 /// What the gate does with `coll` under the run-time forced pick (`pcoll_force`): the cells
@@ -244,8 +246,10 @@ fn wanted(cfg: &Config) -> bool {
 fn set_cell(g: &'static Global, coll: Collective, p: usize) {
     let mut resolver = crate::state::resolver(g, coll, p);
     resolver.over.algorithm = None; // the run-time force is the gate's mode byte
-    for nb in [false, true] {
-        let r = resolver.native_ranges(coll, p, nb);
+    for (nb, r) in [false, true]
+        .into_iter()
+        .zip(resolver.native_ranges(coll, p))
+    {
         let n = if r.len() > GATE_R { 0 } else { r.len() };
         let mut lo = [0 as c_ulonglong; GATE_R];
         let mut hi = [0 as c_ulonglong; GATE_R];

@@ -110,15 +110,17 @@ pub fn world_rank() -> usize {
 
 /// The global state, created at the first intercepted call (after `MPI_Init`).
 /// At `MPI_Init`, once the settings are agreed: the global state (the table parsed, the MPI
-/// named) and the native gate's cells for `MPI_COMM_WORLD`'s size, which the first collective
-/// otherwise pays for (5-10 ms measured, session 16: an IMB-NBC run at p = 2 read it as +3 µs
-/// a call at its first size, 4 KiB).
+/// named) and the native gate's cells of every collective for `MPI_COMM_WORLD`'s size, which
+/// each collective's first call otherwise pays for (all seven 5-10 ms, session 16: an IMB-NBC
+/// run at p = 2 read it as +3 µs a call at its first size, 4 KiB; ~5 ms since session 55).
 pub fn prepare() {
     let g = global();
     let mut size: std::os::raw::c_int = 1;
     // SAFETY: out-pointer to a local; MPI is initialised.
     unsafe { mpi_sys::PMPI_Comm_size(crate::consts::comm_world(), &mut size) };
-    crate::gate::ensure(g, size.max(1) as usize);
+    for coll in pcoll::Collective::ALL {
+        crate::gate::ensure(g, coll, size.max(1) as usize);
+    }
 }
 
 pub fn global() -> &'static Global {

@@ -599,13 +599,10 @@ impl<'a> Resolver<'a> {
     /// the root: [`crate::tuning::Table::root_from`]): exactly [`Resolver::resolve`]'s answer, size by
     /// size. The answer can only change at a rule
     /// bound or a size-class bound of the model, which are the cut points tried.
-    /// `nonblocking`: for the non-blocking and persistent forms (rules with `form = ...`).
-    pub fn native_ranges(
-        &self,
-        coll: Collective,
-        p: usize,
-        nonblocking: bool,
-    ) -> Vec<(usize, usize)> {
+    /// Index 0: the blocking forms; 1: the non-blocking and persistent ones (rules with
+    /// `form = ...`). Both from one set of cut points: the model's search of native's
+    /// thresholds is most of the work.
+    pub fn native_ranges(&self, coll: Collective, p: usize) -> [Vec<(usize, usize)>; 2] {
         let mut cuts: Vec<usize> = vec![0];
         if self.crowded {
             cuts.push(crate::learn::CROWDED_MIN_BYTES);
@@ -620,6 +617,17 @@ impl<'a> Resolver<'a> {
         ));
         cuts.sort_unstable();
         cuts.dedup();
+        [false, true].map(|nonblocking| self.native_over(&cuts, coll, p, nonblocking))
+    }
+
+    /// The merged ranges between consecutive `cuts` whose lower bound goes native.
+    fn native_over(
+        &self,
+        cuts: &[usize],
+        coll: Collective,
+        p: usize,
+        nonblocking: bool,
+    ) -> Vec<(usize, usize)> {
         // Root 0 only: a table that reads the root (a learned reduce cell names it) sends a
         // root other than 0 past the gate, and its root-0 native ranges stay whole.
         let native = |bytes: usize| {

@@ -83,9 +83,11 @@ pub fn span(
     let name = |b: usize| native::native(mpi, coll, p, b, commutative, params).algorithm;
     let mut start = lo;
     // At most a few thresholds per class; each step finds the next one after `start`.
+    let last = name(hi - 1);
     for _ in 0..4 {
         let a = name(start);
-        if name(hi - 1) == a && name(bytes) == a {
+        // `bytes == start` (every span `cut_points` asks for) needs no third pricing.
+        if last == a && (bytes == start || name(bytes) == a) {
             break;
         }
         // First size after `start` where native's algorithm is not `a`.

@@ -55,15 +55,15 @@ impl NativeFacts for ArgFacts<'_> {
     }
 }
 
-/// The resolver's decision for a call (publishing the gate's cells for `p` on first use),
-/// with `PCOLL_LEARN`'s pick for it if the learner decides the call.
+/// The resolver's decision for a call (publishing the gate's cell for its collective and `p`
+/// on first use), with `PCOLL_LEARN`'s pick for it if the learner decides the call.
 pub(super) fn decide(
     g: &'static Global,
     call: &CallFacts,
     nf: &dyn NativeFacts,
     learned: Option<Candidate>,
 ) -> Result<Decision, Error> {
-    crate::gate::ensure(g, call.p);
+    crate::gate::ensure(g, call.coll, call.p);
     state::resolver(g, call.coll, call.p)
         .with_learned(learned)
         .resolve(call, nf)
