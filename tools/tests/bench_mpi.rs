@@ -48,8 +48,16 @@ fn tmp(name: &str) -> PathBuf {
     d.join(name)
 }
 
+/// One launch at a time: the tests of this file run on parallel threads, and two
+/// `mpirun.openmpi` (4.1) started at once when no other job holds its session directory race to
+/// create `/tmp/ompi.<host>.<uid>` ("A call to mkdir was unable to create the desired
+/// directory ... File exists", open-mpi/ompi#8510; seen in a fresh clone's `make test`). Two
+/// jobs of 2 ranks on the 2 cores would also oversubscribe them.
+static LAUNCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `bin` with `args` on `np` ranks; returns stdout (panics with stderr on failure).
 fn run(np: usize, bin: &str, args: &[&str]) -> Option<String> {
+    let _one = LAUNCH.lock().unwrap_or_else(|e| e.into_inner());
     let mut l = launcher(np)?;
     let exe = l.remove(0);
     let out = Command::new(exe)
