@@ -75,20 +75,34 @@ struct RawRule {
 struct Src<'a> {
     text: &'a str,
     origin: &'a str,
+    /// Byte offsets of the text's newlines, ascending: each rule's line is a binary search
+    /// (counting the newlines before every rule's offset was half of a table's parse).
+    newlines: Vec<usize>,
 }
 
-impl Src<'_> {
+impl<'a> Src<'a> {
+    fn new(text: &'a str, origin: &'a str) -> Src<'a> {
+        let newlines = text
+            .bytes()
+            .enumerate()
+            .filter_map(|(i, b)| (b == b'\n').then_some(i))
+            .collect();
+        Src {
+            text,
+            origin,
+            newlines,
+        }
+    }
     /// 1-based line and column (in characters) of byte offset `off`.
     fn line_col(&self, off: usize) -> (usize, usize) {
         let off = off.min(self.text.len());
-        let before = &self.text.as_bytes()[..off];
-        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let start = before
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
-        let col = String::from_utf8_lossy(&before[start..]).chars().count() + 1;
-        (line, col)
+        let before = self.newlines.partition_point(|&i| i < off);
+        let start = before.checked_sub(1).map_or(0, |k| self.newlines[k] + 1);
+        let col = String::from_utf8_lossy(&self.text.as_bytes()[start..off])
+            .chars()
+            .count()
+            + 1;
+        (before + 1, col)
     }
     fn line(&self, off: usize) -> usize {
         self.line_col(off).0
@@ -119,7 +133,7 @@ impl Errs<'_> {
 }
 
 pub(super) fn parse(text: &str, origin: &str) -> Result<Table, String> {
-    let src = Src { text, origin };
+    let src = Src::new(text, origin);
     let raw = raw_file(&src)?;
     let mut errs = Errs {
         src: &src,
@@ -413,4 +427,34 @@ fn to_size(v: &Value, max: usize) -> Result<usize, String> {
         return Err(format!("{n} too large (at most {max})"));
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Src;
+
+    /// The line and column of every offset, against counting from the start.
+    #[test]
+    fn line_col_counts_lines_and_characters() {
+        for text in [
+            "",
+            "a",
+            "\n",
+            "ab\ncd\n\né€x\n[[reduce]]\nbytes = 1",
+            "\n\nx",
+        ] {
+            let src = Src::new(text, "t");
+            for off in 0..=text.len() + 2 {
+                let o = off.min(text.len());
+                let before = &text.as_bytes()[..o];
+                let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+                let start = before
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1);
+                let col = String::from_utf8_lossy(&before[start..]).chars().count() + 1;
+                assert_eq!(src.line_col(off), (line, col), "{text:?} at {off}");
+            }
+        }
+    }
 }
