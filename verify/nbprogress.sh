@@ -11,7 +11,8 @@
 # for its part of an MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce or MPI_Iallgather (2 MiB of
 # doubles), at p = 3 and 4 with the four forced to `binomial` (a relaying schedule whose later
 # steps pcoll advances only inside its intercepted calls); rank 0's stats must show pcoll
-# served them; at p = 3 with the four forced to `shm`, which must have served them too. Before
+# served them; at p = 3 with the four forced to `shm`, which must have served them too, and to
+# `native`, whose stats must count the same calls and bytes as `binomial`'s. Before
 # session 18 every run hung; before session 19 the Mprobe, Ssend, Barrier and blocking
 # collective rounds did (MPICH 4.0); before session 20 the Gather and Comm_split rounds, and
 # the rounds whose collective is the first call on a new communicator (its shadow's
@@ -38,6 +39,7 @@ run() {
     "$ROOT/scripts/mpi.sh" "$MPI" -- "$p" LD_PRELOAD="$LIB" PCOLL_STATS=1 PCOLL_REDUCE="$alg" \
     PCOLL_ALLREDUCE="$alg" PCOLL_BCAST="$alg" PCOLL_ALLGATHER="$alg" -- "$BIN" "$@" </dev/null 2>&1)
   rc=$?
+  LAST_OUT=$out
   served=$(grep -cE "^pcoll: stats i(bcast|reduce|allreduce|allgather) $alg" <<<"$out")
   if [ $rc = 0 ] && grep -q '^nbprogress: ok' <<<"$out" && [ "$served" = 4 ]; then
     echo "  $label: ok (4 I-collectives served by $alg)"
@@ -47,7 +49,25 @@ run() {
     grep -E 'nbprogress|FAILED|signal' <<<"$out" | head -5 | sed 's/^/    /'
   fi
 }
+# counts: rank 0's calls and bytes of each of the four I-collectives in the last run's stats,
+# summed over the algorithms that served them (a forced algorithm leaves some calls native)
+counts() {
+  grep -oE "^pcoll: stats i(bcast|reduce|allreduce|allgather) [a-z_]+ calls=[0-9]+ bytes=[0-9]+" \
+    <<<"$LAST_OUT" | tr '=' ' ' |
+    awk '{ c[$3] += $6; b[$3] += $8 } END { for (k in c) print k, c[k], b[k] }' | sort
+}
 run p=3 3 binomial
+served=$(counts)
+# The same calls forced to `native` (the MPI's own progress): the stats count them with the
+# same bytes (before session 55 a non-blocking call sent to the MPI counted 0 bytes).
+run "p=3 native" 3 native
+if [ -n "$served" ] && [ "$(counts)" = "$served" ]; then
+  echo "  p=3 native stats: ok (calls and bytes as under binomial)"
+else
+  fails=$((fails + 1))
+  echo "  p=3 native stats: FAILED (calls and bytes differ from binomial's)"
+  diff <(echo "$served") <(counts) | head -8 | sed 's/^/    /'
+fi
 run p=4 4 binomial
 # The INTERCOMM rounds (kind 20) at p = 5, where the even half has 3 ranks (Open MPI 5 hung
 # there with a library before 47c8e35; at p = 3, 4 its halves' collectives needed no relay)

@@ -163,10 +163,13 @@ pub fn initiate(
         return native();
     }
     progress();
-    let Some(planned) = nb::plan(a) else {
-        stats::record(coll, kind, Algorithm::Native, 0);
-        crate::state::set_last_nb(coll, Algorithm::Native);
-        return in_native(native);
+    let planned = match nb::plan(a) {
+        Ok(planned) => planned,
+        Err(bytes) => {
+            stats::record(coll, kind, Algorithm::Native, bytes);
+            crate::state::set_last_nb(coll, Algorithm::Native);
+            return in_native(native);
+        }
     };
     crate::state::set_last_nb(coll, planned.alg);
     let handle = match stand_in() {

@@ -37,21 +37,31 @@ pub struct Planned {
 // state is shared between threads already (see `dispatch::again::Entry`).
 unsafe impl Send for Planned {}
 
-/// Decide a non-blocking or persistent call: `None` sends it to native (pcoll cannot or
-/// should not serve it; every rank decides alike, from the same facts).
-pub fn plan(a: Args) -> Option<Planned> {
+/// Decide a non-blocking or persistent call: `Err` sends it to native (pcoll cannot or
+/// should not serve it; every rank decides alike, from the same facts) with its bytes for
+/// `PCOLL_STATS` (0 where the call was not validated).
+pub fn plan(a: Args) -> Result<Planned, usize> {
     if state::bypassed() || crate::foreign::nb_native() {
-        return None;
+        return Err(0);
     }
     let g = state::global();
     let a = match again(a) {
-        Ok(planned) => return Some(planned),
+        Ok(planned) => return Ok(planned),
         Err(a) => a,
     };
     if super::badinput::own_error(&a).is_some() {
-        return None;
+        return Err(0);
     }
-    let (mut v, gen) = (validate::validate(g, &a)?, super::again::begin());
+    let (v, gen) = (
+        validate::validate(g, &a).ok_or(0usize)?,
+        super::again::begin(),
+    );
+    let bytes = v.spec.bytes();
+    plan_valid(g, a, v, gen).ok_or(bytes)
+}
+
+/// [`plan`] for a validated call.
+fn plan_valid(g: &'static state::Global, a: Args, mut v: Valid, gen: u64) -> Option<Planned> {
     let shm_ok = shm_ok(&a, &v);
     let chosen = super::resolve::choose_nb(g, &a, &mut v.spec, shm_ok).ok()?;
     let alg = chosen.alg;
