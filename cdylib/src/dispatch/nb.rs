@@ -52,12 +52,9 @@ pub fn plan(a: Args) -> Result<Planned, usize> {
     if super::badinput::own_error(&a).is_some() {
         return Err(0);
     }
-    let (v, gen) = (
-        validate::validate(g, &a).ok_or(0usize)?,
-        super::again::begin(),
-    );
+    let v = validate::validate(g, &a).ok_or(0usize)?;
     let bytes = v.spec.bytes();
-    plan_valid(g, a, v, gen).ok_or(bytes)
+    plan_valid(g, a, v, super::again::begin()).ok_or(bytes)
 }
 
 /// [`plan`] for a validated call.
