@@ -155,6 +155,7 @@ long long pcoll_gate_abi(int what)
     case 1: return PCOLL_GATE_R;
     case 2: return PCOLL_GATE_DECLINED;
     case 3: return G_NCOLL;
+    case 4: return G_NHOT;
     case 10: return G_REDUCE;
     case 11: return G_ALLREDUCE;
     case 12: return G_REDUCE_SCATTER;
@@ -170,6 +171,10 @@ long long pcoll_gate_abi(int what)
     case 30: return PCOLL_MODE_CELLS;
     case 31: return PCOLL_MODE_NATIVE;
     case 32: return PCOLL_MODE_DECLINE;
+    case 40: return memo_line(G_REDUCE, 1);
+    case 41: return memo_line(G_BCAST, 2);
+    case 42: return memo_line(G_REDUCE, 0);
+    case 43: return memo_line(G_ALLREDUCE, -1);
     default: return -1;
     }
 }

@@ -16,6 +16,7 @@
 //! Dups of a user communicator do not inherit the attribute (null copy function).
 
 use crate::consts;
+use crate::gate::MEMO_LINES;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
@@ -23,7 +24,7 @@ use pcoll::model::shm::WindowWait;
 use pcoll::plan::Program;
 use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 mod orphan;
@@ -65,8 +66,12 @@ pub struct CommState {
     /// The shared window of `shm`, made when a call first asks for it ([`CommState::shm`]).
     shm: OnceCell<Option<Box<crate::shm::Win>>>,
     /// The calls that asked for `shm` before the window was made
-    /// ([`CommState::window_now`]).
-    wait: Mutex<WindowWait>,
+    /// ([`CommState::window_now`]), and the rent of the calls each gate memo line counts.
+    wait: Mutex<(WindowWait, [f64; MEMO_LINES])>,
+    /// Per gate memo line, the calls its memo forwarded from C while the window waits
+    /// ([`CommState::wait_memo`]; `u64::MAX`: none counts here), added to `wait` by every
+    /// call that asks for the window in Rust.
+    wait_memo: [AtomicU64; MEMO_LINES],
     /// The calls whose node steps asked for `hier`'s node windows before they were made
     /// ([`CommState::node_windows_now`]).
     node_wait: Mutex<WindowWait>,
@@ -141,13 +146,58 @@ impl CommState {
     /// (`pcoll::model::shm::WindowWait`): true if the window is asked for already or is to be
     /// made now, false to serve the call without it. No MPI call; every rank counts alike.
     pub fn window_now(&self, rent: f64, cost: f64, after: u32) -> bool {
-        self.shm.get().is_some() || ask(&self.wait, "window", (rent, cost, after))
+        if self.shm.get().is_some() {
+            return true;
+        }
+        let mut w = self.wait.lock();
+        self.fold(&mut w);
+        ask(&mut w.0, "window", (rent, cost, after))
+    }
+
+    /// A call that asked for `shm` and ran without it (`window_now` answered false) is kept
+    /// in the gate's memo `line`, whose repeats of it, forwarded from C, count themselves in
+    /// the returned counter, as many as wait before the one that makes the window (the
+    /// limit): that one reaches Rust and makes it. None if no call of this rent waits. Every
+    /// other line's count stops (`u64::MAX` at or above any limit) and is added to the wait
+    /// first: one memo at a time may count, so that its limit holds (calls of this
+    /// communicator are made one at a time: collectives in one order).
+    pub fn wait_memo(
+        &self,
+        line: usize,
+        rent: f64,
+        cost: f64,
+        after: u32,
+    ) -> Option<(*mut u64, u64)> {
+        let mut w = self.wait.lock();
+        self.fold(&mut w);
+        let limit = w.0.waiting(rent, cost, after);
+        if limit == 0 || self.shm.get().is_some() {
+            return None;
+        }
+        w.1[line] = rent;
+        self.wait_memo[line].store(0, Ordering::Release);
+        Some((self.wait_memo[line].as_ptr(), limit))
+    }
+
+    /// Add the calls the gate's memos forwarded to the wait, and stop their counting.
+    fn fold(&self, (wait, rents): &mut (WindowWait, [f64; MEMO_LINES])) {
+        for (count, &rent) in self.wait_memo.iter().zip(rents.iter()) {
+            if count.load(Ordering::Relaxed) != u64::MAX {
+                let n = count.swap(u64::MAX, Ordering::AcqRel);
+                wait.add(n, rent);
+            }
+        }
     }
 
     /// [`CommState::window_now`] for `hier`'s node windows: a node-aware call whose node
     /// steps would run through them, rent `rent` (`pcoll::decide::Resolver::node_shm_rent`).
     pub fn node_windows_now(&self, rent: f64, cost: f64, after: u32) -> bool {
-        self.node_shm.get().is_some() || ask(&self.node_wait, "node windows", (rent, cost, after))
+        self.node_shm.get().is_some()
+            || ask(
+                &mut self.node_wait.lock(),
+                "node windows",
+                (rent, cost, after),
+            )
     }
 
     /// The window if made and the communicator is one node's (no MPI call): what a
@@ -251,10 +301,9 @@ impl CommState {
 
 /// A call asks for a window not made yet (`what`, for the debug log): true to make it now
 /// (`pcoll::model::shm::WindowWait`).
-fn ask(wait: &Mutex<WindowWait>, what: &str, (rent, cost, after): (f64, f64, u32)) -> bool {
-    let mut w = wait.lock();
+fn ask(w: &mut WindowWait, what: &str, (rent, cost, after): (f64, f64, u32)) -> bool {
     let now = w.ask(rent, cost, after);
-    let (n, r) = (w.calls, w.rent * 1e6);
+    let (n, r) = (w.calls, w.rent_ps as f64 * 1e-6);
     log::debug!(
         "shm: {what} now {now} ({n} calls waited, rent {r:.1} of {:.1} us)",
         cost * 1e6
@@ -550,6 +599,7 @@ fn find_or_make(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static Com
         layout: world_layout(comm, size),
         shm: OnceCell::new(),
         wait: Mutex::new(Default::default()),
+        wait_memo: [const { AtomicU64::new(u64::MAX) }; MEMO_LINES],
         node_wait: Mutex::new(Default::default()),
         node_shm: OnceCell::new(),
         learn: Mutex::new(HashMap::new()),

@@ -94,13 +94,19 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     // The decision may be kept for the next call only if it had the communicator's nodes to
     // go by (asked at the first call pcoll serves on it; they do not change afterwards).
     let gen = again::begin();
+    let memo_gen = crate::gate::memo_gen();
     let settled = v.spec.p <= 1
         || crate::comm::existing(a.comm).is_some_and(|st| st.known_layout().is_some());
     let chosen = match resolve::choose(g, a, &mut v.spec) {
         Ok(x) => x,
         Err(code) => return badinput::raise(a.comm, code),
     };
-    let (alg, why, learned) = (chosen.alg, chosen.why, (chosen.tally, chosen.kept));
+    let (alg, why) = (chosen.alg, chosen.why);
+    let track = again::Track {
+        tally: chosen.tally,
+        cell: chosen.kept,
+        wait: chosen.waits,
+    };
     if alg != Algorithm::Native && no_shadow(a, &v) {
         return unserved(g, a, native, t0);
     }
@@ -110,10 +116,18 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     // A call exploring its cell (a race, PCOLL_LEARN) is timed, and kept to be served again
     // only with its cell (whose next call may run another candidate).
     let explore = chosen.explore.as_ref();
-    let explores = chosen.explore.is_some() && learned.1.is_none();
-    let settled = settled && !explores && !chosen.provisional && !waits;
+    let explores = chosen.explore.is_some() && track.cell.is_none();
+    let settled = settled && !explores && !waits;
     if alg == Algorithm::Native {
         let rc = crate::learn::timed(explore, native);
+        // Native calls are kept only while `shm`'s window waits (the fast path cannot send
+        // them to native: it decides `shm`): in the gate's memo, and for the served-again
+        // path (the memo forwards only what the gate would, and one call shape at a time).
+        if let (Some(w), true, true, Some(st)) = (track.wait, settled, why.is_empty(), known(a)) {
+            w.memo(a, st, memo_gen);
+            let empty = std::sync::Arc::new(pcoll::Program::new());
+            again::keep(false, a, &v, (alg, st, &empty), gen, track);
+        }
         state::record(a.coll, alg, bytes, stat_time(g) - t0);
         log::debug!("{} p={} bytes={bytes}: native ({why})", a.coll, v.spec.p);
         return rc;
@@ -123,7 +137,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         // Kept for the next call as the programs are (with an empty program; p > 1 only).
         if let (Ok(()), true, true, Some(st)) = (&result, settled, why.is_empty(), known(a)) {
             let empty = std::sync::Arc::new(pcoll::Program::new());
-            again::keep(false, a, &v, (alg, st, &empty), gen, learned);
+            again::keep(false, a, &v, (alg, st, &empty), gen, track);
         }
         let rc = finish(g, a, (&v, alg), result.map(|()| 0), t0, &why);
         call::recycle(std::mem::take(&mut v.spec.counts));
@@ -132,7 +146,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     let result = crate::learn::timed(explore, || serve::run(g, a, &v, alg));
     // `why` is only written for a warning or the debug log: neither is kept.
     if let (Ok((st, prog)), true, true) = (&result, settled, why.is_empty()) {
-        again::keep(false, a, &v, (alg, st, prog), gen, learned);
+        again::keep(false, a, &v, (alg, st, prog), gen, track);
     }
     let result = result.map(|(_, prog)| prog.rounds);
     let rc = finish(g, a, (&v, alg), result, t0, &why);

@@ -348,6 +348,20 @@ pub fn passthrough() {
     unsafe { pcoll_gate_passthrough() };
 }
 
+/// The gate's memo lines (`pcoll_gate.h`, G_NHOT): one per collective, and a second for
+/// reduce's and bcast's calls at a root other than 0.
+pub const MEMO_LINES: usize = Collective::ALL.len() + 2;
+
+/// The memo line a blocking call of `coll` at `root` is kept in (`memo_line` in
+/// `pcoll_gate.h`).
+pub fn memo_line(coll: Collective, root: i64) -> usize {
+    match coll {
+        Collective::Reduce if root > 0 => Collective::ALL.len(),
+        Collective::Bcast if root > 0 => Collective::ALL.len() + 1,
+        _ => coll.index(),
+    }
+}
+
 /// The gate memo's generation, read at the start of a call the Rust path decides (for
 /// [`keep_native`]).
 pub fn memo_gen() -> c_uint {
@@ -358,14 +372,17 @@ pub fn memo_gen() -> c_uint {
 /// Keep a blocking call the Rust path sent to native for good (its cell's race settled
 /// native) in the gate's memo of the last forwarded call of its collective, so that the next
 /// call repeating it (same communicator, type, op, counts, root, in-place-ness) is forwarded
-/// from C without entering Rust (0.2-0.45 µs: `RACE_NATIVE_COST_NS`). The C side checks what
+/// from C without entering Rust (0.2-0.45 µs less a call). The C side checks what
 /// it checks before forwarding any call (a plain call of a cached communicator and a named
 /// type, the guards) and drops the memo if anything the gate decides by changed since `gen`.
 /// Not for the large-count forms (the gate forwards `int` counts only).
 ///
-/// The memo counts each call it forwards in the cell's `tally` and forwards none once the
-/// cell is due to be raced again (that call reaches the Rust path, which races it).
-pub fn keep_native(a: &crate::dispatch::Args, gen: c_uint, tally: &crate::learn::Tally) {
+/// The memo counts each call it forwards in `*counter` and forwards none once it reaches
+/// `limit`: a raced cell's count of its winner's calls and the count at which the cell is due
+/// to be raced again (that call reaches the Rust path, which races it; `Tally`), or the calls
+/// a communicator's `shm` window lets wait (`CommState::wait_memo`). The counter must live as
+/// long as the communicator (the memo is cleared with it).
+pub fn keep_native(a: &crate::dispatch::Args, gen: c_uint, (counter, limit): (*mut u64, u64)) {
     if a.large_count {
         return;
     }
@@ -382,7 +399,7 @@ pub fn keep_native(a: &crate::dispatch::Args, gen: c_uint, tally: &crate::learn:
         root: a.root,
         comm: a.comm,
     };
-    keep(&call, gen, tally);
+    keep(&call, gen, (counter, limit));
 }
 
 /// A blocking call as [`keep`] hands it to the gate: the collective's own arguments, `counts`
@@ -400,7 +417,7 @@ pub struct Kept {
 }
 
 /// [`keep_native`] for a call the fast paths describe without `Args`.
-pub fn keep(k: &Kept, gen: c_uint, tally: &crate::learn::Tally) {
+pub fn keep(k: &Kept, gen: c_uint, (counter, limit): (*mut u64, u64)) {
     let int = |x: i64| c_int::try_from(x).ok();
     let (Some(&count), Some(root), Some(sendcount)) =
         (k.counts.first(), int(k.root), int(k.sendcount))
@@ -423,8 +440,8 @@ pub fn keep(k: &Kept, gen: c_uint, tally: &crate::learn::Tally) {
             root,
             k.comm,
             gen,
-            tally.counter() as *mut c_ulonglong,
-            tally.until as c_ulonglong,
+            counter as *mut c_ulonglong,
+            limit as c_ulonglong,
         )
     };
 }
@@ -443,6 +460,11 @@ mod tests {
         assert_eq!(abi(1), GATE_R as i64);
         assert_eq!(abi(2), DECLINED as i64);
         assert_eq!(abi(3), Collective::ALL.len() as i64);
+        assert_eq!(abi(4), MEMO_LINES as i64);
+        assert_eq!(abi(40), memo_line(Collective::Reduce, 1) as i64);
+        assert_eq!(abi(41), memo_line(Collective::Bcast, 2) as i64);
+        assert_eq!(abi(42), memo_line(Collective::Reduce, 0) as i64);
+        assert_eq!(abi(43), memo_line(Collective::Allreduce, -1) as i64);
         for coll in Collective::ALL {
             assert_eq!(abi(10 + coll.index() as i32), coll.index() as i64, "{coll}");
         }

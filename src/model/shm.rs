@@ -110,34 +110,96 @@ pub fn rent(t_shm: f64, t_next: f64) -> f64 {
 /// by the model's costs; session 54's bug hunt), a bet worth making where a benchmark's one size
 /// step (1000 iterations and more) repays it; calls that gain less (the 4-16 KiB allreduces
 /// at p = 2: 1.4-2.6 us predicted, repaid in 1400-2700 calls) wait for their rent.
-pub const REPAY_CALLS: f64 = 1000.0;
+pub const REPAY_CALLS: u64 = 1000;
+
+/// Seconds as the whole picoseconds [`WindowWait`] counts in: exact sums, the same on every
+/// rank in whatever order and grouping its calls are added.
+fn ps(seconds: f64) -> u64 {
+    (seconds.max(0.0) * 1e12).round() as u64
+}
 
 /// The calls that asked for `shm` on a communicator whose window is not made yet: the window
-/// is made at the `after`-th such call if their mean rent ([`rent`]) repays the window's cost
+/// is made at the `after`-th call if their mean rent ([`rent`]) repays the window's cost
 /// ([`window_time`]) within [`REPAY_CALLS`], else (or before) at the first call whose rent
 /// brings the sum to the cost; `after` = 1 (a forced `shm`, `PCOLL_SHM_AFTER=1`): at once.
 /// Every rank of the communicator sees the same calls and prices them alike (the model is
-/// agreed), so they make it in the same call.
+/// agreed), so they make it in the same call. Counted in integers, so that calls counted in
+/// bulk ([`WindowWait::add`]: the gate's memo forwards waiting calls from C and counts them)
+/// sum to what counting them one by one gives.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct WindowWait {
     /// Calls that ran without the window.
-    pub calls: u32,
-    /// Their rent, summed (seconds).
-    pub rent: f64,
+    pub calls: u64,
+    /// Their rent, summed (picoseconds).
+    pub rent_ps: u64,
 }
 
 impl WindowWait {
     /// A call asking for `shm` whose rent is `rent`: true to make the window now; false to
-    /// run the call without it (counted).
+    /// run the call without it (counted). Asked again with the same rent after a true, the
+    /// answer is true again (nothing was counted).
     pub fn ask(&mut self, rent: f64, cost: f64, after: u32) -> bool {
-        let (calls, sum) = (self.calls + 1, self.rent + rent);
-        let repaid = after <= 1 || sum * REPAY_CALLS >= cost * f64::from(calls);
-        if (calls >= after && repaid) || sum >= cost {
+        if self.makes(1, ps(rent), ps(cost), after) {
             return true;
         }
-        self.calls = calls;
-        self.rent = sum;
+        self.add(1, rent);
         false
+    }
+
+    /// `n` calls of rent `rent` that ran without the window (none of them the one that makes
+    /// it: [`WindowWait::waiting`]).
+    pub fn add(&mut self, n: u64, rent: f64) {
+        self.calls += n;
+        self.rent_ps += n * ps(rent);
+    }
+
+    /// The calls of rent `rent` that run without the window from now on, one after another,
+    /// before the one that makes it: [`WindowWait::ask`] answers false to that many and true
+    /// to the next (`u64::MAX`: never, a rent of 0 below the `after`-th call).
+    pub fn waiting(&self, rent: f64, cost: f64, after: u32) -> u64 {
+        let (r, cost) = (u128::from(ps(rent)), u128::from(ps(cost)));
+        let (c, s) = (u128::from(self.calls), u128::from(self.rent_ps));
+        let div_ceil = |a: u128, b: u128| a.div_ceil(b);
+        // The j-th call (j >= 1) makes it if the sum reaches the cost ...
+        let by_sum = match () {
+            _ if s + r >= cost => 1,
+            _ if r == 0 => u128::MAX,
+            _ => div_ceil(cost - s, r),
+        };
+        // ... or it is at least the `after`-th and the mean repays the cost:
+        // (s + j r) R >= cost (c + j), i.e. j (r R - cost) >= cost c - s R.
+        let first = u128::from(after).saturating_sub(c).max(1);
+        let (rr, need) = (r * u128::from(REPAY_CALLS), cost * c);
+        let have = s * u128::from(REPAY_CALLS);
+        let by_mean = if after <= 1 {
+            1
+        } else if rr > cost {
+            first.max(div_ceil(need.saturating_sub(have), rr - cost))
+        } else if have < need {
+            u128::MAX // the mean is below and never rises
+        } else if rr == cost {
+            first
+        } else {
+            // The mean is above and falls: only while j <= (s R - cost c) / (cost - r R).
+            let last = (have - need) / (cost - rr);
+            if first <= last {
+                first
+            } else {
+                u128::MAX
+            }
+        };
+        let j = by_sum.min(by_mean);
+        u64::try_from(j - 1).unwrap_or(u64::MAX)
+    }
+
+    /// The `j`-th call from now of rent `r` (ps; the ones before it counted) makes the window.
+    fn makes(&self, j: u64, r: u64, cost: u64, after: u32) -> bool {
+        let (calls, sum) = (
+            u128::from(self.calls + j),
+            u128::from(self.rent_ps) + u128::from(j) * u128::from(r),
+        );
+        let repaid = after <= 1 || sum * u128::from(REPAY_CALLS) >= u128::from(cost) * calls;
+        (calls >= u128::from(after) && repaid) || sum >= u128::from(cost)
     }
 }
 
@@ -152,7 +214,7 @@ mod tests {
         let made: Vec<bool> = (0..10).map(|_| w.ask(5e-6, 4e-3, 8)).collect();
         assert_eq!(made.iter().position(|&m| m), Some(7));
         assert_eq!(w.calls, 7);
-        assert!((w.rent - 35e-6).abs() < 1e-15);
+        assert_eq!(w.rent_ps, 35_000_000);
         // Rents too small for that: made once they sum to the cost (4000 calls of 1 us).
         let mut w = WindowWait::default();
         let first = (0..5000).position(|_| w.ask(1e-6, 4e-3, 8));
@@ -179,6 +241,43 @@ mod tests {
         assert_eq!(made, [false, false, true, true, true]);
         // A rent as large as the window: at once.
         assert!(WindowWait::default().ask(4e-3, 4e-3, 8));
+    }
+
+    /// [`WindowWait::waiting`] against asking call by call, from states reached by calls of
+    /// other rents (mean above and below the repaid line, before and after `after`).
+    #[test]
+    fn waiting_counts_the_calls_ask_answers_false_to() {
+        use proptest::prelude::*;
+        let rent = || prop_oneof![0.0..20e-6, 0.0..6e-3, Just(0.0), Just(4.3e-6)];
+        proptest!(ProptestConfig::with_cases(3000), |(
+            before in proptest::collection::vec(rent(), 0..12),
+            r in rent(),
+            cost in prop_oneof![1e-3..6e-3, Just(4.3e-3)],
+            after in 1u32..12,
+        )| {
+            let mut w = WindowWait::default();
+            for &b in &before {
+                if w.ask(b, cost, after) {
+                    return Ok(()); // made already: nothing waits
+                }
+            }
+            let k = w.waiting(r, cost, after);
+            let mut sim = w;
+            let limit = 20_000u64;
+            let asked = (0..limit).position(|_| sim.ask(r, cost, after)).map(|i| i as u64);
+            match asked {
+                Some(n) => prop_assert_eq!(k, n),
+                None => prop_assert!(k >= limit, "waiting {} but no call made it in {}", k, limit),
+            }
+            // Counted in bulk, the state is the one of counting them one by one.
+            let n = k.min(500);
+            let (mut bulk, mut one) = (w, w);
+            bulk.add(n, r);
+            for _ in 0..n {
+                prop_assert!(!one.ask(r, cost, after));
+            }
+            prop_assert_eq!(bulk, one);
+        });
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub(super) fn native_requested(g: &'static Global, a: &Args) -> Option<usize> {
         // (counted there) until the cell is due to be raced again.
         // (`verdict` found it not due to be raced again: `take` counts it.)
         if let Some(t) = tally.filter(|t| t.take()) {
-            crate::gate::keep_native(a, gen, &t);
+            crate::gate::keep_native(a, gen, (t.counter(), t.until));
         }
         log_native(g, &call, &d);
         bytes
@@ -309,7 +309,7 @@ fn native_decided(
     // Not due to be raced again (`verdict`): counted, and kept as `native_requested` keeps it.
     if let Some(t) = tally.filter(|t| t.take()) {
         if let Some(k) = kept() {
-            crate::gate::keep(&k, gen, &t);
+            crate::gate::keep(&k, gen, (t.counter(), t.until));
         }
     }
     let rc = native();

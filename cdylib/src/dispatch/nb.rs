@@ -80,8 +80,8 @@ fn plan_valid(g: &'static state::Global, a: Args, mut v: Valid, gen: u64) -> Opt
     // for the debug log), no learning, not a call counted while the window waits.
     let keep = |v: &Valid, prog: &Arc<Program>| {
         let settled = v.spec.p <= 1 || st.known_layout().is_some();
-        if settled && chosen.why.is_empty() && g.cfg.learn.is_none() && !chosen.provisional {
-            super::again::keep(true, &a, v, (alg, st, prog), gen, (None, None));
+        if settled && chosen.why.is_empty() && g.cfg.learn.is_none() && chosen.waits.is_none() {
+            super::again::keep(true, &a, v, (alg, st, prog), gen, Default::default());
         }
     };
     let log = |v: &Valid| {

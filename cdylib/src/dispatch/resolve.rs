@@ -83,11 +83,45 @@ pub(super) struct Chosen {
     /// `crate::learn::step_kept`).
     pub kept: Option<pcoll::learn::CellKey>,
     /// The call asked for `shm` and runs without it while the communicator's window waits
-    /// ([`window_waits`]): never kept to be served again (a later call makes the window).
-    pub provisional: bool,
+    /// ([`window_waits`]): what it added to the wait. A blocking call is kept to be served
+    /// again with it (each call served again adds its rent; the one that makes the window
+    /// takes the full path: `again::again`); a non-blocking one is not kept.
+    pub waits: Option<Wait>,
     /// The user forced the algorithm (`pcoll_force`, `PCOLL_<COLL>`): windows it needs are
     /// made at once ([`node_windows_wait`]).
     pub forced: bool,
+}
+
+/// A call counted in its communicator's wait for the window ([`window_waits`]): its rent and
+/// the window's predicted cost (`crate::comm::CommState::window_now`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Wait {
+    pub rent: f64,
+    pub cost: f64,
+}
+
+impl Wait {
+    /// Count the call in the wait of the communicator of `st`: true if the window is to be
+    /// made now (asked again with the same rent, the answer is the same and nothing is
+    /// counted twice: `pcoll::model::shm::WindowWait::ask`).
+    pub fn window_now(&self, st: &crate::comm::CommState, after: u32) -> bool {
+        st.window_now(self.rent, self.cost, after)
+    }
+
+    /// The call `a` ran native without the window (counted by [`Wait::window_now`]): its
+    /// repeats are forwarded from C by the gate's memo (no clear since `gen`), counted in the
+    /// wait, up to the one that makes the window. A waiting call on the Rust path cost
+    /// ~0.3-0.5 us more than native even when served again (Open MPI 4.1, p = 2, 8 KiB reduce:
+    /// 1.15-1.19x in verify/ab.c; ~1000 instructions).
+    pub fn memo(&self, a: &Args, st: &crate::comm::CommState, gen: std::os::raw::c_uint) {
+        if a.large_count {
+            return; // the gate forwards int counts only
+        }
+        let line = crate::gate::memo_line(a.coll, a.root);
+        if let Some(count) = st.wait_memo(line, self.rent, self.cost, crate::shm::after()) {
+            crate::gate::keep_native(a, gen, count);
+        }
+    }
 }
 
 /// The facts of a call every rank shares, from its arguments (`None`: an op the MPI rejects;
@@ -184,7 +218,7 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
                 decided(g, &alt, &nf, None)
             }
         };
-        if let Some(c) = window_waits(g, a, spec, &call, waiting)? {
+        if let Some((c, wait)) = window_waits(g, a, spec, &call, waiting)? {
             let mut c = chosen(g, spec, &alt, c, None);
             if !c.why.is_empty() {
                 // Read in the debug log: the window is not refused, it waits.
@@ -194,7 +228,7 @@ pub(super) fn choose(g: &'static Global, a: &Args, spec: &mut CallSpec) -> Resul
                 );
             }
             return Ok(Chosen {
-                provisional: true,
+                waits: Some(wait),
                 ..c
             });
         }
@@ -257,7 +291,7 @@ pub(super) fn choose_nb(
     // collective after a non-blocking call wanted it): making one is collective and blocks,
     // which a non-blocking initiation must not. Whether it is made is agreed (made in the same call on every
     // rank); without it the decision falls back.
-    let mut provisional = false;
+    let mut waits = None;
     if d.algorithm == Algorithm::Shm {
         if let Some(wanted) = shm_not_made(a, spec) {
             let (asked, forced) = (call, d.source.forced());
@@ -267,12 +301,15 @@ pub(super) fn choose_nb(
             // one that would make it were it blocking (`window_waits`); forced: at once.
             if let Some(st) = wanted {
                 let after = if forced { 1 } else { crate::shm::after() };
-                let rent = state::resolver(g, spec.coll, spec.p).shm_rent(&asked, d.algorithm);
-                if st.window_now(rent, crate::shm::window_cost(spec.p), after) {
+                let wait = Wait {
+                    rent: state::resolver(g, spec.coll, spec.p).shm_rent(&asked, d.algorithm),
+                    cost: crate::shm::window_cost(spec.p),
+                };
+                if wait.window_now(st, after) {
                     st.want_shm(a.comm);
                 } else {
                     // Not kept: the next such call must be counted too.
-                    provisional = true;
+                    waits = Some(wait);
                 }
             }
         }
@@ -287,7 +324,7 @@ pub(super) fn choose_nb(
         d.warn = false;
     }
     Ok(Chosen {
-        provisional,
+        waits,
         ..chosen(g, spec, &call, d, None)
     })
 }
@@ -322,7 +359,7 @@ fn chosen(
         explore,
         tally: None,
         kept: None,
-        provisional: false,
+        waits: None,
     }
 }
 
@@ -387,17 +424,18 @@ fn node_shm(a: &Args, spec: &CallSpec) -> bool {
 }
 
 /// A blocking call decided `shm` (not forced by the user) on a one-node communicator whose
-/// window is not made yet: its decision without `shm` (`alt`) if the window waits
-/// (`CommState::window_now`: `PCOLL_SHM_AFTER` calls, or their predicted extra cost reaching
-/// the window's), else None (the window is made by the caller now). Asks for the nodes
-/// (collective: every rank decided `shm`); `alt` is decided only while the window waits.
+/// window is not made yet: its decision without `shm` (`alt`) and what it added to the wait
+/// if the window waits (`CommState::window_now`: `PCOLL_SHM_AFTER` calls, or their predicted
+/// extra cost reaching the window's), else None (the window is made by the caller now). Asks
+/// for the nodes (collective: every rank decided `shm`); `alt` is decided only while the
+/// window waits.
 fn window_waits(
     g: &'static Global,
     a: &Args,
     spec: &CallSpec,
     call: &CallFacts,
     alt: impl FnOnce() -> Result<Decision, c_int>,
-) -> Result<Option<Decision>, c_int> {
+) -> Result<Option<(Decision, Wait)>, c_int> {
     // Nothing waits without `shm` or with PCOLL_SHM_AFTER=1 (no communicator state made here).
     let after = crate::shm::after();
     if spec.p <= 1 || after <= 1 || !crate::shm::enabled() {
@@ -410,8 +448,11 @@ fn window_waits(
         return Ok(None);
     }
     let alt = alt()?;
-    let rent = state::resolver(g, spec.coll, spec.p).shm_rent(call, alt.algorithm);
-    Ok((!st.window_now(rent, crate::shm::window_cost(spec.p), after)).then_some(alt))
+    let wait = Wait {
+        rent: state::resolver(g, spec.coll, spec.p).shm_rent(call, alt.algorithm),
+        cost: crate::shm::window_cost(spec.p),
+    };
+    Ok((!wait.window_now(st, after)).then_some((alt, wait)))
 }
 
 /// A node-aware call (every rank runs it: the decision is agreed) on a communicator whose

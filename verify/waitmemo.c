@@ -1,0 +1,124 @@
+/* Calls that wait for a communicator's `shm` window, counted on every path (crate::comm's
+ * `wait_memo`, dispatch::again, pcoll::model::shm::WindowWait): small calls a table sends to
+ * `shm` wait thousands of calls for their window (their predicted gain repays it only then);
+ * their repeats are forwarded from C by the gate's memo, or served again in Rust, or take the
+ * full path, and each path counts them. Every rank must make the window in the same call.
+ *
+ *   waitmemo <calls> <seed>
+ *
+ * Two dups of MPI_COMM_WORLD; `calls` calls chosen by a generator seeded alike on every rank:
+ * runs of 1..80 repeats of one shape (so that the memo forwards them), the shape drawn from
+ * allreduce / reduce / bcast (the first dup: 4 KiB allreduces only, whose window waits longest),
+ * roots 0..p-1, 4, 8 or 16 KiB of doubles, either dup. Every result
+ * is checked against its closed form. Prints, on rank 0, one line
+ *   waitmemo: first <i> <j>
+ * with the call (1-based, over the whole sequence) at which each dup first ran `shm`
+ * (pcoll_last_algorithm; 0: never), after checking that every rank saw the same two; and
+ * "waitmemo: PASS" or "waitmemo: FAIL ...". gate.sh compares the first line with a run under
+ * PCOLL_LOG=debug, where every call takes the full path and is counted one by one. */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "last_alg.h"
+
+static int rank, size, fails;
+
+static unsigned long long rng;
+static unsigned next(unsigned n)
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (unsigned)((rng >> 33) % n);
+}
+
+static const char *last(const char *coll)
+{
+    typedef const char *(*last_fn)(const char *);
+    last_fn f = (last_fn)dlsym(RTLD_DEFAULT, "pcoll_last_algorithm");
+    return f ? f(coll) : "none";
+}
+
+/* Call k: `coll` (0 allreduce, 1 reduce, 2 bcast) of n doubles on c at `root`, checked. */
+static const char *one_call(int coll, MPI_Comm c, int root, double *s, double *d, int n, int k)
+{
+    for (int i = 0; i < n; i++) {
+        s[i] = (double)(rank + 1) * (double)((i % 1000) + k);
+        d[i] = coll == 2 && rank == root ? s[i] : -1.0;
+    }
+    double tri = (double)size * (size + 1) / 2;
+    double scale = tri;
+    const char *name;
+    if (coll == 0) {
+        MPI_Allreduce(s, d, n, MPI_DOUBLE, MPI_SUM, c);
+        name = "allreduce";
+    } else if (coll == 1) {
+        MPI_Reduce(s, d, n, MPI_DOUBLE, MPI_SUM, root, c);
+        name = "reduce";
+    } else {
+        MPI_Bcast(d, n, MPI_DOUBLE, root, c);
+        name = "bcast";
+        scale = root + 1;
+    }
+    if (coll != 1 || rank == root)
+        for (int i = 0; i < n; i++)
+            if (d[i] != scale * (double)((i % 1000) + k)) {
+                fails++;
+                fprintf(stderr, "waitmemo: rank %d %s n=%d root %d call %d: element %d is %g, not %g\n", rank, name, n,
+                        root, k, i, d[i], scale * (double)((i % 1000) + k));
+                break;
+            }
+    return last(name);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc < 3) {
+        if (!rank)
+            fprintf(stderr, "usage: waitmemo <calls> <seed>\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    int calls = atoi(argv[1]);
+    rng = strtoull(argv[2], NULL, 10);
+    MPI_Comm c[2];
+    MPI_Comm_dup(MPI_COMM_WORLD, &c[0]);
+    MPI_Comm_dup(MPI_COMM_WORLD, &c[1]);
+    enum { MAX = 16384 / 8 };
+    double *s = malloc(MAX * sizeof *s), *d = malloc(MAX * sizeof *d);
+    int first[2] = {0, 0};
+    for (int k = 1; k <= calls;) {
+        int run = 1 + (int)next(80), coll = (int)next(3), root = (int)next((unsigned)size), w = (int)next(2);
+
+        int n = (4096 << next(3)) / 8;
+        if (w == 0) /* the first dup's 4 KiB allreduces gain least: its window waits longest */
+            coll = 0, n = 4096 / 8;
+        for (int j = 0; j < run && k <= calls; j++, k++) {
+            const char *alg = one_call(coll, c[w], root, s, d, n, k);
+            if (!first[w] && !strcmp(alg, "shm"))
+                first[w] = k;
+        }
+    }
+    int lo[2], hi[2];
+    MPI_Allreduce(first, lo, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(first, hi, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    int bad = fails;
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (!rank) {
+        printf("waitmemo: first %d %d\n", first[0], first[1]);
+        if (bad)
+            printf("waitmemo: FAIL (%d wrong results)\n", bad);
+        else if (lo[0] != hi[0] || lo[1] != hi[1])
+            printf("waitmemo: FAIL (ranks made the windows at calls %d..%d and %d..%d)\n", lo[0], hi[0], lo[1], hi[1]);
+        else
+            printf("waitmemo: PASS\n");
+    }
+    free(s);
+    free(d);
+    MPI_Comm_free(&c[0]);
+    MPI_Comm_free(&c[1]);
+    MPI_Finalize();
+    return bad ? 1 : 0;
+}
