@@ -80,24 +80,24 @@ out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run
   "$ROOT/scripts/mpi.sh" "$MPI" -- 2 LD_PRELOAD="$LIB" -- "$OUT/window-$MPI" plain 512 50 </dev/null 2>&1)
 grep -q '^window: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (window plain 4 KiB, p = 2)"; exit 1; }
 # Waiting calls counted on every path (verify/waitmemo.c): 8000 calls of 4-16 KiB a table sends
-# to `shm`, on two dups, in runs of repeats (forwarded from C by the gate's memo, or served again)
-# and mixed shapes: every result right, every rank makes each window in the same call, and
-# that call is the one a run under PCOLL_LOG=debug finds (every call there takes the full path
-# and is counted one by one); p = 2 and 3, two seeds.
+# to `shm`, on two dups, in runs of repeats (forwarded from C by the gate's memo, or served again;
+# non-blocking ones, `nb`, sent native at initiation) and mixed shapes: every result right, every
+# rank makes each window in the same call, and that call is the one a run under PCOLL_LOG=debug
+# finds (every call there takes the full path and is counted one by one); p = 2 and 3.
 $MPICC -O2 -Wall -o "$OUT/waitmemo-$MPI" "$ROOT/verify/waitmemo.c" -ldl || { echo "gate: FAIL (build waitmemo)"; exit 1; }
 printf '[[allreduce]]\nbytes = [4096, "64MiB"]\nalgorithm = "shm"\n[[reduce]]\nbytes = [4096, "64MiB"]\nalgorithm = "shm"\n[[bcast]]\nbytes = [4096, "64MiB"]\nalgorithm = "shm"\n' >"$OUT/waitmemo.toml"
-for c in "2 1" "2 2" "3 1" "3 2"; do
+for c in "2 1" "2 2" "3 1" "2 1 nb" "3 2 nb"; do
   set -- $c
   runs=()
   for log in "" debug; do
     out=$(timeout -k 5 120 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
       "$ROOT/scripts/mpi.sh" "$MPI" -- $1 LD_PRELOAD="$LIB" PCOLL_TUNING="$OUT/waitmemo.toml" \
-      ${log:+PCOLL_LOG=debug} -- "$OUT/waitmemo-$MPI" 8000 $2 </dev/null 2>/dev/null)
-    grep -q '^waitmemo: PASS' <<<"$out" || { echo "$out" | tail -4; echo "gate: FAIL (waitmemo, p=$1 seed $2 ${log:+debug})"; exit 1; }
+      ${log:+PCOLL_LOG=debug} -- "$OUT/waitmemo-$MPI" 8000 $2 ${3:-} </dev/null 2>/dev/null)
+    grep -q '^waitmemo: PASS' <<<"$out" || { echo "$out" | tail -4; echo "gate: FAIL (waitmemo, $c ${log:+debug})"; exit 1; }
     runs+=("$(grep '^waitmemo: first' <<<"$out")")
   done
   [ "${runs[0]}" = "${runs[1]}" ] && [ "${runs[0]}" != "waitmemo: first 0 0" ] ||
-    { echo "gate: FAIL (waitmemo, p=$1 seed $2: '${runs[0]}', under debug '${runs[1]}')"; exit 1; }
+    { echo "gate: FAIL (waitmemo, $c: '${runs[0]}', under debug '${runs[1]}')"; exit 1; }
 done
 # A window whose pages one rank cannot have (verify/failmadvise.c, as a full /dev/shm): `shm`
 # forced at p = 2, `hier` forced at p = 4 over two nodes (failing on rank 1, then on rank 2 of

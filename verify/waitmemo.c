@@ -4,7 +4,7 @@
  * their repeats are forwarded from C by the gate's memo, or served again in Rust, or take the
  * full path, and each path counts them. Every rank must make the window in the same call.
  *
- *   waitmemo <calls> <seed>
+ *   waitmemo <calls> <seed> [nb]
  *
  * Two dups of MPI_COMM_WORLD; `calls` calls chosen by a generator seeded alike on every rank:
  * runs of 1..80 repeats of one shape (so that the memo forwards them), the shape drawn from
@@ -15,7 +15,10 @@
  * with the call (1-based, over the whole sequence) at which each dup first ran `shm`
  * (pcoll_last_algorithm; 0: never), after checking that every rank saw the same two; and
  * "waitmemo: PASS" or "waitmemo: FAIL ...". gate.sh compares the first line with a run under
- * PCOLL_LOG=debug, where every call takes the full path and is counted one by one. */
+ * PCOLL_LOG=debug, where every call takes the full path and is counted one by one.
+ * With `nb` the calls are MPI_Iallreduce / MPI_Ireduce / MPI_Ibcast, each completed by
+ * MPI_Wait, each followed by an 8-byte MPI_Allreduce on the same dup (a blocking collective
+ * makes the window a non-blocking call wanted, so the next call runs `shm`: docs/shm.md). */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <stdio.h>
@@ -23,7 +26,7 @@
 #include <string.h>
 #include "last_alg.h"
 
-static int rank, size, fails;
+static int rank, size, fails, nb;
 
 static unsigned long long rng;
 static unsigned next(unsigned n)
@@ -49,17 +52,28 @@ static const char *one_call(int coll, MPI_Comm c, int root, double *s, double *d
     double tri = (double)size * (size + 1) / 2;
     double scale = tri;
     const char *name;
+    MPI_Request q = MPI_REQUEST_NULL;
     if (coll == 0) {
-        MPI_Allreduce(s, d, n, MPI_DOUBLE, MPI_SUM, c);
-        name = "allreduce";
+        if (nb)
+            MPI_Iallreduce(s, d, n, MPI_DOUBLE, MPI_SUM, c, &q);
+        else
+            MPI_Allreduce(s, d, n, MPI_DOUBLE, MPI_SUM, c);
+        name = nb ? "iallreduce" : "allreduce";
     } else if (coll == 1) {
-        MPI_Reduce(s, d, n, MPI_DOUBLE, MPI_SUM, root, c);
-        name = "reduce";
+        if (nb)
+            MPI_Ireduce(s, d, n, MPI_DOUBLE, MPI_SUM, root, c, &q);
+        else
+            MPI_Reduce(s, d, n, MPI_DOUBLE, MPI_SUM, root, c);
+        name = nb ? "ireduce" : "reduce";
     } else {
-        MPI_Bcast(d, n, MPI_DOUBLE, root, c);
-        name = "bcast";
+        if (nb)
+            MPI_Ibcast(d, n, MPI_DOUBLE, root, c, &q);
+        else
+            MPI_Bcast(d, n, MPI_DOUBLE, root, c);
+        name = nb ? "ibcast" : "bcast";
         scale = root + 1;
     }
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
     if (coll != 1 || rank == root)
         for (int i = 0; i < n; i++)
             if (d[i] != scale * (double)((i % 1000) + k)) {
@@ -68,7 +82,16 @@ static const char *one_call(int coll, MPI_Comm c, int root, double *s, double *d
                         root, k, i, d[i], scale * (double)((i % 1000) + k));
                 break;
             }
-    return last(name);
+    const char *alg = last(name);
+    if (nb) {
+        double x = 1.0, y = 0.0;
+        MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, c);
+        if (y != (double)size) {
+            fails++;
+            fprintf(stderr, "waitmemo: rank %d: 8-byte allreduce after call %d is %g\n", rank, k, y);
+        }
+    }
+    return alg;
 }
 
 int main(int argc, char **argv)
@@ -83,6 +106,7 @@ int main(int argc, char **argv)
     }
     int calls = atoi(argv[1]);
     rng = strtoull(argv[2], NULL, 10);
+    nb = argc > 3 && !strcmp(argv[3], "nb");
     MPI_Comm c[2];
     MPI_Comm_dup(MPI_COMM_WORLD, &c[0]);
     MPI_Comm_dup(MPI_COMM_WORLD, &c[1]);

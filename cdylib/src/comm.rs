@@ -17,6 +17,10 @@
 
 use crate::consts;
 use crate::gate::MEMO_LINES;
+
+/// Counters of calls forwarded while `shm`'s window waits: one per gate memo line, then
+/// `crate::nbc::waiting`'s.
+pub const WAIT_SLOTS: usize = MEMO_LINES + crate::nbc::waiting::LINES;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
@@ -66,12 +70,12 @@ pub struct CommState {
     /// The shared window of `shm`, made when a call first asks for it ([`CommState::shm`]).
     shm: OnceCell<Option<Box<crate::shm::Win>>>,
     /// The calls that asked for `shm` before the window was made
-    /// ([`CommState::window_now`]), and the rent of the calls each gate memo line counts.
-    wait: Mutex<(WindowWait, [f64; MEMO_LINES])>,
-    /// Per gate memo line, the calls its memo forwarded from C while the window waits
-    /// ([`CommState::wait_memo`]; `u64::MAX`: none counts here), added to `wait` by every
-    /// call that asks for the window in Rust.
-    wait_memo: [AtomicU64; MEMO_LINES],
+    /// ([`CommState::window_now`]), and the rent of the calls each slot counts.
+    wait: Mutex<(WindowWait, [f64; WAIT_SLOTS])>,
+    /// Per gate memo line (and `crate::nbc::waiting` line after them), the calls its memo
+    /// forwarded while the window waits ([`CommState::wait_memo`]; `u64::MAX`: none counts
+    /// here), added to `wait` by every call that asks for the window in Rust.
+    wait_memo: [AtomicU64; WAIT_SLOTS],
     /// The calls whose node steps asked for `hier`'s node windows before they were made
     /// ([`CommState::node_windows_now`]).
     node_wait: Mutex<WindowWait>,
@@ -155,15 +159,16 @@ impl CommState {
     }
 
     /// A call that asked for `shm` and ran without it (`window_now` answered false) is kept
-    /// in the gate's memo `line`, whose repeats of it, forwarded from C, count themselves in
-    /// the returned counter, as many as wait before the one that makes the window (the
-    /// limit): that one reaches Rust and makes it. None if no call of this rent waits. Every
-    /// other line's count stops (`u64::MAX` at or above any limit) and is added to the wait
-    /// first: one memo at a time may count, so that its limit holds (calls of this
-    /// communicator are made one at a time: collectives in one order).
+    /// in the memo of `slot` (a gate memo line, or a `crate::nbc::waiting` line after them),
+    /// whose repeats of it, forwarded without the full path, count themselves in the returned
+    /// counter, as many as wait before the one that makes the window (the limit): that one
+    /// takes the full path and makes it. None if no call of this rent waits. Every other
+    /// slot's count stops (`u64::MAX`, at or above any limit) and is added to the wait first:
+    /// one memo at a time may count, so that its limit holds (calls of this communicator are
+    /// made one at a time: collectives in one order).
     pub fn wait_memo(
         &self,
-        line: usize,
+        slot: usize,
         rent: f64,
         cost: f64,
         after: u32,
@@ -174,13 +179,13 @@ impl CommState {
         if limit == 0 || self.shm.get().is_some() {
             return None;
         }
-        w.1[line] = rent;
-        self.wait_memo[line].store(0, Ordering::Release);
-        Some((self.wait_memo[line].as_ptr(), limit))
+        w.1[slot] = rent;
+        self.wait_memo[slot].store(0, Ordering::Release);
+        Some((self.wait_memo[slot].as_ptr(), limit))
     }
 
     /// Add the calls the gate's memos forwarded to the wait, and stop their counting.
-    fn fold(&self, (wait, rents): &mut (WindowWait, [f64; MEMO_LINES])) {
+    fn fold(&self, (wait, rents): &mut (WindowWait, [f64; WAIT_SLOTS])) {
         for (count, &rent) in self.wait_memo.iter().zip(rents.iter()) {
             if count.load(Ordering::Relaxed) != u64::MAX {
                 let n = count.swap(u64::MAX, Ordering::AcqRel);
@@ -599,7 +604,7 @@ fn find_or_make(comm: MPI_Comm, size: usize, rank: usize) -> Result<&'static Com
         layout: world_layout(comm, size),
         shm: OnceCell::new(),
         wait: Mutex::new(Default::default()),
-        wait_memo: [const { AtomicU64::new(u64::MAX) }; MEMO_LINES],
+        wait_memo: [const { AtomicU64::new(u64::MAX) }; WAIT_SLOTS],
         node_wait: Mutex::new(Default::default()),
         node_shm: OnceCell::new(),
         learn: Mutex::new(HashMap::new()),

@@ -18,6 +18,13 @@ mod serve;
 mod validate;
 
 pub use again::forget_all as forget_served;
+pub(crate) use again::{stable_handles, CallKey};
+
+/// The served-again generation now: what a kept decision was made in is used only while it
+/// holds (`crate::nbc::waiting`).
+pub(crate) fn served_gen() -> u64 {
+    again::begin()
+}
 pub(crate) use badinput::error_code;
 pub use call::{Args, Counts, SMALL};
 pub use native::{regular_native, vector_native};
@@ -94,7 +101,6 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
     // The decision may be kept for the next call only if it had the communicator's nodes to
     // go by (asked at the first call pcoll serves on it; they do not change afterwards).
     let gen = again::begin();
-    let memo_gen = crate::gate::memo_gen();
     let settled = v.spec.p <= 1
         || crate::comm::existing(a.comm).is_some_and(|st| st.known_layout().is_some());
     let chosen = match resolve::choose(g, a, &mut v.spec) {
@@ -124,7 +130,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         // them to native: it decides `shm`): in the gate's memo, and for the served-again
         // path (the memo forwards only what the gate would, and one call shape at a time).
         if let (Some(w), true, true, Some(st)) = (track.wait, settled, why.is_empty(), known(a)) {
-            w.memo(a, st, memo_gen);
+            w.memo(a, st, w.gen);
             let empty = std::sync::Arc::new(pcoll::Program::new());
             again::keep(false, a, &v, (alg, st, &empty), gen, track);
         }

@@ -20,6 +20,7 @@
 //! running: another rank may be waiting for this rank's part. See docs/nonblocking.md.
 
 mod complete;
+pub mod waiting;
 pub use complete::*;
 
 use crate::consts;
@@ -161,6 +162,11 @@ pub fn initiate(
     let coll = a.coll;
     if inside_native() {
         return native();
+    }
+    // A repeat of a call waiting for `shm`'s window (while none of pcoll's schedules runs,
+    // as the gate's forwarding).
+    if kind == Kind::Nonblocking && !running() && waiting::forwards(&a) {
+        return in_native(native);
     }
     progress();
     let planned = match nb::plan(a) {
@@ -530,7 +536,12 @@ pub mod stats {
 
     static CALLS: Mutex<Vec<Row>> = parking_lot::const_mutex(Vec::new());
 
+    /// Count a call (only with `PCOLL_STATS=1`, the report's only reader: a lock and a
+    /// search otherwise paid by every initiation).
     pub(super) fn record(coll: Collective, kind: Kind, alg: Algorithm, bytes: usize) {
+        if !crate::state::try_global().is_some_and(|g| g.cfg.stats) {
+            return;
+        }
         let mut c = CALLS.lock();
         match c.iter_mut().find(|x| (x.0, x.1, x.2) == (coll, kind, alg)) {
             Some(x) => {

@@ -95,9 +95,10 @@ impl CommState {
             // SAFETY: no MPI call writes the handle any more.
             unsafe { *self.shadow.0.get() = consts::comm_null() };
             self.failed.store(true, Ordering::Release);
-            // Calls kept to be served again on this state are not any more.
-            crate::dispatch::forget_served();
         }
+        // Calls kept to be served again on this state are not any more (made: non-blocking
+        // calls sent native while it was not, `crate::nbc::waiting`, run pcoll's algorithms).
+        crate::dispatch::forget_served();
         *d = None;
         self.ready.store(true, Ordering::Release);
     }

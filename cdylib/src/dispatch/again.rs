@@ -44,9 +44,7 @@ use std::sync::Arc;
 /// algorithm, the communicator's state and the program (used only while `gen` is current, so
 /// never after the communicator was freed).
 pub(super) struct Entry {
-    key: Key,
-    counts: Vec<i64>,
-    displs: Vec<i64>,
+    key: CallKey,
     gen: u64,
     pub v: Valid,
     pub alg: Algorithm,
@@ -118,10 +116,32 @@ impl Key {
     }
 }
 
+/// Everything of a call but its buffers' addresses: what a kept call and its repeats share.
+pub(crate) struct CallKey {
+    key: Key,
+    counts: Vec<i64>,
+    displs: Vec<i64>,
+}
+
+impl CallKey {
+    pub fn of(a: &Args) -> CallKey {
+        CallKey {
+            key: Key::of(a),
+            counts: a.counts.to_vec(),
+            displs: a.displs.to_vec(),
+        }
+    }
+
+    /// `a` is the call this key was made of (buffers aside).
+    pub fn is(&self, a: &Args) -> bool {
+        self.key == Key::of(a) && self.counts[..] == a.counts[..] && self.displs[..] == a.displs[..]
+    }
+}
+
 impl Entry {
     /// `a` is the call this entry was kept for (buffers aside).
     fn is(&self, a: &Args) -> bool {
-        self.key == Key::of(a) && self.counts[..] == a.counts[..] && self.displs[..] == a.displs[..]
+        self.key.is(a)
     }
 }
 
@@ -239,9 +259,7 @@ pub(super) fn keep(
     kept.insert(
         0,
         Entry {
-            key: Key::of(a),
-            counts: a.counts.to_vec(),
-            displs: a.displs.to_vec(),
+            key: CallKey::of(a),
             gen,
             v: v.clone(),
             alg,
@@ -252,8 +270,9 @@ pub(super) fn keep(
     );
 }
 
-/// The call's datatypes are named and its op predefined (neither can be freed).
-fn stable_handles(a: &Args) -> bool {
+/// The call's datatypes are named and its op predefined (neither can be freed): its handles
+/// may be compared with a later call's.
+pub(crate) fn stable_handles(a: &Args) -> bool {
     (!a.coll.reduces() || mpi_types::op_is_predefined(a.op))
         && mpi_types::is_named(a.dt)
         && (a.coll.base() != Collective::Allgatherv

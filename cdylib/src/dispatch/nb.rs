@@ -62,8 +62,21 @@ fn plan_valid(g: &'static state::Global, a: Args, mut v: Valid, gen: u64) -> Opt
     let shm_ok = shm_ok(&a, &v);
     let chosen = super::resolve::choose_nb(g, &a, &mut v.spec, shm_ok).ok()?;
     let alg = chosen.alg;
+    // A call that runs native while `shm`'s window waits (counted) or the shadow is not made:
+    // its repeats go native at initiation (`crate::nbc::waiting`; until the window or the
+    // shadow is made: either forgets them).
+    let native = |shadow_later: bool| {
+        if let (true, None) = (chosen.why.is_empty(), &g.cfg.learn) {
+            match chosen.waits {
+                Some(w) => w.memo_nb(&a, v.spec.bytes(), gen),
+                None if shadow_later => crate::nbc::waiting::keep(&a, v.spec.bytes(), gen, None),
+                None => {}
+            }
+        }
+        None
+    };
     if alg == Algorithm::Native {
-        return None;
+        return native(false);
     }
     // The initiation never waits for the other ranks: native until the communicator's next
     // blocking collective made the shadow (at the same call on every rank), or for good if
@@ -74,7 +87,7 @@ fn plan_valid(g: &'static state::Global, a: Args, mut v: Valid, gen: u64) -> Opt
             "{} (non-blocking): native until pcoll's shadow communicator is made",
             a.coll
         );
-        return None;
+        return native(st.shadow_later());
     }
     // Kept for the next call: the nodes known, no warning (`why` is written only for one or
     // for the debug log), no learning, not a call counted while the window waits.

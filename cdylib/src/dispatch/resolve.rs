@@ -98,6 +98,8 @@ pub(super) struct Chosen {
 pub(super) struct Wait {
     pub rent: f64,
     pub cost: f64,
+    /// The gate memo's generation when the call was decided ([`Wait::memo`]).
+    pub gen: std::os::raw::c_uint,
 }
 
 impl Wait {
@@ -109,10 +111,10 @@ impl Wait {
     }
 
     /// The call `a` ran native without the window (counted by [`Wait::window_now`]): its
-    /// repeats are forwarded from C by the gate's memo (no clear since `gen`), counted in the
-    /// wait, up to the one that makes the window. A waiting call on the Rust path cost
-    /// ~0.3-0.5 us more than native even when served again (Open MPI 4.1, p = 2, 8 KiB reduce:
-    /// 1.15-1.19x in verify/ab.c; ~1000 instructions).
+    /// repeats are forwarded from C by the gate's memo (unless it was cleared since `gen`),
+    /// counted in the wait, up to the one that makes the window. A waiting call on the Rust
+    /// path cost ~0.3-0.5 us more than native even when served again (Open MPI 4.1, p = 2,
+    /// 8 KiB reduce: 1.15-1.19x in verify/ab.c; ~1000 instructions).
     pub fn memo(&self, a: &Args, st: &crate::comm::CommState, gen: std::os::raw::c_uint) {
         if a.large_count {
             return; // the gate forwards int counts only
@@ -120,6 +122,18 @@ impl Wait {
         let line = crate::gate::memo_line(a.coll, a.root);
         if let Some(count) = st.wait_memo(line, self.rent, self.cost, crate::shm::after()) {
             crate::gate::keep_native(a, gen, count);
+        }
+    }
+
+    /// [`Wait::memo`] for a non-blocking call (of `bytes`, decided in served-again generation
+    /// `gen`): its repeats go native from their entry (`crate::nbc::waiting`).
+    pub fn memo_nb(&self, a: &Args, bytes: usize, gen: u64) {
+        let Some(st) = crate::comm::existing(a.comm) else {
+            return;
+        };
+        let slot = crate::gate::MEMO_LINES + a.coll.index();
+        if let Some(count) = st.wait_memo(slot, self.rent, self.cost, crate::shm::after()) {
+            crate::nbc::waiting::keep(a, bytes, gen, Some(count));
         }
     }
 }
@@ -304,6 +318,7 @@ pub(super) fn choose_nb(
                 let wait = Wait {
                     rent: state::resolver(g, spec.coll, spec.p).shm_rent(&asked, d.algorithm),
                     cost: crate::shm::window_cost(spec.p),
+                    gen: 0, // not the gate's memo (`Wait::memo_nb`)
                 };
                 if wait.window_now(st, after) {
                     st.want_shm(a.comm);
@@ -447,10 +462,12 @@ fn window_waits(
     if !crate::shm::may_wait(st) || st.layout(g).shape().nodes > 1 {
         return Ok(None);
     }
+    let gen = crate::gate::memo_gen();
     let alt = alt()?;
     let wait = Wait {
         rent: state::resolver(g, spec.coll, spec.p).shm_rent(call, alt.algorithm),
         cost: crate::shm::window_cost(spec.p),
+        gen,
     };
     Ok((!wait.window_now(st, after)).then_some((alt, wait)))
 }
