@@ -17,10 +17,6 @@
 
 use crate::consts;
 use crate::gate::MEMO_LINES;
-
-/// Counters of calls forwarded while `shm`'s window waits: one per gate memo line, then
-/// `crate::nbc::waiting`'s.
-pub const WAIT_SLOTS: usize = MEMO_LINES + crate::nbc::waiting::LINES;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
@@ -30,6 +26,10 @@ use std::collections::HashMap;
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Counters of calls forwarded while `shm`'s window waits: one per gate memo line, then
+/// `crate::nbc::waiting`'s.
+pub const WAIT_SLOTS: usize = MEMO_LINES + crate::nbc::waiting::LINES;
 
 mod orphan;
 mod shadow;

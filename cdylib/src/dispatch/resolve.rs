@@ -83,9 +83,9 @@ pub(super) struct Chosen {
     /// `crate::learn::step_kept`).
     pub kept: Option<pcoll::learn::CellKey>,
     /// The call asked for `shm` and runs without it while the communicator's window waits
-    /// ([`window_waits`]): what it added to the wait. A blocking call is kept to be served
-    /// again with it (each call served again adds its rent; the one that makes the window
-    /// takes the full path: `again::again`); a non-blocking one is not kept.
+    /// ([`window_waits`]): what it added to the wait. Its repeats are forwarded without the
+    /// full path and counted in the wait ([`Wait::memo`], [`Wait::memo_nb`], `again::again`);
+    /// the one that makes the window takes the full path.
     pub waits: Option<Wait>,
     /// The user forced the algorithm (`pcoll_force`, `PCOLL_<COLL>`): windows it needs are
     /// made at once ([`node_windows_wait`]).
