@@ -130,7 +130,7 @@ fn serve_call(g: &'static Global, a: &Args, native: &mut dyn FnMut() -> c_int) -
         // them to native: it decides `shm`): in the gate's memo, and for the served-again
         // path (the memo forwards only what the gate would, and one call shape at a time).
         if let (Some(w), true, true, Some(st)) = (track.wait, settled, why.is_empty(), known(a)) {
-            w.memo(a, st, w.gen);
+            w.memo(a, st);
             let empty = std::sync::Arc::new(pcoll::Program::new());
             again::keep(false, a, &v, (alg, st, &empty), gen, track);
         }

@@ -163,13 +163,20 @@ pub fn initiate(
     if inside_native() {
         return native();
     }
-    // A repeat of a call waiting for `shm`'s window (while none of pcoll's schedules runs,
-    // as the gate's forwarding).
-    if kind == Kind::Nonblocking && !running() && waiting::forwards(&a) {
-        return in_native(native);
-    }
-    progress();
-    let planned = match nb::plan(a) {
+    // A repeat of a call sent to native for a while (`waiting`; while none of pcoll's
+    // schedules runs, as the gate's forwarding) is not decided again.
+    let repeat = match kind {
+        Kind::Nonblocking if !running() => waiting::forwards(&a),
+        _ => None,
+    };
+    let decided = match repeat {
+        Some(bytes) => Err(bytes),
+        None => {
+            progress();
+            nb::plan(a)
+        }
+    };
+    let planned = match decided {
         Ok(planned) => planned,
         Err(bytes) => {
             stats::record(coll, kind, Algorithm::Native, bytes);

@@ -206,7 +206,7 @@ pub(super) fn again<R>(
             return None;
         }
         if e.alg == Algorithm::Native {
-            w.memo(a, e.st, memo_gen);
+            Wait { gen: memo_gen, ..w }.memo(a, e.st);
         }
     }
     match (&e.track.tally, e.track.cell) {

@@ -111,17 +111,17 @@ impl Wait {
     }
 
     /// The call `a` ran native without the window (counted by [`Wait::window_now`]): its
-    /// repeats are forwarded from C by the gate's memo (unless it was cleared since `gen`),
-    /// counted in the wait, up to the one that makes the window. A waiting call on the Rust
-    /// path cost ~0.3-0.5 us more than native even when served again (Open MPI 4.1, p = 2,
-    /// 8 KiB reduce: 1.15-1.19x in verify/ab.c; ~1000 instructions).
-    pub fn memo(&self, a: &Args, st: &crate::comm::CommState, gen: std::os::raw::c_uint) {
+    /// repeats are forwarded from C by the gate's memo (unless it was cleared since
+    /// `self.gen`), counted in the wait, up to the one that makes the window. A waiting call
+    /// on the Rust path cost ~0.3-0.5 us more than native even when served again (Open MPI
+    /// 4.1, p = 2, 8 KiB reduce: 1.15-1.19x in verify/ab.c; ~1000 instructions).
+    pub fn memo(&self, a: &Args, st: &crate::comm::CommState) {
         if a.large_count {
             return; // the gate forwards int counts only
         }
         let line = crate::gate::memo_line(a.coll, a.root);
         if let Some(count) = st.wait_memo(line, self.rent, self.cost, crate::shm::after()) {
-            crate::gate::keep_native(a, gen, count);
+            crate::gate::keep_native(a, self.gen, count);
         }
     }
 

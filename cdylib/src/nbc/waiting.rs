@@ -18,7 +18,7 @@
 
 use crate::dispatch::{Args, CallKey};
 use parking_lot::Mutex;
-use pcoll::{Algorithm, Collective};
+use pcoll::Collective;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Counters a communicator keeps for this module (`CommState::wait_memo`'s slots after the
@@ -42,17 +42,13 @@ unsafe impl Send for Kept {}
 static KEPT: [Mutex<Option<Kept>>; LINES] = [const { Mutex::new(None) }; LINES];
 
 /// The non-blocking call `a` repeats the kept one (and, waiting for the window, still waits):
-/// true to send it to native now (counted in its communicator's wait and `PCOLL_STATS`). Asked at initiation while none
-/// of pcoll's schedules runs.
-pub fn forwards(a: &Args) -> bool {
-    let Some(kept) = KEPT[a.coll.index()].try_lock() else {
-        return false;
-    };
-    let Some(k) = kept.as_ref() else {
-        return false;
-    };
+/// its bytes, to send it to native now (counted in its communicator's wait). Asked at
+/// initiation while none of pcoll's schedules runs.
+pub fn forwards(a: &Args) -> Option<usize> {
+    let kept = KEPT[a.coll.index()].try_lock()?;
+    let k = kept.as_ref()?;
     if k.gen != crate::dispatch::served_gen() || !k.key.is(a) {
-        return false;
+        return None;
     }
     if let Some((counter, limit)) = k.count {
         // SAFETY: the generation holds, so the communicator's state (and its counter) lives.
@@ -60,15 +56,11 @@ pub fn forwards(a: &Args) -> bool {
         // Counted as the gate's memo counts (calls on one communicator come one at a time).
         let n = counter.load(Ordering::Acquire);
         if n >= limit {
-            return false;
+            return None;
         }
         counter.store(n + 1, Ordering::Release);
     }
-    let bytes = k.bytes;
-    drop(kept);
-    super::stats::record(a.coll, super::Kind::Nonblocking, Algorithm::Native, bytes);
-    crate::state::set_last_nb(a.coll, Algorithm::Native);
-    true
+    Some(k.bytes)
 }
 
 /// Keep the call `a` sent to native (`bytes`, decided in served-again generation `gen`; a call
