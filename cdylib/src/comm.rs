@@ -309,9 +309,17 @@ impl CommState {
 fn ask(w: &mut WindowWait, what: &str, (rent, cost, after): (f64, f64, u32)) -> bool {
     let now = w.ask(rent, cost, after);
     let (n, r) = (w.calls, w.rent_ps as f64 * 1e-6);
-    log::debug!(
-        "shm: {what} now {now} ({n} calls waited, rent {r:.1} of {:.1} us)",
-        cost * 1e6
+    // Made: at info level (the gate stays open, so a benchmark's run shows where it fell).
+    let level = if now {
+        log::Level::Info
+    } else {
+        log::Level::Debug
+    };
+    log::log!(
+        level,
+        "shm: {what} now {now} ({n} calls waited, rent {r:.1} of {:.1} us; this call's {:.2})",
+        cost * 1e6,
+        rent * 1e6
     );
     now
 }
