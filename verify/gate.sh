@@ -214,6 +214,15 @@ for prog in "${progs[@]}"; do
     grep -q "^$prog: PASS" <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL ($prog, p = $run)"; exit 1; }
   done
 done
+# PCOLL_STATS counts the collectives a program's MPI_COMM_SELF delete callback calls in
+# MPI_Finalize (verify/selfstats.c: 3 allreduces forced to `ring` in main, 5 in the callback;
+# the report printed from pcoll's own attribute there, deleted last; until session 57 it was
+# printed before MPI_Finalize and read calls=3), p = 2.
+$MPICC -O2 -Wall -o "$OUT/selfstats-$MPI" "$ROOT/verify/selfstats.c" || { echo "gate: FAIL (build selfstats)"; exit 1; }
+out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+  "$ROOT/scripts/mpi.sh" "$MPI" -- 2 LD_PRELOAD="$LIB" PCOLL_STATS=1 PCOLL_ALLREDUCE=ring -- "$OUT/selfstats-$MPI" </dev/null 2>&1)
+{ grep -q '^selfstats: PASS' <<<"$out" && grep -q 'stats allreduce ring calls=8 ' <<<"$out"; } ||
+  { echo "$out" | tail -8; echo "gate: FAIL (selfstats: the report counts the SELF callback's calls)"; exit 1; }
 # The predefined types the difftest does not draw (verify/predef.c: complex, long double, C
 # bool, MPI_AINT/OFFSET/COUNT, the Fortran types and pairs seen from C) with every predefined
 # op through allreduce, reduce (also in place) and reduce_scatter_block, each call against
