@@ -194,27 +194,24 @@ impl WindowWait {
         let (r, cost) = (u128::from(ps(rent)), u128::from(ps(cost)));
         let (c, s) = (u128::from(self.calls), u128::from(self.rent_ps));
         let div_ceil = |a: u128, b: u128| a.div_ceil(b);
-        // The first makes it if its rent is another and the sum predicted reaches the cost,
-        // or it brings the sum to LOOP_COSTS times the cost; the j-th after it (whose rent
-        // is the last call's) if it brings the sum there ...
-        let (num, den) = LOOP_COSTS;
-        let by_sum = match () {
-            _ if self.another(r) && s + self.predicted(r) >= cost => 1,
+        // The first j >= 1 whose call brings the sum to num / den times the cost.
+        let reach = |(num, den): (u128, u128)| match () {
             _ if den * (s + r) >= num * cost => 1,
             _ if r == 0 => u128::MAX,
             _ => div_ceil(num * cost - den * s, den * r),
         };
-        // ... or it comes before the `after`-th and brings the sum to the cost ...
-        let early = match () {
-            _ if s + r >= cost => 1,
-            _ if r == 0 => u128::MAX,
-            _ => div_ceil(cost - s, r),
+        // The first makes it if its rent is another and the sum predicted reaches the cost;
+        // any, the one that brings the sum to LOOP_COSTS times the cost (after the first, the
+        // calls' rent is the last call's) ...
+        let mut by_sum = match () {
+            _ if self.another(r) && s + self.predicted(r) >= cost => 1,
+            _ => reach(LOOP_COSTS),
         };
-        let by_sum = if c.saturating_add(early) < u128::from(after) {
-            by_sum.min(early)
-        } else {
-            by_sum
-        };
+        // ... or the one before the `after`-th that brings the sum to the cost ...
+        let early = reach((1, 1));
+        if c.saturating_add(early) < u128::from(after) {
+            by_sum = by_sum.min(early);
+        }
         // ... or it is at least the `after`-th and the mean repays the cost:
         // (s + j r) R >= cost (c + j), i.e. j (r R - cost) >= cost c - s R.
         let first = u128::from(after).saturating_sub(c).max(1);
