@@ -387,21 +387,22 @@ static void memo_clear_all(void)
 
 void pcoll_gate_memo_clear(void) { memo_clear_all(); }
 
-static void memo_store(int coll, const struct memo_key *k, int rank, int p, unsigned long long bytes, unsigned gen,
-                       unsigned long long *tally, unsigned long long limit)
+/* 1 if the memo now holds the call (0: it keeps what it held). */
+static int memo_store(int coll, const struct memo_key *k, int rank, int p, unsigned long long bytes, unsigned gen,
+                      unsigned long long *tally, unsigned long long limit)
 {
     struct comm_entry *ce = &comm_cache[slot_of(&k->comm, sizeof k->comm)];
     struct type_entry *te = &type_cache[slot_of(&k->dt, sizeof k->dt)];
     if (!__atomic_load_n(&ce->used, __ATOMIC_ACQUIRE) || !same_comm(ce->key, k->comm) ||
         !__atomic_load_n(&te->used, __ATOMIC_ACQUIRE) || !same_type(te->key, k->dt))
-        return;
+        return 0;
     struct gate_hot *h = &pcoll_hot[memo_line(coll, k->root)];
     unsigned s;
     if (!memo_lock(h, &s))
-        return;
+        return 0;
     if (__atomic_load_n(&memo_gen, __ATOMIC_ACQUIRE) != gen) { /* cleared meanwhile */
         __atomic_store_n(&h->memo_seq, s + 2, __ATOMIC_RELEASE);
-        return;
+        return 0;
     }
     __atomic_store_n(&h->memo_comm, k->comm, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_dt, k->dt, __ATOMIC_RELAXED);
@@ -417,17 +418,18 @@ static void memo_store(int coll, const struct memo_key *k, int rank, int p, unsi
     __atomic_store_n(&h->memo_limit, limit, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_valid, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_seq, s + 2, __ATOMIC_RELEASE);
+    return 1;
 }
 
 /* A call the gate sends to native: the blocking form is counted and kept in the memo (key
- * `k`, this process's `rank`), the non-blocking one (`nb`) neither; KEEP: kept with its
- * cell's tally. Returns 1. */
+ * `k`, this process's `rank`), the non-blocking one (`nb`) neither; returns 1. KEEP: kept
+ * with its cell's tally; returns 1 if the memo now holds it. */
 HOT int going_native(int coll, const struct memo_key *k, int rank, int p, unsigned long long bytes, unsigned gen,
                      int nb)
 {
     if (nb == KEEP)
-        memo_store(coll, k, rank, p, bytes, keeping.gen, keeping.tally, keeping.limit);
-    else if (!nb) {
+        return memo_store(coll, k, rank, p, bytes, keeping.gen, keeping.tally, keeping.limit);
+    if (!nb) {
         counted(coll, bytes);
         memo_store(coll, k, rank, p, bytes, gen, NULL, 0);
     }
@@ -674,21 +676,22 @@ int pcoll_gate_nb_reduce_scatter_block(const void *sendbuf, void *recvbuf, int r
     return reduce_scatter_block_native(sendbuf, recvbuf, recvcount, dt, op, comm, 1);
 }
 
-void pcoll_gate_keep(int coll, const void *sendbuf, int sendcount, void *recvbuf, const int *counts, int count,
-                     MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, unsigned gen, unsigned long long *tally,
-                     unsigned long long limit)
+int pcoll_gate_keep(int coll, const void *sendbuf, int sendcount, void *recvbuf, const int *counts, int count,
+                    MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, unsigned gen, unsigned long long *tally,
+                    unsigned long long limit)
 {
     keeping.gen = gen, keeping.tally = tally, keeping.limit = limit;
     if (coll == G_REDUCE || coll == G_ALLREDUCE)
-        reduce_like(coll, sendbuf, recvbuf, count, dt, op, coll == G_ALLREDUCE ? -1 : root, comm, KEEP);
-    else if (coll == G_REDUCE_SCATTER)
-        reduce_scatter_native(sendbuf, recvbuf, counts, dt, op, comm, KEEP);
-    else if (coll == G_ALLGATHERV)
-        allgatherv_native(sendbuf, sendcount, recvbuf, counts, NULL, dt, comm, KEEP);
-    else if (coll == G_BCAST)
-        bcast_native(recvbuf, count, dt, root, comm, KEEP);
-    else if (coll == G_ALLGATHER)
-        allgather_native(sendbuf, sendcount, recvbuf, count, dt, comm, KEEP);
-    else if (coll == G_REDUCE_SCATTER_BLOCK)
-        reduce_scatter_block_native(sendbuf, recvbuf, count, dt, op, comm, KEEP);
+        return reduce_like(coll, sendbuf, recvbuf, count, dt, op, coll == G_ALLREDUCE ? -1 : root, comm, KEEP);
+    if (coll == G_REDUCE_SCATTER)
+        return reduce_scatter_native(sendbuf, recvbuf, counts, dt, op, comm, KEEP);
+    if (coll == G_ALLGATHERV)
+        return allgatherv_native(sendbuf, sendcount, recvbuf, counts, NULL, dt, comm, KEEP);
+    if (coll == G_BCAST)
+        return bcast_native(recvbuf, count, dt, root, comm, KEEP);
+    if (coll == G_ALLGATHER)
+        return allgather_native(sendbuf, sendcount, recvbuf, count, dt, comm, KEEP);
+    if (coll == G_REDUCE_SCATTER_BLOCK)
+        return reduce_scatter_block_native(sendbuf, recvbuf, count, dt, op, comm, KEEP);
+    return 0;
 }

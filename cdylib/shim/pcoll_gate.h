@@ -234,10 +234,10 @@ int pcoll_gate_nb_reduce_like(int coll, const void *sendbuf, void *recvbuf, int 
  * one the gate would forward. A memo hit counts the call in `*tally` (the cell's count of its
  * winner's calls, owned by the cell: the memo is cleared with the communicator) and none is
  * forwarded once `*tally` reaches `limit` (the cell is raced again: that call reaches the
- * Rust path). */
-void pcoll_gate_keep(int coll, const void *sendbuf, int sendcount, void *recvbuf, const int *counts, int count,
-                     MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, unsigned gen, unsigned long long *tally,
-                     unsigned long long limit);
+ * Rust path). Returns 1 if the memo now holds the call, 0 if it keeps what it held. */
+int pcoll_gate_keep(int coll, const void *sendbuf, int sendcount, void *recvbuf, const int *counts, int count,
+                    MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm, unsigned gen, unsigned long long *tally,
+                    unsigned long long limit);
 /* The full gate (pcoll_gate.c), called by the entries when the memo did not match (so it
  * does not check the memo again): forwards a plain call that goes native (and remembers it),
  * else returns PCOLL_GATE_DECLINED. */

@@ -159,29 +159,35 @@ impl CommState {
     }
 
     /// A call that asked for `shm` and ran without it (`window_now` answered false) is kept
-    /// in the memo of `slot` (a gate memo line, or a `crate::nbc::waiting` line after them),
-    /// whose repeats of it, forwarded without the full path, count themselves in the returned
-    /// counter, as many as wait before the one that makes the window (the limit): that one
-    /// takes the full path and makes it. None if no call of this rent waits. Every other
-    /// slot's count stops (`u64::MAX`, at or above any limit) and is added to the wait first:
-    /// one memo at a time may count, so that its limit holds (calls of this communicator are
-    /// made one at a time: collectives in one order).
+    /// in the memo of `slot` (a gate memo line, or a `crate::nbc::waiting` line after them) by
+    /// `keep`, whose repeats of it, forwarded without the full path, count themselves in the
+    /// counter it is given, as many as wait before the one that makes the window (the limit):
+    /// that one takes the full path and makes it. Not kept if no call of this rent waits.
+    /// Every slot's count stops first (`u64::MAX`, at or above any limit) and is added to the
+    /// wait: one memo at a time may count, so that its limit holds (calls of this communicator
+    /// are made one at a time: collectives in one order). The slot counts again, with this
+    /// rent, only if `keep` answers that the memo now holds the call: a memo may decline a
+    /// call (a reduce in place at its root, a derived type, a lock held by another thread)
+    /// and keep the slot's earlier call, whose repeats must then not count with this call's
+    /// rent (they reach the full path, counted there, as they are on a rank whose memo holds
+    /// another call: until session 58 such a root counted them here with the wrong rent and
+    /// limit, made the window calls after the other ranks, and the job hung).
     pub fn wait_memo(
         &self,
         slot: usize,
-        rent: f64,
-        cost: f64,
-        after: u32,
-    ) -> Option<(*mut u64, u64)> {
+        (rent, cost, after): (f64, f64, u32),
+        keep: impl FnOnce((*mut u64, u64)) -> bool,
+    ) {
         let mut w = self.wait.lock();
         self.fold(&mut w);
         let limit = w.0.waiting(rent, cost, after);
         if limit == 0 || self.shm.get().is_some() {
-            return None;
+            return;
         }
-        w.1[slot] = rent;
-        self.wait_memo[slot].store(0, Ordering::Release);
-        Some((self.wait_memo[slot].as_ptr(), limit))
+        if keep((self.wait_memo[slot].as_ptr(), limit)) {
+            w.1[slot] = rent;
+            self.wait_memo[slot].store(0, Ordering::Release);
+        }
     }
 
     /// Add the calls the gate's memos forwarded to the wait, and stop their counting.

@@ -79,7 +79,7 @@ extern "C" {
         gen: c_uint,
         tally: *mut c_ulonglong,
         limit: c_ulonglong,
-    );
+    ) -> c_int;
     pub(crate) fn pcoll_gate_nb_reduce_scatter(
         sendbuf: *const c_void,
         recvbuf: *mut c_void,
@@ -382,12 +382,16 @@ pub fn memo_gen() -> c_uint {
 /// to be raced again (that call reaches the Rust path, which races it; `Tally`), or the calls
 /// a communicator's `shm` window lets wait (`CommState::wait_memo`). The counter must live as
 /// long as the communicator (the memo is cleared with it).
-pub fn keep_native(a: &crate::dispatch::Args, gen: c_uint, (counter, limit): (*mut u64, u64)) {
+pub fn keep_native(
+    a: &crate::dispatch::Args,
+    gen: c_uint,
+    (counter, limit): (*mut u64, u64),
+) -> bool {
     if a.large_count {
-        return;
+        return false;
     }
     let Some(counts) = a.counts.iter().map(|&c| c_int::try_from(c).ok()).collect() else {
-        return;
+        return false;
     };
     let call = Kept {
         coll: a.coll,
@@ -399,7 +403,7 @@ pub fn keep_native(a: &crate::dispatch::Args, gen: c_uint, (counter, limit): (*m
         root: a.root,
         comm: a.comm,
     };
-    keep(&call, gen, (counter, limit));
+    keep(&call, gen, (counter, limit))
 }
 
 /// A blocking call as [`keep`] hands it to the gate: the collective's own arguments, `counts`
@@ -416,13 +420,15 @@ pub struct Kept {
     pub comm: MPI_Comm,
 }
 
-/// [`keep_native`] for a call the fast paths describe without `Args`.
-pub fn keep(k: &Kept, gen: c_uint, (counter, limit): (*mut u64, u64)) {
+/// [`keep_native`] for a call the fast paths describe without `Args`. True if the memo now
+/// holds the call (false: the gate would not forward it, or a clear or another thread came
+/// between; the memo keeps what it held).
+pub fn keep(k: &Kept, gen: c_uint, (counter, limit): (*mut u64, u64)) -> bool {
     let int = |x: i64| c_int::try_from(x).ok();
     let (Some(&count), Some(root), Some(sendcount)) =
         (k.counts.first(), int(k.root), int(k.sendcount))
     else {
-        return;
+        return false;
     };
     // SAFETY: the caller's arguments, read by the gate as for its own forwarding (handles
     // queried through PMPI, buffers compared with MPI_IN_PLACE and NULL only, `counts` read
@@ -442,8 +448,8 @@ pub fn keep(k: &Kept, gen: c_uint, (counter, limit): (*mut u64, u64)) {
             gen,
             counter as *mut c_ulonglong,
             limit as c_ulonglong,
-        )
-    };
+        ) != 0
+    }
 }
 
 #[cfg(test)]

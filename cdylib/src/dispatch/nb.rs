@@ -69,7 +69,9 @@ fn plan_valid(g: &'static state::Global, a: Args, mut v: Valid, gen: u64) -> Opt
         if let (true, None) = (chosen.why.is_empty(), &g.cfg.learn) {
             match chosen.waits {
                 Some(w) => w.memo_nb(&a, v.spec.bytes(), gen),
-                None if shadow_later => crate::nbc::waiting::keep(&a, v.spec.bytes(), gen, None),
+                None if shadow_later => {
+                    crate::nbc::waiting::keep(&a, v.spec.bytes(), gen, None);
+                }
                 None => {}
             }
         }

@@ -120,9 +120,9 @@ impl Wait {
             return; // the gate forwards int counts only
         }
         let line = crate::gate::memo_line(a.coll, a.root);
-        if let Some(count) = st.wait_memo(line, self.rent, self.cost, crate::shm::after()) {
-            crate::gate::keep_native(a, self.gen, count);
-        }
+        st.wait_memo(line, (self.rent, self.cost, crate::shm::after()), |count| {
+            crate::gate::keep_native(a, self.gen, count)
+        });
     }
 
     /// [`Wait::memo`] for a non-blocking call (of `bytes`, decided in served-again generation
@@ -132,9 +132,9 @@ impl Wait {
             return;
         };
         let slot = crate::gate::MEMO_LINES + a.coll.index();
-        if let Some(count) = st.wait_memo(slot, self.rent, self.cost, crate::shm::after()) {
-            crate::nbc::waiting::keep(a, bytes, gen, Some(count));
-        }
+        st.wait_memo(slot, (self.rent, self.cost, crate::shm::after()), |count| {
+            crate::nbc::waiting::keep(a, bytes, gen, Some(count))
+        });
     }
 }
 

@@ -65,17 +65,19 @@ pub fn forwards(a: &Args) -> Option<usize> {
 
 /// Keep the call `a` sent to native (`bytes`, decided in served-again generation `gen`; a call
 /// waiting for the window: with its communicator's counter and limit, `CommState::wait_memo`),
-/// if its handles cannot be reused.
-pub fn keep(a: &Args, bytes: usize, gen: u64, count: Option<(*mut u64, u64)>) {
+/// if its handles cannot be reused. True if kept (false: what was kept stays).
+pub fn keep(a: &Args, bytes: usize, gen: u64, count: Option<(*mut u64, u64)>) -> bool {
     if !crate::dispatch::stable_handles(a) {
-        return;
+        return false;
     }
-    if let Some(mut kept) = KEPT[a.coll.index()].try_lock() {
-        *kept = Some(Kept {
-            key: CallKey::of(a),
-            gen,
-            count: count.map(|(c, limit)| (c as *const AtomicU64, limit)),
-            bytes,
-        });
-    }
+    let Some(mut kept) = KEPT[a.coll.index()].try_lock() else {
+        return false;
+    };
+    *kept = Some(Kept {
+        key: CallKey::of(a),
+        gen,
+        count: count.map(|(c, limit)| (c as *const AtomicU64, limit)),
+        bytes,
+    });
+    true
 }
