@@ -26,7 +26,9 @@
  * pays in total, outliers and PCOLL_LEARN's exploration included). A sample is one call;
  * AB_BATCH=n times n calls back to back after the barrier (the batch's time / n), AB_BATCH=auto
  * batches calls under 2 us (native's fastest warm-up call) up to 16, unless a node has more
- * ranks than cores. */
+ * ranks than cores. mix=BYTES (anywhere): before each sample, untimed, a call of the same
+ * collective of BYTES on the same side (native or interposed), as a program alternating two
+ * shapes of one collective (a solver's 8-byte dot product between its larger reductions). */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -93,6 +95,24 @@ struct bufs {
     int n, blk, *counts, *displs; /* blk: the regular calls' count per rank */
     struct pool pool;             /* parts 0, 1: send and receive buffers */
 };
+
+/* The counts of `bytes` of doubles over p ranks (at least one element), and the pool of
+ * send and receive buffers (hot: one set); returns the elements a buffer holds. */
+static size_t bufs_init(struct bufs *b, long bytes, int p, int cold)
+{
+    b->n = bytes / 8 > 0 ? (int)(bytes / 8) : 1;
+    b->counts = malloc(sizeof(int) * p);
+    b->displs = malloc(sizeof(int) * p);
+    for (int j = 0, acc = 0; j < p; j++) {
+        b->counts[j] = b->n / p + (j < b->n % p);
+        b->displs[j] = acc;
+        acc += b->counts[j];
+    }
+    b->blk = b->n / p > 0 ? b->n / p : 1;
+    size_t room = (size_t)(b->n > b->blk * p ? b->n : b->blk * p);
+    pool_init(&b->pool, 2, sizeof(double) * room, cold, 0);
+    return room;
+}
 
 static int call(enum coll c, int native, struct bufs *b, int rank, int p)
 {
@@ -183,6 +203,8 @@ static double now(void)
 
 static int batch = 1; /* calls per timed sample (see main) */
 static int warm;      /* warm=1: each rank rewrites its send buffer before each sample */
+static long mix;      /* mix=BYTES: an untimed call of BYTES before each sample (see main) */
+static struct bufs mixb;
 
 /* One timed sample: barrier, `batch` calls each on the pool's next set (hot: the only one),
  * the maximum over ranks of their time divided by `batch`. */
@@ -193,6 +215,8 @@ static double timed(enum coll c, int native, struct bufs *b, int rank, int p)
         for (int i = 0; i < b->n; i++)
             s[i] = (double)(rank + i % 7);
     }
+    if (mix && (nonblocking ? call_nb(c, native, &mixb, rank) : call(c, native, &mixb, rank, p)) != MPI_SUCCESS)
+        PMPI_Abort(MPI_COMM_WORLD, 2);
     PMPI_Barrier(MPI_COMM_WORLD);
     double t0 = now();
     for (int j = 0; j < batch; j++) {
@@ -310,6 +334,8 @@ int main(int argc, char **argv)
             warm = atoi(argv[a] + 5);
         else if (!strncmp(argv[a], "root=", 5))
             root = atoi(argv[a] + 5);
+        else if (!strncmp(argv[a], "mix=", 4))
+            mix = atol(argv[a] + 4);
         else
             argv[na++] = argv[a];
     }
@@ -318,6 +344,11 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
     root = ((root % p) + p) % p;
+    if (mix > 0) { /* the other shape's buffers: one hot set */
+        bufs_init(&mixb, mix, p, 0);
+        mixb.s = (double *)pool_part(&mixb.pool, 0, 0);
+        mixb.r = (double *)pool_part(&mixb.pool, 0, 1);
+    }
     /* More ranks on this node than online cores (the same answer on every rank of a
      * one-node run; a multi-node run's nodes may differ, so the maximum is taken). */
     int oversubscribed = 0;
@@ -350,17 +381,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < nsizes; k++) {
         long bytes = argc > 3 ? atol(argv[3 + k]) : sizes_default[k];
         struct bufs b;
-        b.n = bytes / 8 > 0 ? (int)(bytes / 8) : 1;
-        b.counts = malloc(sizeof(int) * p);
-        b.displs = malloc(sizeof(int) * p);
-        for (int j = 0, acc = 0; j < p; j++) {
-            b.counts[j] = b.n / p + (j < b.n % p);
-            b.displs[j] = acc;
-            acc += b.counts[j];
-        }
-        b.blk = b.n / p > 0 ? b.n / p : 1;
-        size_t room = (size_t)(b.n > b.blk * p ? b.n : b.blk * p);
-        pool_init(&b.pool, 2, sizeof(double) * room, cold, 0);
+        size_t room = bufs_init(&b, bytes, p, cold);
         for (size_t set = 0; set < b.pool.sets; set++)
             for (size_t i = 0; i < room; i++) {
                 double *s = (double *)pool_part(&b.pool, set, 0), *r = (double *)pool_part(&b.pool, set, 1);
