@@ -11,6 +11,9 @@
  *  - a root outside the communicator, a reduce's NULL receive buffer at its root, another
  *    count, datatype or op, MPI_IN_PLACE, and a mode change miss;
  *  - the tally stops the hits at its limit (the cell is raced again);
+ *  - two shapes alternated (reduce, bcast, allgatherv) miss once each and then hit (the older
+ *    memo), three in turn always miss, and two kept with one tally always miss (a counter
+ *    counts for one memo only);
  *  - every result is right (sums of rank-dependent data).
  * Last line: `memo: PASS ...` or `memo: FAIL ...`. */
 #include <mpi.h>
@@ -23,9 +26,13 @@ extern void pcoll_gate_open(void);
 extern void pcoll_gate_mode(int coll, int mode);
 extern int pcoll_entry_reduce(const void *s, void *r, int n, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm);
 extern int pcoll_entry_bcast(void *b, int n, MPI_Datatype dt, int root, MPI_Comm comm);
+extern int pcoll_entry_allgatherv(const void *s, int sn, MPI_Datatype st, void *r, const int *counts,
+                                  const int *displs, MPI_Datatype rt, MPI_Comm comm);
 
 static long misses[G_NCOLL];
 static unsigned long long tally[G_NCOLL], limit = ~0ull;
+static int untallied; /* keep calls without a tally (as the gate keeps its own forwarded calls) */
+#define TALLY(c) (untallied ? NULL : &tally[c])
 
 int pcoll_rs_reduce(const void *s, void *r, int n, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
 {
@@ -36,7 +43,7 @@ int pcoll_rs_reduce(const void *s, void *r, int n, MPI_Datatype dt, MPI_Op op, i
     misses[G_REDUCE]++;
     int rc = PMPI_Reduce(s, r ? r : scratch, n, dt, op, root, comm);
     if (rc == MPI_SUCCESS)
-        pcoll_gate_keep(G_REDUCE, s, 0, r, NULL, n, dt, op, root, comm, gen, &tally[G_REDUCE], limit);
+        pcoll_gate_keep(G_REDUCE, s, 0, r, NULL, n, dt, op, root, comm, gen, TALLY(G_REDUCE), limit);
     return rc;
 }
 
@@ -46,7 +53,18 @@ int pcoll_rs_bcast(void *b, int n, MPI_Datatype dt, int root, MPI_Comm comm)
     misses[G_BCAST]++;
     int rc = PMPI_Bcast(b, n, dt, root, comm);
     if (rc == MPI_SUCCESS)
-        pcoll_gate_keep(G_BCAST, NULL, 0, b, NULL, n, dt, MPI_OP_NULL, root, comm, gen, &tally[G_BCAST], limit);
+        pcoll_gate_keep(G_BCAST, NULL, 0, b, NULL, n, dt, MPI_OP_NULL, root, comm, gen, TALLY(G_BCAST), limit);
+    return rc;
+}
+
+int pcoll_rs_allgatherv(const void *s, int sn, MPI_Datatype st, void *r, const int *c, const int *d, MPI_Datatype rt,
+                        MPI_Comm comm)
+{
+    unsigned gen = pcoll_gate_memo_gen();
+    misses[G_ALLGATHERV]++;
+    int rc = PMPI_Allgatherv(s, sn, st, r, c, d, rt, comm);
+    if (rc == MPI_SUCCESS)
+        pcoll_gate_keep(G_ALLGATHERV, s, sn, r, c, 0, rt, MPI_OP_NULL, -1, comm, gen, TALLY(G_ALLGATHERV), limit);
     return rc;
 }
 
@@ -58,8 +76,6 @@ int pcoll_rs_bcast(void *b, int n, MPI_Datatype dt, int root, MPI_Comm comm)
     }
 UNUSED_RS(allreduce, (const void *s, void *r, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm comm))
 UNUSED_RS(reduce_scatter, (const void *s, void *r, const int *c, MPI_Datatype dt, MPI_Op op, MPI_Comm comm))
-UNUSED_RS(allgatherv, (const void *s, int sn, MPI_Datatype st, void *r, const int *c, const int *d, MPI_Datatype rt,
-                       MPI_Comm comm))
 UNUSED_RS(allgather, (const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm comm))
 UNUSED_RS(reduce_scatter_block, (const void *s, void *r, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm comm))
 
@@ -195,11 +211,52 @@ int main(int argc, char **argv)
     m = reduces(20, 64, 0, 1);
     CHECK(m == 10, "tally at 10 of 20 calls: %ld misses, want 10", m);
 
+    /* Two shapes alternated: one miss each, then the older memo repeats the other; three in
+     * turn: always a miss (two memos); kept with one tally: always a miss. */
+    limit = ~0ull;
+    untallied = 1;
+    m = 0;
+    for (int i = 0; i < 20; i++)
+        m += reduces(1, 30 + 10 * (i % 2), 0, 1);
+    CHECK(m == 2, "two reduces alternated: %ld misses, want 2", m);
+    m = 0;
+    for (int i = 0; i < 15; i++)
+        m += reduces(1, 50 + 10 * (i % 3), 0, 1);
+    CHECK(m == 15, "three reduces in turn: %ld misses, want 15", m);
+    m = 0;
+    for (int i = 0; i < 20; i++)
+        m += bcasts(1, 20 + 10 * (i % 2), 1);
+    CHECK(m == 2, "two bcasts alternated (root 0): %ld misses, want 2", m);
+    {
+        int *counts = malloc(sizeof(int) * p), *displs = malloc(sizeof(int) * p);
+        int *in = malloc(sizeof(int) * 8), *out = malloc(sizeof(int) * 8 * p);
+        long before = misses[G_ALLGATHERV];
+        for (int i = 0; i < 20; i++) {
+            int n = 4 + 4 * (i % 2);
+            for (int j = 0; j < p; j++)
+                counts[j] = n, displs[j] = j * n;
+            for (int k = 0; k < n; k++)
+                in[k] = rank * 100 + k + i;
+            pcoll_entry_allgatherv(in, n, MPI_INT, out, counts, displs, MPI_INT, MPI_COMM_WORLD);
+            for (int j = 0; j < p; j++)
+                for (int k = 0; k < n; k++)
+                    CHECK(out[j * n + k] == j * 100 + k + i, "allgatherv %d: [%d] = %d", i, j * n + k, out[j * n + k]);
+        }
+        m = misses[G_ALLGATHERV] - before;
+        CHECK(m == 2, "two allgathervs alternated: %ld misses, want 2", m);
+        free(counts), free(displs), free(in), free(out);
+    }
+    untallied = 0;
+    m = 0;
+    for (int i = 0; i < 20; i++)
+        m += reduces(1, 30 + 10 * (i % 2), 0, 1);
+    CHECK(m == 20, "two reduces alternated, one tally: %ld misses, want 20", m);
+
     int any;
     MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0)
         printf(any ? "memo: FAIL (p = %d)\n" : "memo: PASS (p = %d: rotating roots hit after one miss a side; "
-                                                "roots, NULL buffers, keys, modes and tallies miss)\n", p);
+                                                "roots, NULL buffers, keys, modes and tallies miss; two shapes alternate on two memos)\n", p);
     MPI_Finalize();
     return any;
 }

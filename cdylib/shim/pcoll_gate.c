@@ -19,8 +19,9 @@
 #include <mpi.h>
 #include "pcoll_gate.h"
 
-/* The nine lines of the fast path, in one page (aligned: 9 x 128 bytes never straddle two). */
-struct gate_hot pcoll_hot[G_NHOT] __attribute__((aligned(2048))) = {
+/* The nine pairs of lines of the fast path, in one page (aligned: 9 x 256 bytes never
+ * straddle two). */
+struct gate_hot pcoll_hot[G_NHOT] __attribute__((aligned(4096))) = {
     [G_REDUCE] = {.fwd = (void (*)(void))PMPI_Reduce},
     [G_ALLREDUCE] = {.fwd = (void (*)(void))PMPI_Allreduce},
     [G_REDUCE_SCATTER] = {.fwd = (void (*)(void))PMPI_Reduce_scatter},
@@ -350,11 +351,11 @@ COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_nz
 
 
 /* ------------------------------------------------------------------ memo
- * The last forwarded call of each collective, guarded by a sequence lock (memo_seq odd while
- * a writer holds it; readers retry nothing: a reader that sees it odd or changed takes the
- * full path). A memo is stored only for a communicator held in comm_cache (so its delete
- * callback clears the memos) and a named datatype (never freed); every change of what the
- * gate decides by (cells, guards, modes, open/closed) clears the memos first. */
+ * The last two forwarded calls of each collective (line), guarded by a sequence lock
+ * (memo_seq odd while a writer holds it; readers retry nothing: a reader that sees it odd or
+ * changed takes the full path). A memo is stored only for a communicator held in comm_cache
+ * (so its delete callback clears the memos) and a named datatype (never freed); every change
+ * of what the gate decides by (cells, guards, modes, open/closed) clears the memos first. */
 
 /* Take the memo lock of `h`; 0 if another thread holds it. */
 static int memo_lock(struct gate_hot *h, unsigned *seq)
@@ -381,13 +382,41 @@ static void memo_clear_all(void)
         while (!memo_lock(&pcoll_hot[c], &s))
             ;
         __atomic_store_n(&pcoll_hot[c].memo_valid, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&pcoll_hot[c].older.valid, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&pcoll_hot[c].memo_seq, s + 2, __ATOMIC_RELEASE);
     }
 }
 
 void pcoll_gate_memo_clear(void) { memo_clear_all(); }
 
-/* 1 if the memo now holds the call (0: it keeps what it held). */
+/* Copy memo `from` to `to` (fields only; the writer holds the line's lock). */
+static void memo_copy(struct gate_memo *to, const struct gate_memo *from)
+{
+    __atomic_store_n(&to->comm, from->comm, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->dt, from->dt, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->op, from->op, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->n, from->n, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->root, from->root, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->in_place, from->in_place, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->rank, from->rank, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->p, from->p, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->bytes, from->bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->tallied, from->tallied, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->tally, from->tally, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->limit, from->limit, __ATOMIC_RELAXED);
+}
+
+/* Whether memo `m` is the call of key `k` (any root other than 0 is one). */
+static int memo_is(const struct gate_memo *m, const struct memo_key *k)
+{
+    return same_comm(m->comm, k->comm) && same_type(m->dt, k->dt) && m->op == k->op && m->n == k->n &&
+           m->in_place == k->in_place && (m->root == k->root || (m->root > 0 && k->root > 0));
+}
+
+/* Keep the call (key `k`) as the line's last; the last before it becomes the older memo, unless
+ * it is the same call or counts in the same tally (a counter counts for one memo only: the
+ * window's wait gives each call its own rent, CommState::wait_memo). Returns 1 if the memo now
+ * holds the call (0: the memos keep what they held). */
 static int memo_store(int coll, const struct memo_key *k, int rank, int p, unsigned long long bytes, unsigned gen,
                       unsigned long long *tally, unsigned long long limit)
 {
@@ -404,18 +433,25 @@ static int memo_store(int coll, const struct memo_key *k, int rank, int p, unsig
         __atomic_store_n(&h->memo_seq, s + 2, __ATOMIC_RELEASE);
         return 0;
     }
-    __atomic_store_n(&h->memo_comm, k->comm, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->memo_dt, k->dt, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->memo_op, k->op, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->memo_n, k->n, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->memo_root, k->root, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->memo_in_place, (unsigned char)k->in_place, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->memo_rank, rank, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->memo_p, (unsigned char)p, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->memo_bytes, bytes, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->memo_tallied, (unsigned char)(tally != NULL), __ATOMIC_RELAXED);
-    __atomic_store_n(&h->memo_tally, tally, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->memo_limit, limit, __ATOMIC_RELAXED);
+    struct gate_memo *m = &h->memo, *o = &h->older;
+    if (h->memo_valid && !memo_is(m, k) && !(tally && m->tally == tally)) {
+        memo_copy(o, m);
+        __atomic_store_n(&o->valid, 1, __ATOMIC_RELAXED);
+    } else if (o->valid && (memo_is(o, k) || (tally && o->tally == tally)))
+        __atomic_store_n(&o->valid, 0, __ATOMIC_RELAXED);
+    const struct gate_memo call = {.n = k->n,
+                                   .comm = k->comm,
+                                   .dt = k->dt,
+                                   .op = k->op,
+                                   .root = k->root,
+                                   .rank = rank,
+                                   .in_place = (unsigned char)k->in_place,
+                                   .p = (unsigned char)p,
+                                   .tallied = (unsigned char)(tally != NULL),
+                                   .bytes = bytes,
+                                   .tally = tally,
+                                   .limit = limit};
+    memo_copy(m, &call);
     __atomic_store_n(&h->memo_valid, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&h->memo_seq, s + 2, __ATOMIC_RELEASE);
     return 1;

@@ -45,6 +45,24 @@ enum {
 /* Modes per collective (gate_mode below). */
 enum { PCOLL_MODE_CELLS = 0, PCOLL_MODE_NATIVE = 1, PCOLL_MODE_DECLINE = 2 };
 
+/* One forwarded call a memo remembers: a call with the same communicator, datatype, op,
+ * element count, root and in-place-ness repeats it. */
+struct gate_memo {
+    long long n;                       /* elements: count, or the sum of the counts */
+    MPI_Comm comm;
+    MPI_Datatype dt;
+    MPI_Op op;                         /* MPI_OP_NULL for the calls without one */
+    int root;                          /* -1 for the calls without one */
+    int rank;                          /* this process's rank in comm (a reduce's root receives) */
+    unsigned char in_place;            /* the call's send buffer was MPI_IN_PLACE */
+    unsigned char p;                   /* communicator size */
+    unsigned char tallied;             /* tally below is set (read on hits only then) */
+    unsigned char valid;               /* the older memo's (the newer's is in gate_hot.state) */
+    unsigned long long bytes;          /* the call's bytes */
+    unsigned long long *tally;         /* a raced cell's count of its calls, +1 a hit */
+    unsigned long long limit;          /* no hit once *tally reaches it */
+};
+
 /* Everything a forwarded call of one collective reads or writes besides its communicator,
  * datatype and size cell, in one cache line: a forwarded call runs between the caller's
  * own work and the MPI's, with this file's data cold (after a barrier, say; on a core shared
@@ -53,10 +71,15 @@ enum { PCOLL_MODE_CELLS = 0, PCOLL_MODE_NATIVE = 1, PCOLL_MODE_DECLINE = 2 };
  * communicator, datatype, op, element count, root and in-place-ness, when nothing was
  * published since, goes native after reading this line alone (see memo_hit), and calls the
  * MPI through the pointer held here (not the PLT, whose stub and GOT are two more pages).
- * Reduce and bcast have a second line (G_<COLL>_NONZERO, memo_line) whose memo holds their
- * last forwarded call at a root other than 0 and matches any such root: pcoll decides by
+ * The second line holds the call the memo held before (`older`), read only when the first
+ * does not match (memo_hit_older, on the entries' miss path): a program alternating two
+ * shapes of one collective (a solver's 8-byte dot product between its 8 KiB reductions)
+ * repeats one or the other (until session 58 each call of such a program that waited for
+ * `shm`'s window took pcoll's Rust path: 1.06-1.19x native at 4-16 KiB on Open MPI 4.1).
+ * Reduce and bcast have a second pair (G_<COLL>_NONZERO, memo_line) whose memos hold their
+ * last forwarded calls at a root other than 0 and match any such root: pcoll decides by
  * whether the root is 0, never by which other rank it is (its tables, cells and defects), so
- * a program rotating its root repeats one of the two memos. The second line's open, mode and
+ * a program rotating its root repeats one of the two memos. The second pair's open, mode and
  * held follow the first's; its calls are counted in the first. */
 struct gate_hot {
     union {
@@ -65,27 +88,18 @@ struct gate_hot {
             unsigned char mode;        /* PCOLL_MODE_* */
             unsigned char held;        /* 1: decline everything (a non-blocking schedule runs) */
             unsigned char memo_valid;  /* the memo below holds a forwarded call */
-            unsigned memo_seq;         /* odd while the memo is written (a sequence lock) */
+            unsigned memo_seq;         /* odd while either memo is written (a sequence lock) */
         };
         unsigned long long state;      /* the five above, read at once by memo_hit */
     };
-    long long memo_n;                  /* elements: count, or the sum of the counts */
-    MPI_Comm memo_comm;
-    MPI_Datatype memo_dt;
-    MPI_Op memo_op;                    /* MPI_OP_NULL for the calls without one */
-    int memo_root;                     /* -1 for the calls without one */
-    int memo_rank;                     /* this process's rank in memo_comm (a reduce's root receives) */
-    unsigned char memo_in_place;       /* the call's send buffer was MPI_IN_PLACE */
-    unsigned char memo_p;              /* communicator size */
-    unsigned char hit;                 /* the last call went through the gate */
-    unsigned char memo_tallied;        /* memo_tally below is set (read on hits only then) */
-    unsigned long long memo_bytes;     /* the call's bytes */
+    struct gate_memo memo;             /* the last forwarded call */
     unsigned long long calls, bytes;   /* forwarded calls and bytes (pcoll's stats) */
     void (*fwd)(void);                 /* the MPI's own PMPI_<coll> (called on a memo hit) */
-    unsigned flags;                    /* PCOLL_GUARD_* (second line: read on misses only) */
+    unsigned char hit;                 /* the last call went through the gate */
+    /* The second line: read on misses only. */
+    struct gate_memo older __attribute__((aligned(128))); /* the one before (older.valid) */
+    unsigned flags;                    /* PCOLL_GUARD_* */
     unsigned long long root_above;     /* bytes bound of PCOLL_GUARD_ROOT_NONZERO_ABOVE */
-    unsigned long long *memo_tally;    /* a raced cell's count of its calls, +1 a hit */
-    unsigned long long memo_limit;     /* no hit once *memo_tally reaches it */
 } __attribute__((aligned(128)));
 extern struct gate_hot pcoll_hot[G_NHOT] __attribute__((visibility("hidden")));
 
@@ -115,16 +129,23 @@ struct memo_key {
     int root, in_place;
 };
 
-/* The memo's communicator size if it holds `comm` (for the vector calls, which need p to
- * sum their counts before they can compare), else 0. */
-HOT int memo_p(int coll, MPI_Comm comm)
+/* The communicator size of memo `m` of line `h` if it holds `comm` (for the vector calls,
+ * which need p to sum their counts before they can compare), else 0. `valid`: whether it
+ * holds a call (read with m's fields, under the line's sequence lock). */
+HOT int memo_p_of(struct gate_hot *h, const struct gate_memo *m, const unsigned char *valid, MPI_Comm comm)
 {
-    struct gate_hot *h = &pcoll_hot[coll];
     unsigned s = __atomic_load_n(&h->memo_seq, __ATOMIC_ACQUIRE);
-    int p = __atomic_load_n(&h->memo_p, __ATOMIC_RELAXED);
-    int ok = __atomic_load_n(&h->memo_valid, __ATOMIC_RELAXED) && same_comm(__atomic_load_n(&h->memo_comm, __ATOMIC_RELAXED), comm);
+    int p = __atomic_load_n(&m->p, __ATOMIC_RELAXED);
+    int ok = __atomic_load_n(valid, __ATOMIC_RELAXED) && same_comm(__atomic_load_n(&m->comm, __ATOMIC_RELAXED), comm);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     return ok && !(s & 1) && __atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED) == s ? p : 0;
+}
+
+/* memo_p_of for the last call of `coll` (`older`: the one before). */
+HOT int memo_p(int coll, MPI_Comm comm, int older)
+{
+    struct gate_hot *h = &pcoll_hot[coll];
+    return older ? memo_p_of(h, &h->older, &h->older.valid, comm) : memo_p_of(h, &h->memo, &h->memo_valid, comm);
 }
 
 /* 1 if a one-rank allgatherv is declined by its guard (MPICH 4.0 ignores displs[0]): its
@@ -139,9 +160,11 @@ HOT int one_rank_declined(const void *sendbuf, const int *recvcounts, const int 
 #error "the gate's state word (MEMO_READY) is laid out for a little-endian machine"
 #endif
 /* The state word of a collective whose memo may be used: open, the cells' mode, not held, a
- * memo, and the sequence even (no writer). */
+ * memo, and the sequence even (no writer). The older memo: the same but its own valid. */
 #define MEMO_READY (1ull | (unsigned long long)PCOLL_MODE_CELLS << 8 | 1ull << 24)
 #define MEMO_READY_MASK 0x1ffffffffull
+#define OLDER_READY (1ull | (unsigned long long)PCOLL_MODE_CELLS << 8)
+#define OLDER_READY_MASK 0x100ffffffull
 
 /* The key fields a collective's memos can differ in besides communicator, datatype, count and
  * in-place-ness (the others hold the same constant in every memo of it: MPI_OP_NULL, root -1).
@@ -149,7 +172,8 @@ HOT int one_rank_declined(const void *sendbuf, const int *recvcounts, const int 
 #define COLL_HAS_OP(c) ((c) == G_REDUCE || (c) == G_ALLREDUCE || (c) == G_REDUCE_SCATTER || (c) == G_REDUCE_SCATTER_BLOCK)
 #define COLL_HAS_ROOT(c) ((c) == G_REDUCE || (c) == G_BCAST)
 
-/* 1 if the call repeats the memo of `coll` (and its buffers are plain): forward it, counted.
+/* 1 if the call repeats memo `m` of line `h`, whose state word was `w` (and its buffers are
+ * plain): forward it, counted.
  * What a forwarded call costs beyond the MPI's is the lines of code it runs, which it finds
  * cold (after a barrier, or the MPI's own progress loop), more than its instructions: so the
  * state is one word, each field is compared straight from memory with a branch to the one
@@ -160,31 +184,29 @@ HOT int one_rank_declined(const void *sendbuf, const int *recvcounts, const int 
  * state and communicator alone. The bytes counted are read after the check: with threads
  * changing the memo a hit may count the new memo's bytes (the counts are exact for one thread
  * only). */
-HOT int memo_hit(int coll, const struct memo_key *k, const void *sendbuf, const void *recvbuf)
+HOT int memo_match(int coll, struct gate_hot *h, const struct gate_memo *m, unsigned long long w,
+                   const struct memo_key *k, const void *sendbuf, const void *recvbuf)
 {
-    struct gate_hot *h = &pcoll_hot[memo_line(coll, k->root)];
-    unsigned long long w = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
-    if ((w & MEMO_READY_MASK) != MEMO_READY ||
-        !same_comm(__atomic_load_n(&h->memo_comm, __ATOMIC_RELAXED), k->comm) ||
-        !same_type(__atomic_load_n(&h->memo_dt, __ATOMIC_RELAXED), k->dt) ||
-        __atomic_load_n(&h->memo_n, __ATOMIC_RELAXED) != k->n ||
-        __atomic_load_n(&h->memo_in_place, __ATOMIC_RELAXED) != k->in_place ||
-        (COLL_HAS_OP(coll) && __atomic_load_n(&h->memo_op, __ATOMIC_RELAXED) != k->op) ||
-        (COLL_HAS_ROOT(coll) && (k->root <= 0 ? __atomic_load_n(&h->memo_root, __ATOMIC_RELAXED) != k->root
-                                              : k->root >= __atomic_load_n(&h->memo_p, __ATOMIC_RELAXED))))
+    if (!same_comm(__atomic_load_n(&m->comm, __ATOMIC_RELAXED), k->comm) ||
+        !same_type(__atomic_load_n(&m->dt, __ATOMIC_RELAXED), k->dt) ||
+        __atomic_load_n(&m->n, __ATOMIC_RELAXED) != k->n ||
+        __atomic_load_n(&m->in_place, __ATOMIC_RELAXED) != k->in_place ||
+        (COLL_HAS_OP(coll) && __atomic_load_n(&m->op, __ATOMIC_RELAXED) != k->op) ||
+        (COLL_HAS_ROOT(coll) && (k->root <= 0 ? __atomic_load_n(&m->root, __ATOMIC_RELAXED) != k->root
+                                              : k->root >= __atomic_load_n(&m->p, __ATOMIC_RELAXED))))
         return 0;
     /* A NULL buffer the call reads or writes (MPI_IN_PLACE is never NULL; a reduce writes the
      * receive buffer at its root only): the full path reports it. */
     if (k->n > 0 && (sendbuf == NULL || (recvbuf == NULL && (coll != G_REDUCE ||
-                                                             __atomic_load_n(&h->memo_rank, __ATOMIC_RELAXED) == k->root))))
+                                                             __atomic_load_n(&m->rank, __ATOMIC_RELAXED) == k->root))))
         return 0;
-    int tallied = __atomic_load_n(&h->memo_tallied, __ATOMIC_RELAXED);
+    int tallied = __atomic_load_n(&m->tallied, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (__atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED) != (unsigned)(w >> 32))
         return 0;
     if (__builtin_expect(tallied, 0)) { /* a raced cell's call: counted in the cell, none once it is raced again */
-        unsigned long long *tally = __atomic_load_n(&h->memo_tally, __ATOMIC_RELAXED);
-        unsigned long long limit = __atomic_load_n(&h->memo_limit, __ATOMIC_RELAXED);
+        unsigned long long *tally = __atomic_load_n(&m->tally, __ATOMIC_RELAXED);
+        unsigned long long limit = __atomic_load_n(&m->limit, __ATOMIC_RELAXED);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED) != (unsigned)(w >> 32))
             return 0;
@@ -193,8 +215,25 @@ HOT int memo_hit(int coll, const struct memo_key *k, const void *sendbuf, const 
             return 0;
         __atomic_store_n(tally, t + 1, __ATOMIC_RELAXED);
     }
-    counted(coll, __atomic_load_n(&h->memo_bytes, __ATOMIC_RELAXED));
+    counted(coll, __atomic_load_n(&m->bytes, __ATOMIC_RELAXED));
     return 1;
+}
+
+/* 1 if the call repeats the last forwarded call of `coll` (memo_match). */
+HOT int memo_hit(int coll, const struct memo_key *k, const void *sendbuf, const void *recvbuf)
+{
+    struct gate_hot *h = &pcoll_hot[memo_line(coll, k->root)];
+    unsigned long long w = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
+    return (w & MEMO_READY_MASK) == MEMO_READY && memo_match(coll, h, &h->memo, w, k, sendbuf, recvbuf);
+}
+
+/* 1 if the call repeats the one before it (the older memo; the entries' miss path). */
+HOT int memo_hit_older(int coll, const struct memo_key *k, const void *sendbuf, const void *recvbuf)
+{
+    struct gate_hot *h = &pcoll_hot[memo_line(coll, k->root)];
+    unsigned long long w = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
+    return (w & OLDER_READY_MASK) == OLDER_READY && __atomic_load_n(&h->older.valid, __ATOMIC_RELAXED) &&
+           memo_match(coll, h, &h->older, w, k, sendbuf, recvbuf);
 }
 
 
