@@ -9,6 +9,7 @@ fn main() {
     println!("cargo:rerun-if-changed=shim/pcoll_gate.h");
     println!("cargo:rerun-if-changed=shim/pcoll_entry.c");
     println!("cargo:rerun-if-changed=shim/pcoll_want.c");
+    println!("cargo:rerun-if-changed=shim/pcoll_memo.c");
     println!("cargo:rerun-if-env-changed=MPICC");
     println!("cargo::rustc-check-cfg=cfg(pcoll_openmpi)");
     println!("cargo::rustc-check-cfg=cfg(pcoll_mpich)");
@@ -48,6 +49,7 @@ fn main() {
         .file("shim/pcoll_gate.c")
         .file("shim/pcoll_entry.c")
         .file("shim/pcoll_want.c")
+        .file("shim/pcoll_memo.c")
         .flag_if_supported("-O2")
         .warnings(true)
         .compile("pcoll_shim");

@@ -12,7 +12,7 @@ TABLE=$OUT/gate.toml
 # path stood in for): rotating roots hit after one miss a side; what must miss misses.
 SHIM=$ROOT/cdylib/shim
 $MPICC -O2 -Wall -I"$SHIM" -o "$OUT/memo-$MPI" "$ROOT/verify/memo.c" "$SHIM/pcoll_gate.c" "$SHIM/pcoll_entry.c" \
-  "$SHIM/pcoll_shim.c" "$SHIM/pcoll_want.c" || { echo "gate: FAIL (build memo)"; exit 1; }
+  "$SHIM/pcoll_shim.c" "$SHIM/pcoll_want.c" "$SHIM/pcoll_memo.c" || { echo "gate: FAIL (build memo)"; exit 1; }
 for np in 1 2 3; do
   out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
     "$ROOT/scripts/mpi.sh" "$MPI" -- $np -- "$OUT/memo-$MPI" </dev/null 2>&1)

@@ -16,7 +16,10 @@
  * MPI_IN_PLACE at its root, an allreduce in place, a bcast of a derived type (one double made
  * contiguous), calls the gate's memo declines on some ranks or all (until session 58 a
  * root whose memo declined its in-place call counted the earlier call's repeats with the
- * wrong rent, made the window after the other ranks, and the job hung). Every result
+ * wrong rent, made the window after the other ranks, and the job hung); in one run in three,
+ * before each call, the even ranks alone make an 8-byte and a 16-byte allreduce, reduce and
+ * bcast on a communicator of their own, which take the memos of those lines there and not on
+ * the odd ranks (so that ranks count the waiting calls on different paths). Every result
  * is checked against its closed form. Prints, on rank 0, one line
  *   waitmemo: first <h> <i> <j>
  * with the call (1-based, over each sequence: h the fixed one's) at which each dup first ran
@@ -105,6 +108,24 @@ static const char *one_call(int coll, MPI_Comm c, int root, double *s, double *d
     return alg;
 }
 
+/* An 8-byte and a 16-byte allreduce, reduce and bcast on `e` (the even ranks'), checked. */
+static void evict_memos(MPI_Comm e)
+{
+    int me, n;
+    MPI_Comm_rank(e, &me);
+    MPI_Comm_size(e, &n);
+    for (int len = 1; len <= 2; len++) {
+        double x[2] = {me + 1.0, me + 1.0}, y[2] = {0, 0}, z[2] = {0, 0}, b[2] = {me == 0 ? 7.0 : 0, me == 0 ? 7.0 : 0};
+        MPI_Allreduce(x, y, len, MPI_DOUBLE, MPI_SUM, e);
+        MPI_Reduce(x, z, len, MPI_DOUBLE, MPI_SUM, 0, e);
+        MPI_Bcast(b, len, MPI_DOUBLE, 0, e);
+        if (y[len - 1] != n * (n + 1) / 2.0 || (me == 0 && z[len - 1] != n * (n + 1) / 2.0) || b[len - 1] != 7.0) {
+            fails++;
+            fprintf(stderr, "waitmemo: rank %d: the even ranks' %d-double calls are wrong\n", rank, len);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -118,6 +139,8 @@ int main(int argc, char **argv)
     int calls = atoi(argv[1]);
     rng = strtoull(argv[2], NULL, 10);
     nb = argc > 3 && !strcmp(argv[3], "nb");
+    MPI_Comm evens;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &evens);
     MPI_Type_contiguous(1, MPI_DOUBLE, &dbl1);
     MPI_Type_commit(&dbl1);
     MPI_Comm c[2];
@@ -136,12 +159,14 @@ int main(int argc, char **argv)
     MPI_Comm_free(&h);
     for (int k = 1; k <= calls;) {
         int run = 1 + (int)next(80), coll = (int)next(3), root = (int)next((unsigned)size), w = (int)next(2);
-        int odd = next(4) == 0;
+        int odd = next(4) == 0, evict = next(3) == 0;
 
         int n = (4096 << next(3)) / 8;
         if (w == 0) /* the first dup's 4 KiB allreduces gain least: its window waits longest */
             coll = 0, n = 4096 / 8;
         for (int j = 0; j < run && k <= calls; j++, k++) {
+            if (evict && rank % 2 == 0)
+                evict_memos(evens);
             const char *alg = one_call(coll, c[w], root, s, d, n, k, odd);
             if (!first[w] && !strcmp(alg, "shm"))
                 first[w] = k;
@@ -167,6 +192,7 @@ int main(int argc, char **argv)
     MPI_Comm_free(&c[0]);
     MPI_Comm_free(&c[1]);
     MPI_Type_free(&dbl1);
+    MPI_Comm_free(&evens);
     MPI_Finalize();
     return bad ? 1 : 0;
 }

@@ -30,7 +30,6 @@ struct gate_hot pcoll_hot[G_NHOT] __attribute__((aligned(4096))) = {
     [G_ALLGATHER] = {.fwd = (void (*)(void))PMPI_Allgather},
     [G_REDUCE_SCATTER_BLOCK] = {.fwd = (void (*)(void))PMPI_Reduce_scatter_block},
 };
-static void memo_clear_all(void);
 
 /* PCOLL_DISABLE=1: every blocking call of the seven goes straight to the MPI from its gate
  * function (set by the Rust path at the first call it sees disabled; before, each call entered
@@ -45,7 +44,7 @@ void pcoll_gate_guard(int coll, unsigned flags, unsigned long long root_above)
 {
     if (coll < 0 || coll >= G_NCOLL)
         return;
-    memo_clear_all();
+    pcoll_gate_memo_clear();
     pcoll_hot[coll].flags = flags;
     pcoll_hot[coll].root_above = root_above;
 }
@@ -96,14 +95,14 @@ void pcoll_gate_mode(int coll, int mode)
         return;
     __atomic_store_n(&pcoll_hot[coll].mode, (unsigned char)mode, __ATOMIC_RELEASE);
     __atomic_store_n(&pcoll_hot[memo_line(coll, 1)].mode, (unsigned char)mode, __ATOMIC_RELEASE);
-    memo_clear_all();
+    pcoll_gate_memo_clear();
 }
 
 void pcoll_gate_close(void)
 {
     for (int c = 0; c < G_NHOT; c++)
         __atomic_store_n(&pcoll_hot[c].open, 0, __ATOMIC_SEQ_CST);
-    memo_clear_all();
+    pcoll_gate_memo_clear();
 }
 
 /* While one of pcoll's non-blocking schedules runs every call is declined (held = 1): a
@@ -117,7 +116,7 @@ void pcoll_gate_hold(int held)
 
 void pcoll_gate_open(void)
 {
-    memo_clear_all();
+    pcoll_gate_memo_clear();
     for (int c = 0; c < G_NHOT; c++)
         __atomic_store_n(&pcoll_hot[c].open, 1, __ATOMIC_RELEASE);
 }
@@ -180,7 +179,7 @@ void pcoll_gate_set(int coll, int p, int n, const unsigned long long *lo, const 
 {
     if (coll < 0 || coll >= G_NCOLL || p < 1 || p > PCOLL_GATE_P)
         return;
-    memo_clear_all();
+    pcoll_gate_memo_clear();
     cell_write(&gate[coll][p], n, lo, hi);
 }
 
@@ -259,7 +258,7 @@ static int comm_forget(MPI_Comm comm, int keyval, void *attr, void *extra)
     struct comm_entry *e = &comm_cache[slot_of(&comm, sizeof comm)];
     if (__atomic_load_n(&e->used, __ATOMIC_ACQUIRE) && same_comm(e->key, comm))
         __atomic_store_n(&e->used, 0, __ATOMIC_RELEASE);
-    memo_clear_all();
+    pcoll_gate_memo_clear();
     return MPI_SUCCESS;
 }
 
@@ -350,112 +349,17 @@ COLD long long type_size_miss(MPI_Datatype dt, struct type_entry *e, int *tlb_nz
 }
 
 
-/* ------------------------------------------------------------------ memo
- * The last two forwarded calls of each collective (line), guarded by a sequence lock
- * (memo_seq odd while a writer holds it; readers retry nothing: a reader that sees it odd or
- * changed takes the full path). A memo is stored only for a communicator held in comm_cache
- * (so its delete callback clears the memos) and a named datatype (never freed); every change
- * of what the gate decides by (cells, guards, modes, open/closed) clears the memos first. */
-
-/* Take the memo lock of `h`; 0 if another thread holds it. */
-static int memo_lock(struct gate_hot *h, unsigned *seq)
-{
-    unsigned s = __atomic_load_n(&h->memo_seq, __ATOMIC_RELAXED);
-    if ((s & 1) || !__atomic_compare_exchange_n(&h->memo_seq, &s, s + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-        return 0;
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    *seq = s;
-    return 1;
-}
-
-/* Bumped by every clear: a call decided by the full path stores its memo only if no clear
- * happened since it began (so a memo never outlives what it was decided by). */
-static unsigned memo_gen;
-
-HOT unsigned memo_begin(void) { return __atomic_load_n(&memo_gen, __ATOMIC_ACQUIRE); }
-
-static void memo_clear_all(void)
-{
-    __atomic_fetch_add(&memo_gen, 1, __ATOMIC_ACQ_REL);
-    for (int c = 0; c < G_NHOT; c++) {
-        unsigned s;
-        while (!memo_lock(&pcoll_hot[c], &s))
-            ;
-        __atomic_store_n(&pcoll_hot[c].memo_valid, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&pcoll_hot[c].older.valid, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&pcoll_hot[c].memo_seq, s + 2, __ATOMIC_RELEASE);
-    }
-}
-
-void pcoll_gate_memo_clear(void) { memo_clear_all(); }
-
-/* Copy memo `from` to `to` (fields only; the writer holds the line's lock). */
-static void memo_copy(struct gate_memo *to, const struct gate_memo *from)
-{
-    __atomic_store_n(&to->comm, from->comm, __ATOMIC_RELAXED);
-    __atomic_store_n(&to->dt, from->dt, __ATOMIC_RELAXED);
-    __atomic_store_n(&to->op, from->op, __ATOMIC_RELAXED);
-    __atomic_store_n(&to->n, from->n, __ATOMIC_RELAXED);
-    __atomic_store_n(&to->root, from->root, __ATOMIC_RELAXED);
-    __atomic_store_n(&to->in_place, from->in_place, __ATOMIC_RELAXED);
-    __atomic_store_n(&to->rank, from->rank, __ATOMIC_RELAXED);
-    __atomic_store_n(&to->p, from->p, __ATOMIC_RELAXED);
-    __atomic_store_n(&to->bytes, from->bytes, __ATOMIC_RELAXED);
-    __atomic_store_n(&to->tallied, from->tallied, __ATOMIC_RELAXED);
-    __atomic_store_n(&to->tally, from->tally, __ATOMIC_RELAXED);
-    __atomic_store_n(&to->limit, from->limit, __ATOMIC_RELAXED);
-}
-
-/* Whether memo `m` is the call of key `k` (any root other than 0 is one). */
-static int memo_is(const struct gate_memo *m, const struct memo_key *k)
-{
-    return same_comm(m->comm, k->comm) && same_type(m->dt, k->dt) && m->op == k->op && m->n == k->n &&
-           m->in_place == k->in_place && (m->root == k->root || (m->root > 0 && k->root > 0));
-}
-
-/* Keep the call (key `k`) as the line's last; the last before it becomes the older memo, unless
- * it is the same call or counts in the same tally (a counter counts for one memo only: the
- * window's wait gives each call its own rent, CommState::wait_memo). Returns 1 if the memo now
- * holds the call (0: the memos keep what they held). */
-static int memo_store(int coll, const struct memo_key *k, int rank, int p, unsigned long long bytes, unsigned gen,
-                      unsigned long long *tally, unsigned long long limit)
+/* A memo is kept only for a communicator held in comm_cache (so its delete callback clears
+ * the memos) and a named datatype (never freed): pcoll_memo.c. */
+HOT int memo_cached(const struct memo_key *k)
 {
     struct comm_entry *ce = &comm_cache[slot_of(&k->comm, sizeof k->comm)];
     struct type_entry *te = &type_cache[slot_of(&k->dt, sizeof k->dt)];
-    if (!__atomic_load_n(&ce->used, __ATOMIC_ACQUIRE) || !same_comm(ce->key, k->comm) ||
-        !__atomic_load_n(&te->used, __ATOMIC_ACQUIRE) || !same_type(te->key, k->dt))
-        return 0;
-    struct gate_hot *h = &pcoll_hot[memo_line(coll, k->root)];
-    unsigned s;
-    if (!memo_lock(h, &s))
-        return 0;
-    if (__atomic_load_n(&memo_gen, __ATOMIC_ACQUIRE) != gen) { /* cleared meanwhile */
-        __atomic_store_n(&h->memo_seq, s + 2, __ATOMIC_RELEASE);
-        return 0;
-    }
-    struct gate_memo *m = &h->memo, *o = &h->older;
-    if (h->memo_valid && !memo_is(m, k) && !(tally && m->tally == tally)) {
-        memo_copy(o, m);
-        __atomic_store_n(&o->valid, 1, __ATOMIC_RELAXED);
-    } else if (o->valid && (memo_is(o, k) || (tally && o->tally == tally)))
-        __atomic_store_n(&o->valid, 0, __ATOMIC_RELAXED);
-    const struct gate_memo call = {.n = k->n,
-                                   .comm = k->comm,
-                                   .dt = k->dt,
-                                   .op = k->op,
-                                   .root = k->root,
-                                   .rank = rank,
-                                   .in_place = (unsigned char)k->in_place,
-                                   .p = (unsigned char)p,
-                                   .tallied = (unsigned char)(tally != NULL),
-                                   .bytes = bytes,
-                                   .tally = tally,
-                                   .limit = limit};
-    memo_copy(m, &call);
-    __atomic_store_n(&h->memo_valid, 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->memo_seq, s + 2, __ATOMIC_RELEASE);
-    return 1;
+    return __atomic_load_n(&ce->used, __ATOMIC_ACQUIRE) && same_comm(ce->key, k->comm) &&
+           __atomic_load_n(&te->used, __ATOMIC_ACQUIRE) && same_type(te->key, k->dt);
 }
+
+HOT unsigned memo_begin(void) { return __atomic_load_n(&pcoll_memo_gen, __ATOMIC_ACQUIRE); }
 
 /* A call the gate sends to native: the blocking form is counted and kept in the memo (key
  * `k`, this process's `rank`), the non-blocking one (`nb`) neither; returns 1. KEEP: kept
@@ -464,10 +368,11 @@ HOT int going_native(int coll, const struct memo_key *k, int rank, int p, unsign
                      int nb)
 {
     if (nb == KEEP)
-        return memo_store(coll, k, rank, p, bytes, keeping.gen, keeping.tally, keeping.limit);
+        return memo_cached(k) && pcoll_memo_store(coll, k, rank, p, bytes, keeping.gen, keeping.tally, keeping.limit);
     if (!nb) {
         counted(coll, bytes);
-        memo_store(coll, k, rank, p, bytes, gen, NULL, 0);
+        if (memo_cached(k))
+            pcoll_memo_store(coll, k, rank, p, bytes, gen, NULL, 0);
     }
     return 1;
 }
@@ -512,7 +417,6 @@ HOT int reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI
     return going_native(coll, &k, rank, p, bytes, gen, nb);
 }
 
-unsigned pcoll_gate_memo_gen(void) { return memo_begin(); }
 
 int pcoll_gate_nb_reduce_like(int coll, const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op,
                               int root, MPI_Comm comm)

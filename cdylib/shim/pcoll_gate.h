@@ -252,8 +252,17 @@ HOT long long sum_counts(const int *c, int p)
 }
 
 
-/* Clear every memo (pcoll_gate.c; pcoll_want.c clears them when a communicator is wanted). */
+/* Clear every memo (pcoll_memo.c; the gate clears them whenever what it decides by changes,
+ * pcoll_want.c when a communicator is wanted). */
 void pcoll_gate_memo_clear(void) __attribute__((visibility("hidden")));
+/* Bumped by every clear (pcoll_memo.c). */
+extern unsigned pcoll_memo_gen __attribute__((visibility("hidden")));
+/* Keep a forwarded call (key `k`, this process's `rank` in a communicator of `p`) as its
+ * line's last, with a tally and its limit (NULL: none), unless a clear happened since `gen`:
+ * 1 if the memo now holds it (pcoll_memo.c). The gate checks first that its communicator
+ * and datatype are in its caches. */
+int pcoll_memo_store(int coll, const struct memo_key *k, int rank, int p, unsigned long long bytes, unsigned gen,
+                     unsigned long long *tally, unsigned long long limit) __attribute__((visibility("hidden")));
 /* Communicators whose next blocking collective must reach the Rust path (pcoll_want.c):
  * WANTED(comm) is 1 for a blocking call the gate declines for that reason. */
 extern int pcoll_want_n __attribute__((visibility("hidden")));
