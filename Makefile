@@ -29,7 +29,7 @@ REGISTRY_MPIS := $(filter openmpi5 mpich5 impi,$(MPIS))
 # `MPI_ENV(name)` prefixes a command with that MPI's MPICC, MPIRUN, ... (scripts/mpi.sh).
 MPI_ENV = source scripts/mpi.sh && mpi_setup $(1) &&
 
-.PHONY: all deps build build-lib core-test test test-all test-debian demo bench tune soak install install-files docs docs-check \
+.PHONY: all deps deps-apt build build-lib core-test test test-all test-debian demo bench tune soak install install-files docs docs-check \
 	install-check clean ctest-% verify-% learn-test-% shm-test-% verify-nb-% test-nb fmt-check lint apps apps-% mpi4py-setup \
 	mpi4py-setup-bg mpi4py-test-% mpi4py-suite-% \
 	verify-net net-difftest bench-net
@@ -37,7 +37,12 @@ MPI_ENV = source scripts/mpi.sh && mpi_setup $(1) &&
 all: build
 
 # Install what a fresh machine lacks (Debian packages; Rust crates come through cargo).
-deps:
+deps: deps-apt
+	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (rustup) first"; exit 1; }
+	@for m in $(REGISTRY_MPIS); do $(MAKE) --no-print-directory mpis/$$m/.installed || exit 1; done
+
+# The Debian packages alone: first, so that the background mpi4py builds find Debian's MPIs.
+deps-apt:
 	@missing=""; \
 	for c in mpicc.openmpi mpicc.mpich mpif90.openmpi mpif90.mpich gfortran pkg-config cmake; do \
 	  command -v $$c >/dev/null 2>&1 || missing=1; done; \
@@ -48,8 +53,6 @@ deps:
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -qq && apt-get install -y -qq $(APT_PACKAGES) >/dev/null; \
 	fi
-	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (rustup) first"; exit 1; }
-	@for m in $(REGISTRY_MPIS); do $(MAKE) --no-print-directory mpis/$$m/.installed || exit 1; done
 
 # A registry MPI in its own venv, at the version measured here (scripts/mpi.sh names the
 # packages); Intel MPI without its dependencies (its libfabric is not in the registry: it
@@ -211,7 +214,7 @@ mpi4py-suite-%:
 	$(MAKE) --no-print-directory MPI=$* MPI4PY_MPIS=$* build-lib mpi4py-setup
 	bash verify/mpi4py.sh $* build/$*/libpcoll.so --suite
 
-mpi4py-setup-bg:
+mpi4py-setup-bg: deps-apt
 	@mkdir -p build; for m in $(MPI4PY_MPIS); do rm -f build/mpi4py-setup.$$m.rc; \
 	  { case " $(REGISTRY_MPIS) " in *" $$m "*) for i in $$(seq 900); do \
 	      [ -f mpis/$$m/.installed ] && break; sleep 1; done ;; esac; \
