@@ -4,7 +4,8 @@
  * first makes pcoll's shadow of MPI_COMM_WORLD). Phase 0: three calls before any
  * MPI_Barrier, when the window is not made yet (a non-blocking initiation never makes it):
  * the decision falls back (on MPICH 4.0 at p = 3, 1 MiB, to the model's circulant, which is
- * kept); then MPI_Barrier makes the window; phase 1: three calls that must run `shm`.
+ * kept; on Intel MPI to native, whose repeats are sent native at initiation since session 60,
+ * `nbc::waiting`); then MPI_Barrier makes the window; phase 1: three calls that must run `shm`.
  * Every result is checked against the closed form. Argument: "kept" requires phase 0 to
  * have run a pcoll algorithm other than shm (where the model picks one, so that a stale kept
  * decision would show). Prints "nbagain: PASS" or "nbagain: FAIL ..." on rank 0. */

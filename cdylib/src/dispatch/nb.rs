@@ -62,14 +62,15 @@ fn plan_valid(g: &'static state::Global, a: Args, mut v: Valid, gen: u64) -> Opt
     let shm_ok = shm_ok(&a, &v);
     let chosen = super::resolve::choose_nb(g, &a, &mut v.spec, shm_ok).ok()?;
     let alg = chosen.alg;
-    // A call that runs native while `shm`'s window waits (counted) or the shadow is not made:
-    // its repeats go native at initiation (`crate::nbc::waiting`; until the window or the
-    // shadow is made: either forgets them).
-    let native = |shadow_later: bool| {
+    // A call that runs native while `shm`'s window waits (counted), is wanted (made by the
+    // communicator's next blocking collective) or the shadow is not made: its repeats go
+    // native at initiation (`crate::nbc::waiting`; until the window or the shadow is made:
+    // either forgets them).
+    let native = |until_made: bool| {
         if let (true, None) = (chosen.why.is_empty(), &g.cfg.learn) {
             match chosen.waits {
                 Some(w) => w.memo_nb(&a, v.spec.bytes(), gen),
-                None if shadow_later => {
+                None if until_made => {
                     crate::nbc::waiting::keep(&a, v.spec.bytes(), gen, None);
                 }
                 None => {}
@@ -78,7 +79,8 @@ fn plan_valid(g: &'static state::Global, a: Args, mut v: Valid, gen: u64) -> Opt
         None
     };
     if alg == Algorithm::Native {
-        return native(false);
+        let awaited = v.spec.p > 1 && comm::existing(a.comm).is_some_and(|st| st.shm_awaited());
+        return native(awaited);
     }
     // The initiation never waits for the other ranks: native until the communicator's next
     // blocking collective made the shadow (at the same call on every rank), or for good if

@@ -3,11 +3,13 @@
 //! it asked for `shm` on a communicator whose window is not made, runs without it and counts
 //! in the window's wait (`CommState::window_now`; one of 4-64 KiB waits thousands of calls at
 //! p = 2), or (2) until pcoll's shadow communicator is made, at the communicator's next
-//! blocking collective (a program of non-blocking collectives and barriers never makes it).
+//! blocking collective (a program of non-blocking collectives and barriers never makes it),
+//! or (3) once such calls wanted the window, until that collective makes it.
 //! Each such call took the full path (validation, two decisions: ~1.5 us above native; Open
 //! MPI 4.1, p = 2, verify/ab.c 100 iterations: `MPI_Ireduce` 1.52-1.65x at 4-16 KiB,
 //! `MPI_Iallreduce` 1.15-1.25x, `MPI_Ibcast` 1.62x at 4 KiB, the other four 1.13-1.33x at
-//! 8-64 KiB). The blocking forms' repeats are forwarded by the C gate's memo; these are kept
+//! 8-64 KiB; in case (3) until session 60 a 64 KiB `MPI_Ireduce`'s initiation took 3.7 us
+//! against native's 1.0). The blocking forms' repeats are forwarded by the C gate's memo; these are kept
 //! here, the last such call per collective: a repeat of it (everything but its buffers'
 //! addresses: `dispatch::CallKey`) goes native. One that waits for the window is counted in a
 //! counter of the communicator's that the wait adds up at its next ask
