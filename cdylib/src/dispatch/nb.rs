@@ -79,8 +79,7 @@ fn plan_valid(g: &'static state::Global, a: Args, mut v: Valid, gen: u64) -> Opt
         None
     };
     if alg == Algorithm::Native {
-        let awaited = v.spec.p > 1 && comm::existing(a.comm).is_some_and(|st| st.shm_awaited());
-        return native(awaited);
+        return native(super::resolve::window_awaited(&a, v.spec.p));
     }
     // The initiation never waits for the other ranks: native until the communicator's next
     // blocking collective made the shadow (at the same call on every rank), or for good if

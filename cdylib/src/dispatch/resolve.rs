@@ -287,7 +287,7 @@ pub(super) fn choose_nb(
     // A program that makes no blocking collective on the communicator keeps a wanted window
     // unmade: decide once, without `shm`, as the fallback below would (refusing `shm` changes
     // only a decision that takes it). Two decisions cost 0.5 us of a forwarded 4 KiB `MPI_Ireduce` (Intel MPI).
-    if spec.p > 1 && crate::comm::existing(a.comm).is_some_and(|st| st.shm_awaited()) {
+    if window_awaited(a, spec.p) {
         call.shm_refused = true;
     }
     let mut d = decided(g, &call, &nf, learned)?;
@@ -342,6 +342,12 @@ pub(super) fn choose_nb(
         waits,
         ..chosen(g, spec, &call, d, None)
     })
+}
+
+/// The communicator of `a` (of `p` ranks) has a window a non-blocking call wanted, which its
+/// next blocking collective makes ([`crate::comm::CommState::shm_awaited`]).
+pub(super) fn window_awaited(a: &Args, p: usize) -> bool {
+    p > 1 && crate::comm::existing(a.comm).is_some_and(|st| st.shm_awaited())
 }
 
 /// The decision as [`Chosen`]: its reason (formatted only when read), the fallback warning,
