@@ -146,6 +146,11 @@ impl CommState {
         self.shm.get().is_some()
     }
 
+    /// The window was asked for and refused (on every rank alike): for good.
+    pub fn shm_refused(&self) -> bool {
+        self.shm.get().is_some_and(|w| w.is_none())
+    }
+
     /// A call asks for `shm` on this one-node communicator with rent `rent`
     /// (`pcoll::model::shm::WindowWait`): true if the window is asked for already or is to be
     /// made now, false to serve the call without it. No MPI call; every rank counts alike.

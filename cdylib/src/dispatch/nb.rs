@@ -63,14 +63,15 @@ fn plan_valid(g: &'static state::Global, a: Args, mut v: Valid, gen: u64) -> Opt
     let chosen = super::resolve::choose_nb(g, &a, &mut v.spec, shm_ok).ok()?;
     let alg = chosen.alg;
     // A call that runs native while `shm`'s window waits (counted), is wanted (made by the
-    // communicator's next blocking collective) or the shadow is not made: its repeats go
-    // native at initiation (`crate::nbc::waiting`; until the window or the shadow is made:
-    // either forgets them).
-    let native = |until_made: bool| {
+    // communicator's next blocking collective), is off or refused for good, or the shadow is
+    // not made: its repeats go native at initiation (`crate::nbc::waiting`; until the window
+    // or the shadow is made, which forgets them, or for good). A non-blocking call's decision
+    // has no learned input without `PCOLL_LEARN` (`learn::raced` skips non-blocking calls).
+    let native = |stands: bool| {
         if let (true, None) = (chosen.why.is_empty(), &g.cfg.learn) {
             match chosen.waits {
                 Some(w) => w.memo_nb(&a, v.spec.bytes(), gen),
-                None if until_made => {
+                None if stands => {
                     crate::nbc::waiting::keep(&a, v.spec.bytes(), gen, None);
                 }
                 None => {}
@@ -79,7 +80,10 @@ fn plan_valid(g: &'static state::Global, a: Args, mut v: Valid, gen: u64) -> Opt
         None
     };
     if alg == Algorithm::Native {
-        return native(super::resolve::window_awaited(&a, v.spec.p));
+        let p = v.spec.p;
+        let stands =
+            super::resolve::window_awaited(&a, p) || super::resolve::shm_off_for_good(&a, p);
+        return native(stands);
     }
     // The initiation never waits for the other ranks: native until the communicator's next
     // blocking collective made the shadow (at the same call on every rank), or for good if

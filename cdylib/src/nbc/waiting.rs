@@ -4,7 +4,10 @@
 //! in the window's wait (`CommState::window_now`; one of 4-64 KiB waits thousands of calls at
 //! p = 2), or (2) until pcoll's shadow communicator is made, at the communicator's next
 //! blocking collective (a program of non-blocking collectives and barriers never makes it),
-//! or (3) once such calls wanted the window, until that collective makes it.
+//! or (3) once such calls wanted the window, until that collective makes it; and for good
+//! (4) where `shm` is off (`PCOLL_SHM=0`) or the communicator's window was refused (a table
+//! rule's `shm` then falls back on every call: `MPI_Ireduce` 1.13-1.39x native at 4-64 KiB
+//! on Open MPI 4.1 until session 60).
 //! Each such call took the full path (validation, two decisions: ~1.5 us above native; Open
 //! MPI 4.1, p = 2, verify/ab.c 100 iterations: `MPI_Ireduce` 1.52-1.65x at 4-16 KiB,
 //! `MPI_Iallreduce` 1.15-1.25x, `MPI_Ibcast` 1.62x at 4 KiB, the other four 1.13-1.33x at
