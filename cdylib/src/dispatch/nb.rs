@@ -80,10 +80,7 @@ fn plan_valid(g: &'static state::Global, a: Args, mut v: Valid, gen: u64) -> Opt
         None
     };
     if alg == Algorithm::Native {
-        let p = v.spec.p;
-        let stands =
-            super::resolve::window_awaited(&a, p) || super::resolve::shm_off_for_good(&a, p);
-        return native(stands);
+        return native(super::resolve::native_stands(&a, v.spec.p));
     }
     // The initiation never waits for the other ranks: native until the communicator's next
     // blocking collective made the shadow (at the same call on every rank), or for good if

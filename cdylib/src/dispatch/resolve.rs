@@ -350,11 +350,13 @@ pub(super) fn window_awaited(a: &Args, p: usize) -> bool {
     p > 1 && crate::comm::existing(a.comm).is_some_and(|st| st.shm_awaited())
 }
 
-/// `shm` cannot serve the communicator of `a` (of `p` ranks) for good: turned off
-/// (`PCOLL_SHM=0`, agreed at `MPI_Init`) or its window refused (on every rank alike).
-pub(super) fn shm_off_for_good(a: &Args, p: usize) -> bool {
+/// A native decision for `a` (on `p` ranks) stands until the window is made, or for good:
+/// the window is awaited, refused (on every rank alike) or `shm` is off (`PCOLL_SHM=0`,
+/// agreed at `MPI_Init`). One look-up of the communicator's state.
+pub(super) fn native_stands(a: &Args, p: usize) -> bool {
     !crate::shm::enabled()
-        || (p > 1 && crate::comm::existing(a.comm).is_some_and(|st| st.shm_refused()))
+        || (p > 1
+            && crate::comm::existing(a.comm).is_some_and(|st| st.shm_awaited() || st.shm_refused()))
 }
 
 /// The decision as [`Chosen`]: its reason (formatted only when read), the fallback warning,
