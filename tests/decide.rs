@@ -722,7 +722,7 @@ fn shm_refusal_names_the_window_not_made_for_a_nonblocking_call() {
         shm_refused: true,
         ..CallFacts::new(Collective::Bcast, 3, 4096)
     };
-    let blocking = refused.eligible(Algorithm::Shm).unwrap_err();
+    let blocking = refused.eligible(Algorithm::Shm).unwrap_err().to_string();
     assert!(!blocking.contains("not made yet"), "{blocking}");
     assert!(
         blocking.contains("refused") && !blocking.contains("nodes"),
@@ -734,14 +734,16 @@ fn shm_refusal_names_the_window_not_made_for_a_nonblocking_call() {
         ..CallFacts::new(Collective::Bcast, 4, 4096)
     }
     .eligible(Algorithm::Shm)
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(spread.contains("span 2 nodes"), "{spread}");
     let nb = CallFacts {
         nonblocking: true,
         ..refused
     }
     .eligible(Algorithm::Shm)
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(
         nb.contains("not made yet") && nb.contains("next blocking collective"),
         "{nb}"

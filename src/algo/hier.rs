@@ -173,10 +173,13 @@ pub fn build_hier(alg: Algorithm, spec: &CallSpec, ctx: &Ctx) -> Result<Program,
         ));
     }
     if !ctx.layout.shape().order_ok(spec.commutative) {
-        return Err(Error::Unsupported(format!(
-            "{} {alg} needs nodes of consecutive ranks for a non-commutative op",
-            spec.coll
-        )));
+        let why = super::Why::NodeOrder;
+        let no = super::Ineligible {
+            coll: spec.coll,
+            alg,
+            why,
+        };
+        return Err(Error::Unsupported(no.to_string()));
     }
     let mut prog = Program::new();
     match (spec.coll, alg) {

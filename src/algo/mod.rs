@@ -221,16 +221,24 @@ impl Algorithm {
     /// Checks the algorithm's preconditions for a call; `Err` names the failed one.
     pub fn check(self, spec: &CallSpec) -> Result<(), String> {
         self.eligible(spec.coll, spec.commutative)
+            .map_err(|e| e.to_string())
     }
 
     /// The preconditions from the facts every rank shares: the collective has this algorithm,
     /// and a non-commutative op needs an order-preserving one.
-    pub fn eligible(self, coll: Collective, commutative: bool) -> Result<(), String> {
+    pub fn eligible(self, coll: Collective, commutative: bool) -> Result<(), Ineligible> {
+        let no = |why| {
+            Err(Ineligible {
+                coll,
+                alg: self,
+                why,
+            })
+        };
         if !Algorithm::available(coll).contains(&self) {
-            return Err(format!("{coll} has no {self} algorithm"));
+            return no(Why::NotAvailable);
         }
         if coll.reduces() && !commutative && !self.order_preserving(coll) {
-            return Err(format!("{coll} {self} needs a commutative op"));
+            return no(Why::NeedsCommutative);
         }
         Ok(())
     }
@@ -243,6 +251,63 @@ impl Algorithm {
     /// Position in [`Algorithm::ALL`] (array index of per-algorithm counters).
     pub fn index(self) -> usize {
         self as usize
+    }
+}
+
+/// Why an algorithm cannot serve a call: a value, so that a decision that falls back (a
+/// table asking for `shm` before its window is made, on every such call) formats no message
+/// unless one is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ineligible {
+    pub coll: Collective,
+    pub alg: Algorithm,
+    pub why: Why,
+}
+
+/// The precondition that failed ([`Ineligible`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// The collective has no such algorithm.
+    NotAvailable,
+    /// The op is not commutative and the algorithm does not keep rank order.
+    NeedsCommutative,
+    /// A node-aware algorithm, a non-commutative op, and nodes that are not blocks of
+    /// consecutive ranks.
+    NodeOrder,
+    /// `shm`, and the communicator's ranks span this many nodes.
+    SpansNodes(usize),
+    /// `shm` for a non-blocking call: the window is not made yet (or was refused).
+    WindowNotMade,
+    /// `shm`, and the window was refused.
+    WindowRefused,
+}
+
+impl fmt::Display for Ineligible {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (coll, alg) = (self.coll, self.alg);
+        match self.why {
+            Why::NotAvailable => write!(f, "{coll} has no {alg} algorithm"),
+            Why::NeedsCommutative => write!(f, "{coll} {alg} needs a commutative op"),
+            Why::NodeOrder => write!(
+                f,
+                "{coll} {alg} needs nodes of consecutive ranks for a non-commutative op"
+            ),
+            shm => {
+                write!(f, "{coll} {alg}: no shared window for this communicator (")?;
+                match shm {
+                    Why::SpansNodes(n) => write!(f, "its ranks span {n} nodes")?,
+                    // A non-blocking call never makes the window (making it blocks): its
+                    // common reason there.
+                    Why::WindowNotMade => write!(
+                        f,
+                        "not made yet (the communicator's next blocking collective makes it), \
+                         or refused"
+                    )?,
+                    _ => write!(f, "refused: see the shm warning")?,
+                }
+                write!(f, ")")
+            }
+        }
     }
 }
 

@@ -30,7 +30,7 @@
 pub mod defects;
 pub mod model;
 
-use crate::algo::{Algorithm, Collective, Pick};
+use crate::algo::{Algorithm, Collective, Ineligible, Pick, Why};
 use crate::config::{Config, FallbackPolicy};
 use crate::error::Error;
 use crate::model::native::Mpi;
@@ -86,28 +86,24 @@ impl CallFacts {
 
     /// Can `alg` serve this call (the collective has it, the op's commutativity, and for a
     /// node-aware algorithm the nodes' order)?
-    pub fn eligible(&self, alg: Algorithm) -> Result<(), String> {
+    pub fn eligible(&self, alg: Algorithm) -> Result<(), Ineligible> {
         alg.eligible(self.coll, self.commutative)?;
+        let no = |why| {
+            Err(Ineligible {
+                coll: self.coll,
+                alg,
+                why,
+            })
+        };
         if alg.node_aware() && !self.nodes.order_ok(self.commutative) {
-            return Err(format!(
-                "{} {alg} needs nodes of consecutive ranks for a non-commutative op",
-                self.coll
-            ));
+            return no(Why::NodeOrder);
         }
         if alg == Algorithm::Shm && !self.shm_ok() {
-            // A non-blocking call never makes the window (making it blocks): say so, as it is
-            // the common reason there.
-            let why = match (self.nodes.nodes, self.nonblocking) {
-                (n, _) if n > 1 => format!("its ranks span {n} nodes"),
-                (_, true) => "not made yet (the communicator's next blocking collective \
-                              makes it), or refused"
-                    .to_string(),
-                (_, false) => "refused: see the shm warning".to_string(),
-            };
-            return Err(format!(
-                "{} shm: no shared window for this communicator ({why})",
-                self.coll
-            ));
+            return no(match (self.nodes.nodes, self.nonblocking) {
+                (n, _) if n > 1 => Why::SpansNodes(n),
+                (_, true) => Why::WindowNotMade,
+                (_, false) => Why::WindowRefused,
+            });
         }
         Ok(())
     }
@@ -239,7 +235,7 @@ pub struct Fallback {
     /// What was asked for.
     pub asked: Algorithm,
     /// Why it cannot serve the call.
-    pub why: String,
+    pub why: Ineligible,
 }
 
 /// The outcome of [`Resolver::resolve`].
