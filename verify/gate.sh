@@ -29,6 +29,13 @@ out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run
   "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_TUNING="$OUT/nbagain.toml" PCOLL_SHM_AFTER=1 -- \
   "$OUT/nbagain-$MPI" $([ "$MPI" = mpich ] && echo kept) </dev/null 2>&1)
 grep -q '^nbagain: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (nbagain)"; exit 1; }
+# The same table with `shm` off (PCOLL_SHM=0), 4 KiB: the calls fall back to the model's pick
+# (native, kept native at initiation for good; MPICH 4.0 circulant, served again) until
+# pcoll_force("allreduce", "binomial"), after which they must run binomial.
+out=$(timeout -k 5 60 bash -c 'source "$0"; mpi_setup "$1" && shift 2 && mpi_run "$@"' \
+  "$ROOT/scripts/mpi.sh" "$MPI" -- 3 LD_PRELOAD="$LIB" PCOLL_TUNING="$OUT/nbagain.toml" PCOLL_SHM=0 -- \
+  "$OUT/nbagain-$MPI" off </dev/null 2>&1)
+grep -q '^nbagain: PASS' <<<"$out" || { echo "$out" | tail -8; echo "gate: FAIL (nbagain off)"; exit 1; }
 # What a non-blocking call wants made on its communicator (its shadow on Open MPI, the window)
 # is made at the communicator's next blocking collective of any kind (verify/nbwanted.c:
 # bcast and allgather through the gate, gather, split, barrier), p = 2 and 3.
