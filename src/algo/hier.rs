@@ -173,12 +173,7 @@ pub fn build_hier(alg: Algorithm, spec: &CallSpec, ctx: &Ctx) -> Result<Program,
         ));
     }
     if !ctx.layout.shape().order_ok(spec.commutative) {
-        let why = super::Why::NodeOrder;
-        let no = super::Ineligible {
-            coll: spec.coll,
-            alg,
-            why,
-        };
+        let no = alg.ineligible(spec.coll, super::Why::NodeOrder);
         return Err(Error::Unsupported(no.to_string()));
     }
     let mut prog = Program::new();

@@ -227,20 +227,22 @@ impl Algorithm {
     /// The preconditions from the facts every rank shares: the collective has this algorithm,
     /// and a non-commutative op needs an order-preserving one.
     pub fn eligible(self, coll: Collective, commutative: bool) -> Result<(), Ineligible> {
-        let no = |why| {
-            Err(Ineligible {
-                coll,
-                alg: self,
-                why,
-            })
-        };
         if !Algorithm::available(coll).contains(&self) {
-            return no(Why::NotAvailable);
+            return Err(self.ineligible(coll, Why::NotAvailable));
         }
         if coll.reduces() && !commutative && !self.order_preserving(coll) {
-            return no(Why::NeedsCommutative);
+            return Err(self.ineligible(coll, Why::NeedsCommutative));
         }
         Ok(())
+    }
+
+    /// This algorithm cannot serve a call of `coll`, for `why`.
+    pub fn ineligible(self, coll: Collective, why: Why) -> Ineligible {
+        Ineligible {
+            coll,
+            alg: self,
+            why,
+        }
     }
 
     /// `hier` or `hier_ml`: built over the communicator's nodes ([`hier::build_hier`]).

@@ -88,22 +88,16 @@ impl CallFacts {
     /// node-aware algorithm the nodes' order)?
     pub fn eligible(&self, alg: Algorithm) -> Result<(), Ineligible> {
         alg.eligible(self.coll, self.commutative)?;
-        let no = |why| {
-            Err(Ineligible {
-                coll: self.coll,
-                alg,
-                why,
-            })
-        };
         if alg.node_aware() && !self.nodes.order_ok(self.commutative) {
-            return no(Why::NodeOrder);
+            return Err(alg.ineligible(self.coll, Why::NodeOrder));
         }
         if alg == Algorithm::Shm && !self.shm_ok() {
-            return no(match (self.nodes.nodes, self.nonblocking) {
+            let why = match (self.nodes.nodes, self.nonblocking) {
                 (n, _) if n > 1 => Why::SpansNodes(n),
                 (_, true) => Why::WindowNotMade,
                 (_, false) => Why::WindowRefused,
-            });
+            };
+            return Err(alg.ineligible(self.coll, why));
         }
         Ok(())
     }
